@@ -1,0 +1,26 @@
+# Every target creates its own virtual environment, so both commands work on a fresh machine.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+EXTRAS ?= test,chem,plot
+
+.PHONY: demo test venv bench clean
+
+$(BIN)/activate:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+venv: $(BIN)/activate
+	$(BIN)/pip install --quiet -e ".[$(EXTRAS)]"
+
+demo: venv
+	$(BIN)/iokr demo --output results/demo
+
+test: venv
+	$(BIN)/python -m pytest -q tests
+
+bench: venv
+	$(BIN)/python -m benchmarks.run --output benchmarks/results
+
+clean:
+	rm -rf $(VENV) results

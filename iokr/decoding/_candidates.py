@@ -1,0 +1,184 @@
+"""Candidate sets: a pool of unique candidates plus, per query, the indices of its candidates.
+
+A candidate shared by many queries (the same molecule in several formula lists, the same document for every query)
+is stored and scored once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class PackedBinaryFeatures:
+    """Binary feature vectors stored bit-packed (8 features per byte), unpacked to float32 on slicing.
+
+    Parameters
+    ----------
+    packed : ndarray of uint8, shape (n, ceil(n_features / 8))
+        Rows as produced by ``np.packbits(bits, axis=1)``; may be a ``np.memmap``.
+    n_features : int
+        Number of features (bits) per row.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> bits = np.array([[1, 0, 1], [0, 1, 1]], dtype=np.uint8)
+    >>> P = PackedBinaryFeatures.from_dense(bits)
+    >>> P[0:2]
+    array([[1., 0., 1.],
+           [0., 1., 1.]], dtype=float32)
+    """
+
+    dtype = np.dtype(np.float32)
+    ndim = 2
+
+    def __init__(self, packed, n_features):
+        packed = np.asarray(packed) if not isinstance(packed, np.memmap) else packed
+        if packed.dtype != np.uint8 or packed.ndim != 2:
+            raise ValueError(f"'packed' must be a 2-D uint8 array, got {packed.dtype} of shape {packed.shape}.")
+        n_features = int(n_features)
+        if not 0 < n_features <= packed.shape[1] * 8 or packed.shape[1] != (n_features + 7) // 8:
+            raise ValueError(
+                f"'n_features'={n_features} does not match packed rows of {packed.shape[1]} bytes "
+                f"(expected {packed.shape[1] * 8 - 7}..{packed.shape[1] * 8} features)."
+            )
+        self.packed = packed
+        self.n_features = n_features
+
+    @classmethod
+    def from_dense(cls, bits):
+        bits = np.asarray(bits)
+        if bits.ndim != 2 or (bits.size and not np.isin(bits, (0, 1)).all()):
+            raise ValueError("'bits' must be a 2-D array of zeros and ones.")
+        return cls(np.packbits(bits.astype(np.uint8), axis=1), bits.shape[1])
+
+    @property
+    def shape(self):
+        return (self.packed.shape[0], self.n_features)
+
+    def __len__(self):
+        return self.packed.shape[0]
+
+    def __getitem__(self, rows):
+        block = np.unpackbits(np.asarray(self.packed[rows]), axis=-1, count=self.n_features)
+        return block.astype(np.float32)
+
+
+class CandidateSets:
+    """Per-query candidate sets over one pool of unique candidates.
+
+    Parameters
+    ----------
+    pool : array-like of shape (n_pool, n_features)
+        Unique candidates (ndarray, ``np.memmap`` or :class:`PackedBinaryFeatures`); read in row blocks.
+    indices : sequence of array-like of int
+        For each query, the pool rows of its candidates, in the query's own candidate order.
+    ids : sequence, optional
+        Identifier of every pool row (e.g. InChIKeys), kept for reports.
+
+    Attributes
+    ----------
+    n_queries : int
+    sizes : ndarray of shape (n_queries,)
+        Number of candidates per query.
+    empty_queries : ndarray of int
+        Queries without any candidate.
+    """
+
+    def __init__(self, pool, indices, ids=None):
+        if getattr(pool, "ndim", None) != 2:
+            pool = np.asarray(pool)
+            if pool.ndim != 2:
+                raise ValueError(f"'pool' must be 2-D (n_pool, n_features), got shape {pool.shape}.")
+        n_pool = pool.shape[0]
+        checked = []
+        for q, idx in enumerate(indices):
+            idx = np.asarray(idx)
+            if idx.size == 0:
+                idx = np.zeros(0, dtype=np.intp)
+            if idx.ndim != 1 or not np.issubdtype(idx.dtype, np.integer):
+                raise ValueError(f"'indices[{q}]' must be a 1-D integer array of pool rows, got {idx.dtype} {idx.shape}.")
+            if idx.size and (idx.min() < 0 or idx.max() >= n_pool):
+                raise ValueError(
+                    f"'indices[{q}]' references pool rows outside [0, {n_pool}): range [{idx.min()}, {idx.max()}]."
+                )
+            checked.append(idx.astype(np.intp, copy=False))
+        if ids is not None and len(ids) != n_pool:
+            raise ValueError(f"'ids' must have one entry per pool row ({n_pool}), got {len(ids)}.")
+        self.pool = pool
+        self.indices = checked
+        self.ids = ids
+
+    @classmethod
+    def from_arrays(cls, sets, deduplicate=True):
+        """Build from one (n_i, n_features) array per query; identical rows are pooled once when ``deduplicate``."""
+        sets = [np.asarray(s) for s in sets]
+        if not sets:
+            raise ValueError("'candidate_sets' must hold at least one query's candidates, got an empty list.")
+        widths = {s.shape[1] for s in sets if s.ndim == 2}
+        if any(s.ndim != 2 and s.size for s in sets) or len(widths) > 1:
+            raise ValueError(
+                "Every candidate set must be a 2-D array (n_candidates, n_features) with the same number of features; "
+                f"got shapes {sorted({s.shape for s in sets})[:5]}."
+            )
+        width = widths.pop() if widths else 0
+        sets = [s.reshape(-1, width) if s.size == 0 else s for s in sets]
+        stacked = np.concatenate(sets, axis=0) if sets else np.zeros((0, width))
+        offsets = np.cumsum([0] + [s.shape[0] for s in sets])
+        if deduplicate and stacked.shape[0]:
+            pool, inverse = np.unique(np.ascontiguousarray(stacked), axis=0, return_inverse=True)
+            inverse = inverse.ravel()
+        else:
+            pool, inverse = stacked, np.arange(stacked.shape[0])
+        return cls(pool, [inverse[offsets[q]:offsets[q + 1]] for q in range(len(sets))])
+
+    @classmethod
+    def shared(cls, pool, n_queries):
+        """Every one of ``n_queries`` queries has the whole pool as candidates (in pool order)."""
+        all_rows = np.arange(pool.shape[0])
+        return cls(pool, [all_rows] * int(n_queries))
+
+    @property
+    def n_queries(self):
+        return len(self.indices)
+
+    @property
+    def n_features(self):
+        return self.pool.shape[1]
+
+    @property
+    def sizes(self):
+        return np.array([idx.size for idx in self.indices], dtype=np.intp)
+
+    @property
+    def empty_queries(self):
+        return np.flatnonzero(self.sizes == 0)
+
+    def __len__(self):
+        return self.n_queries
+
+    def candidates(self, query):
+        """Features of one query's candidates, shape (n_q, n_features)."""
+        return np.asarray(self.pool[self.indices[query]]) if not isinstance(self.pool, PackedBinaryFeatures) else \
+            self.pool[self.indices[query]]
+
+
+def as_candidate_sets(candidate_sets, n_queries, n_features):
+    """Validate ``candidate_sets`` (CandidateSets or list of arrays) against the queries and feature count."""
+    if not isinstance(candidate_sets, CandidateSets):
+        if isinstance(candidate_sets, np.ndarray) and candidate_sets.ndim == 2:
+            raise TypeError(
+                "'candidate_sets' must be a CandidateSets or a list of per-query arrays; for one candidate matrix "
+                "shared by all queries use decision_function(X, C) or CandidateSets.shared(C, n_queries)."
+            )
+        candidate_sets = CandidateSets.from_arrays(list(candidate_sets))
+    if candidate_sets.n_queries != n_queries:
+        raise ValueError(
+            f"'candidate_sets' holds {candidate_sets.n_queries} sets, but {n_queries} queries were given."
+        )
+    if candidate_sets.n_features != n_features:
+        raise ValueError(
+            f"Candidates have {candidate_sets.n_features} features, but the model was fitted on outputs with "
+            f"{n_features} features."
+        )
+    return candidate_sets

@@ -1,0 +1,169 @@
+"""The input and output sides of kernel regression estimators, shared by IOKR, IOKRCV and MP-IOKR.
+
+The input side turns inputs (features or a precomputed Gram) into the transformed training Gram and transformed
+test-versus-train blocks. The output side turns outputs into either explicit transformed features (when the output
+kernel has a finite feature map: the fast path) or transformed kernel blocks against the training outputs, and
+produces candidate representations for each decoding rule.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import check_array_2d, check_finite, check_n_features, check_square_gram
+from ..kernels import FeatureTransform, KernelTransform, make_kernel
+
+DECODINGS = ("distance", "inner", "cosine")
+
+
+def _row_norms(M):
+    return np.sqrt(np.einsum("ij,ij->i", M, M, dtype=np.float64))
+
+
+def _safe_inverse(values):
+    out = np.zeros_like(values, dtype=np.float64)
+    positive = values > 0
+    out[positive] = 1.0 / values[positive]
+    return out
+
+
+class InputSide:
+    """Transformed input kernel: training Gram and test-versus-train blocks.
+
+    Parameters
+    ----------
+    kernel : Kernel or str
+        Input kernel, or ``"precomputed"``.
+    center, normalize : bool
+        Feature-space centering around the training mean, then unit norm.
+    """
+
+    def __init__(self, kernel, center, normalize):
+        self.kernel = make_kernel(kernel, "input_kernel")
+        self.transform = KernelTransform(center, normalize)
+        self.precomputed = self.kernel == "precomputed"
+
+    def fit_gram(self, X):
+        """Validate ``X`` and return the transformed training Gram (n, n), float64."""
+        if self.precomputed:
+            gram = check_square_gram(X, "X")
+            self.n_train = gram.shape[0]
+            self.n_features_in = gram.shape[0]
+        else:
+            X = check_array_2d(X, "X")
+            self.X_train = X
+            self.n_train, self.n_features_in = X.shape
+            gram = self.kernel(X)
+        return self.transform.fit_transform(gram)
+
+    def check_test(self, X_test, input_diag=None):
+        """Validate test inputs; returns the array (features, or test-by-train Gram for precomputed)."""
+        X_test = check_array_2d(X_test, "X")
+        if self.precomputed:
+            if X_test.shape[1] != self.n_train:
+                raise ValueError(
+                    f"With input_kernel='precomputed', 'X' must be the (n_test, n_train) kernel between test and "
+                    f"training inputs; got {X_test.shape[1]} columns for {self.n_train} training inputs."
+                )
+            if self.transform.normalize:
+                if input_diag is None:
+                    raise ValueError(
+                        "With input_kernel='precomputed' and normalize_input=True, pass 'input_diag', the test "
+                        "inputs' kernel diagonal k(x, x) of shape (n_test,), needed to normalize them."
+                    )
+                input_diag = np.asarray(input_diag, dtype=np.float64).ravel()
+                if input_diag.shape != (X_test.shape[0],):
+                    raise ValueError(f"'input_diag' must have shape ({X_test.shape[0]},), got {input_diag.shape}.")
+                check_finite(input_diag, "input_diag")
+        else:
+            check_n_features(X_test, self.n_features_in, "X")
+        return X_test, input_diag
+
+    def test_block(self, X_test, rows, input_diag=None):
+        """Transformed ``k(x_test[rows], x_train)`` of shape (n_rows, n_train), float64."""
+        if self.precomputed:
+            cross = np.asarray(X_test[rows], dtype=np.float64)
+            diag = None if input_diag is None else input_diag[rows]
+        else:
+            block = X_test[rows]
+            cross = np.asarray(self.kernel._block(block, self.X_train), dtype=np.float64)
+            diag = self.kernel._diag(block) if self.transform.normalize else None
+        transformed, _ = self.transform.transform(cross, diag)
+        return transformed
+
+
+class OutputSide:
+    """Transformed output kernel: explicit features when available, kernel blocks otherwise.
+
+    Attributes
+    ----------
+    explicit : bool
+        True when the output kernel has a finite feature map (linear, normalized linear).
+    train_features : ndarray of shape (n, p)
+        Transformed training output features (explicit path).
+    train_gram : ndarray of shape (n, n)
+        Transformed training output Gram (kernel path).
+    """
+
+    def __init__(self, kernel, center, normalize):
+        self.kernel = make_kernel(kernel, "output_kernel")
+        if self.kernel == "precomputed":
+            raise ValueError("The 'output_kernel' parameter cannot be 'precomputed': candidates must be scored "
+                             "against training outputs; pass a Kernel object instead.")
+        self.explicit = self.kernel.has_explicit_features
+        self.center, self.normalize = center, normalize
+
+    def fit(self, Y):
+        Y = self.kernel._check_input(Y, "Y")
+        self.n_features = Y.shape[1]
+        if self.explicit:
+            features = self.kernel.features(Y)
+            self.feature_transform = FeatureTransform(self.center, self.normalize).fit(features)
+            self.train_features = self.feature_transform.transform(features, dtype=np.float64)
+        else:
+            self.Y_train = Y
+            self.kernel_transform = KernelTransform(self.center, self.normalize)
+            self.train_gram = self.kernel_transform.fit_transform(self.kernel(Y))
+        return self
+
+    def candidate_block(self, C, decoding):
+        """Representation ``R`` and additive ``offset`` of a block of candidates for ``decoding``."""
+        C = np.asarray(C)
+        if C.ndim != 2 or C.shape[1] != self.n_features:
+            raise ValueError(
+                f"Candidates have {C.shape[-1] if C.ndim else 0} features, but the model was fitted on outputs "
+                f"with {self.n_features} features."
+            )
+        check_finite(C, "candidates")
+        C = self.kernel._check_input(C, "candidates")
+        if self.explicit:
+            R = self.feature_transform.transform(self.kernel.features(C),
+                                                 dtype=np.float32 if C.dtype == np.float32 else np.float64)
+            sq_norms = np.einsum("ij,ij->i", R, R, dtype=np.float64)
+        else:
+            cross = self.kernel._block(C, self.Y_train)
+            R, sq_norms = self.kernel_transform.transform(cross, self.kernel._diag(C))
+            if C.dtype == np.float32:
+                R = R.astype(np.float32)
+        if decoding == "distance":
+            return R, -sq_norms.astype(R.dtype)
+        if decoding == "cosine":
+            R = R * np.sqrt(_safe_inverse(sq_norms))[:, None].astype(R.dtype)
+        return R, None
+
+    def candidate_bytes_per_row(self, n_train):
+        width = self.n_features if self.explicit else n_train
+        return 3 * 8 * width
+
+    def query_representation(self, coefficients_or_features, decoding):
+        """Fold the decoding rule into the query side (``2 h`` for distance, ``h / ||h||`` for cosine)."""
+        Q = coefficients_or_features
+        if decoding == "distance":
+            return 2.0 * Q
+        if decoding == "cosine":
+            if self.explicit:
+                norms = _row_norms(Q)
+            else:
+                norms = np.sqrt(np.clip(np.einsum("ij,ij->i", Q @ self.train_gram, Q), 0.0, None))
+            return Q * np.sqrt(_safe_inverse(norms**2))[:, None]
+        return Q

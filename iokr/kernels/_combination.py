@@ -1,0 +1,164 @@
+"""Kernels built from other kernels or from a precomputed Gram: cosine normalization, weighted sums, Precomputed."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .._validation import check_square_gram
+from ._base import Kernel
+
+
+class Normalized(Kernel):
+    """Cosine-normalized kernel ``k(a, b) / sqrt(k(a, a) k(b, b))``.
+
+    Points whose diagonal is zero have a zero feature vector; their normalized similarities are 0.
+
+    Parameters
+    ----------
+    kernel : Kernel
+        The kernel to normalize.
+    """
+
+    temporaries_per_entry = 2
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+
+    def _check_input(self, X, name):
+        return self.kernel._check_input(X, name)
+
+    def _check_compatible(self, A, B):
+        self.kernel._check_compatible(A, B)
+
+    def _block(self, A, B):
+        K = self.kernel._block(A, B)
+        inv_a = _inverse_sqrt(self.kernel._diag(A))
+        inv_b = _inverse_sqrt(self.kernel._diag(B))
+        K *= inv_a[:, None]
+        K *= inv_b[None, :]
+        return K
+
+    def _diag(self, A):
+        return (self.kernel._diag(A) > 0).astype(A.dtype if A.dtype.kind == "f" else np.float64)
+
+    @property
+    def has_explicit_features(self):
+        return self.kernel.has_explicit_features
+
+    def features(self, A):
+        F = np.array(self.kernel.features(A), dtype=np.result_type(np.asarray(A).dtype, np.float32), copy=True)
+        F *= _inverse_sqrt(np.einsum("ij,ij->i", F, F))[:, None]
+        return F
+
+
+def _inverse_sqrt(values):
+    out = np.zeros_like(values, dtype=np.result_type(values.dtype, np.float32))
+    positive = values > 0
+    out[positive] = 1.0 / np.sqrt(values[positive])
+    return out
+
+
+class WeightedSum(Kernel):
+    """Weighted sum ``sum_i w_i k_i(a, b)`` of kernels on the same inputs (non-negative weights keep it PSD).
+
+    Parameters
+    ----------
+    kernels : sequence of Kernel
+    weights : sequence of float, optional
+        Non-negative weights; uniform (1 / number of kernels) by default.
+    """
+
+    def __init__(self, kernels, weights=None):
+        self.kernels = kernels
+        self.weights = weights
+
+    def _weights(self):
+        kernels = list(self.kernels)
+        if not kernels:
+            raise ValueError("The 'kernels' parameter of WeightedSum must hold at least one kernel. Got none.")
+        if self.weights is None:
+            return kernels, np.full(len(kernels), 1.0 / len(kernels))
+        weights = np.asarray(self.weights, dtype=np.float64)
+        if weights.shape != (len(kernels),) or not np.isfinite(weights).all() or (weights < 0).any():
+            raise ValueError(
+                f"The 'weights' parameter of WeightedSum must hold {len(kernels)} finite non-negative floats. "
+                f"Got {self.weights!r} instead."
+            )
+        return kernels, weights
+
+    @property
+    def temporaries_per_entry(self):
+        kernels, _ = self._weights()
+        return 1 + max(k.temporaries_per_entry for k in kernels)
+
+    def _check_input(self, X, name):
+        kernels, _ = self._weights()
+        return kernels[0]._check_input(X, name)
+
+    def _block(self, A, B):
+        kernels, weights = self._weights()
+        total = None
+        for kernel, weight in zip(kernels, weights):
+            block = kernel._block(A, B)
+            block *= weight
+            total = block if total is None else total + block
+        return total
+
+    def _diag(self, A):
+        kernels, weights = self._weights()
+        return sum(w * k._diag(A) for k, w in zip(kernels, weights))
+
+
+class Precomputed(Kernel):
+    """Kernel given by a stored Gram matrix over a fixed set of objects; inputs are integer indices.
+
+    Useful for kernels on objects that are not vectors (spectra, graphs) computed once, e.g. inside
+    :class:`WeightedSum` for multiple kernel learning.
+
+    Parameters
+    ----------
+    gram : ndarray of shape (n_objects, n_objects)
+        Symmetric Gram matrix of all objects.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> K = Precomputed(np.eye(3))
+    >>> K(np.array([[0], [2]]), np.array([[2]]))
+    array([[0.],
+           [1.]])
+    """
+
+    temporaries_per_entry = 0
+
+    def __init__(self, gram):
+        self.gram = gram
+
+    def _check_input(self, X, name):
+        idx = np.asarray(X)
+        if idx.ndim == 1:
+            idx = idx[:, None]
+        if idx.ndim != 2 or idx.shape[1] != 1 or not (
+            np.issubdtype(idx.dtype, np.integer) or all(isinstance(v, numbers.Integral) for v in idx.ravel())
+        ):
+            raise ValueError(f"Precomputed kernel: '{name}' must be integer indices of shape (n, 1); got {idx.shape} "
+                             f"of dtype {idx.dtype}.")
+        n = np.shape(self.gram)[0]
+        if idx.size and (idx.min() < 0 or idx.max() >= n):
+            raise ValueError(f"Precomputed kernel: '{name}' indices must lie in [0, {n}); got range "
+                             f"[{idx.min()}, {idx.max()}].")
+        return idx.astype(np.intp)
+
+    def __call__(self, A, B=None, *, working_memory=None):
+        gram = check_square_gram(self.gram, "gram")
+        A = self._check_input(A, "A")[:, 0]
+        B = A if B is None else self._check_input(B, "B")[:, 0]
+        return gram[np.ix_(A, B)]
+
+    def _block(self, A, B):
+        return np.asarray(self.gram)[np.ix_(A[:, 0], B[:, 0])]
+
+    def _diag(self, A):
+        return np.asarray(self.gram)[A[:, 0], A[:, 0]]

@@ -1,0 +1,152 @@
+"""Evaluation measures: rank of the true candidate, top-k accuracy with tie policies, MRR, set-valued F1 and
+Hamming loss, concordance index and AUC."""
+
+from __future__ import annotations
+
+import numpy as np
+
+TIE_POLICIES = ("optimistic", "pessimistic", "average")
+
+
+def true_candidate_rank(scores, true_index, ties="average"):
+    """1-based rank of the true candidate among ``scores`` (higher is better).
+
+    Parameters
+    ----------
+    scores : array-like of shape (n_candidates,)
+    true_index : int
+        Position of the true candidate in ``scores``.
+    ties : {"optimistic", "pessimistic", "average"}
+        Candidates scoring exactly as the true one count as below it (optimistic), above it (pessimistic) or
+        half-way (average: the mean of both ranks).
+
+    Returns
+    -------
+    rank : float
+    """
+    if ties not in TIE_POLICIES:
+        raise ValueError(f"'ties' must be one of {TIE_POLICIES}, got {ties!r}.")
+    scores = np.asarray(scores, dtype=np.float64)
+    if not 0 <= int(true_index) < scores.size:
+        raise ValueError(f"'true_index' {true_index} is outside the {scores.size} candidates.")
+    true_score = scores[int(true_index)]
+    higher = int(np.count_nonzero(scores > true_score))
+    equal = int(np.count_nonzero(scores == true_score)) - 1
+    optimistic, pessimistic = higher + 1.0, higher + 1.0 + equal
+    return {"optimistic": optimistic, "pessimistic": pessimistic, "average": (optimistic + pessimistic) / 2}[ties]
+
+
+def top_k_accuracy(ranks, k, n_total=None):
+    """Percentage of queries whose true candidate has rank <= k.
+
+    Parameters
+    ----------
+    ranks : array-like of float
+        1-based ranks; ``NaN`` marks a query whose list lacks the true candidate (a miss, never a hit).
+    k : int or sequence of int
+    n_total : int, optional
+        Denominator (default ``len(ranks)``).
+
+    Returns
+    -------
+    accuracy : float or dict of {k: float}
+    """
+    ranks = np.asarray(ranks, dtype=np.float64)
+    total = ranks.size if n_total is None else int(n_total)
+    if total == 0:
+        raise ValueError("top_k_accuracy needs at least one query.")
+
+    def one(kk):
+        return 100.0 * float(np.count_nonzero(np.nan_to_num(ranks, nan=np.inf) <= kk)) / total
+
+    return {int(kk): one(kk) for kk in k} if np.ndim(k) else one(k)
+
+
+def mean_reciprocal_rank(ranks):
+    """Mean of ``1 / rank``; ``NaN`` ranks (true candidate missing) contribute 0."""
+    ranks = np.asarray(ranks, dtype=np.float64)
+    if ranks.size == 0:
+        raise ValueError("mean_reciprocal_rank needs at least one query.")
+    return float(np.where(np.isnan(ranks), 0.0, 1.0 / np.where(np.isnan(ranks), 1.0, ranks)).mean())
+
+
+def _binary_sets(Y_true, Y_pred):
+    Y_true, Y_pred = np.asarray(Y_true) != 0, np.asarray(Y_pred) != 0
+    if Y_true.shape != Y_pred.shape or Y_true.ndim != 2:
+        raise ValueError(f"'Y_true' and 'Y_pred' must be 2-D of equal shape, got {Y_true.shape} and {Y_pred.shape}.")
+    return Y_true, Y_pred
+
+
+def example_f1(Y_true, Y_pred):
+    """Example-based F1 for set-valued outputs: mean over examples of ``2 |y & y'| / (|y| + |y'|)`` (1 if both empty)."""
+    Y_true, Y_pred = _binary_sets(Y_true, Y_pred)
+    inter = np.count_nonzero(Y_true & Y_pred, axis=1)
+    total = Y_true.sum(axis=1) + Y_pred.sum(axis=1)
+    return float(np.where(total == 0, 1.0, 2.0 * inter / np.maximum(total, 1)).mean())
+
+
+def hamming_loss(Y_true, Y_pred):
+    """Fraction of wrongly predicted labels."""
+    Y_true, Y_pred = _binary_sets(Y_true, Y_pred)
+    return float(np.mean(Y_true != Y_pred))
+
+
+def concordance_index(y_true, y_score):
+    """Fraction of pairs with different ``y_true`` ordered the same way by ``y_score`` (score ties count 1/2).
+
+    Computed in O(n log n) by counting, for each element in order of ``y_true``, the scores below it with a
+    Fenwick-free sort/merge on ranks.
+    """
+    y_true = np.asarray(y_true, dtype=np.float64).ravel()
+    y_score = np.asarray(y_score, dtype=np.float64).ravel()
+    if y_true.shape != y_score.shape:
+        raise ValueError(f"'y_true' and 'y_score' must have the same length, got {y_true.size} and {y_score.size}.")
+    # Rank scores densely, then for pairs with y_true[i] > y_true[j]: count score[i] > score[j] (+1/2 if equal).
+    order = np.argsort(y_true, kind="mergesort")
+    t, s = y_true[order], np.unique(y_score, return_inverse=True)[1].ravel()[order]
+    n_levels = int(s.max()) + 1 if s.size else 0
+    tree = np.zeros(n_levels + 1, dtype=np.int64)
+    concordant = 0.0
+    pairs = 0
+    start = 0
+    seen = 0
+    while start < t.size:
+        stop = start
+        while stop < t.size and t[stop] == t[start]:
+            stop += 1
+        for idx in s[start:stop]:
+            below = _prefix(tree, idx)  # earlier (smaller y_true) with smaller score
+            equal = _prefix(tree, idx + 1) - below
+            concordant += below + 0.5 * equal
+            pairs += seen
+        for idx in s[start:stop]:
+            _add(tree, idx + 1)
+        seen += stop - start
+        start = stop
+    if pairs == 0:
+        raise ValueError("concordance_index needs at least two different values in 'y_true'.")
+    return concordant / pairs
+
+
+def _prefix(tree, i):
+    """Number of inserted levels < i (Fenwick tree over 1-based positions)."""
+    total = 0
+    while i > 0:
+        total += tree[i]
+        i -= i & -i
+    return int(total)
+
+
+def _add(tree, i):
+    while i < tree.size:
+        tree[i] += 1
+        i += i & -i
+
+
+def auc(y_true, y_score):
+    """Area under the ROC curve for binary ``y_true`` (the concordance index over positive/negative pairs)."""
+    y_true = np.asarray(y_true).ravel()
+    labels = np.unique(y_true)
+    if labels.size != 2:
+        raise ValueError(f"auc needs binary 'y_true' with both classes, got labels {labels[:5]}.")
+    return concordance_index(y_true == labels[1], y_score)
