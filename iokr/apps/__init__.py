@@ -1,0 +1,1 @@
+"""Applications built only from the library's layers: retrieval, multi-label, metabolite identification."""
