@@ -108,6 +108,7 @@ class CandidateSets:
         self.pool = pool
         self.indices = checked
         self.ids = ids
+        self.is_shared = False
 
     @classmethod
     def from_arrays(cls, sets, deduplicate=True):
@@ -136,7 +137,10 @@ class CandidateSets:
     def shared(cls, pool, n_queries):
         """Every one of ``n_queries`` queries has the whole pool as candidates (in pool order)."""
         all_rows = np.arange(pool.shape[0])
-        return cls(pool, [all_rows] * int(n_queries))
+        sets = cls(pool, [all_rows] * int(n_queries))
+        # Lets ``rank(..., top_k)`` stream the pool with a bounded top-k instead of scoring every set in full.
+        sets.is_shared = True
+        return sets
 
     @property
     def n_queries(self):

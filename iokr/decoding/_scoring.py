@@ -66,8 +66,14 @@ def _candidate_blocks(scorer, pool, candidate_rows):
         yield start, stop, R, offset
 
 
+def scoring_dtype(R):
+    """Scores are computed in the candidates' precision: float32 candidates use float32 BLAS."""
+    return np.float32 if R.dtype == np.float32 else np.float64
+
+
 def _score_block(Q, R, offset):
-    S = Q @ R.T.astype(Q.dtype, copy=False) if R.dtype != Q.dtype else Q @ R.T
+    dtype = scoring_dtype(R)
+    S = Q.astype(dtype, copy=False) @ R.T.astype(dtype, copy=False)
     if offset is not None:
         S += offset[None, :].astype(S.dtype, copy=False)
     return S
@@ -82,7 +88,7 @@ def dense_scores(scorer, pool, working_memory=None):
         rows = slice(q0, min(q0 + query_rows, scorer.n_queries))
         Q = scorer.query_block(rows)
         for start, stop, R, offset in _candidate_blocks(scorer, pool, candidate_rows):
-            block = _score_block(Q.astype(np.result_type(Q.dtype, R.dtype), copy=False), R, offset)
+            block = _score_block(Q, R, offset)
             if out is None:
                 out = np.empty((scorer.n_queries, n_pool), dtype=block.dtype)
             out[rows, start:stop] = block
@@ -131,16 +137,15 @@ def top_k_scores(scorer, pool, k, working_memory=None):
         best_scores = None
         threshold = np.full(mb, -np.inf)
         for start, stop, R, offset in _candidate_blocks(scorer, pool, candidate_rows):
-            S = _score_block(Q.astype(np.result_type(Q.dtype, R.dtype), copy=False), R, offset)
+            S = _score_block(Q, R, offset)
             if best_scores is None:
                 best_scores = np.full((mb, k), -np.inf, dtype=S.dtype)
-            if S.shape[1] > k:
-                # Entries below the k-th best of this block cannot enter the top k.
+            passing = S >= threshold[:, None].astype(S.dtype)
+            if S.shape[1] > k and np.count_nonzero(passing) > 2 * k * mb:
+                # Few entries pass once the running k-th best is known; only early blocks need a partition.
                 kth = -np.partition(-S, k - 1, axis=1)[:, k - 1]
-                cut = np.maximum(threshold, kth)
-            else:
-                cut = threshold
-            new_rows, new_cols = np.nonzero(S >= cut[:, None].astype(S.dtype))
+                passing = S >= np.maximum(threshold, kth)[:, None].astype(S.dtype)
+            new_rows, new_cols = np.nonzero(passing)
             best_idx, best_scores = _merge_top_k(
                 best_idx, best_scores, new_rows, new_cols + start, S[new_rows, new_cols], k
             )
@@ -181,14 +186,14 @@ def set_scores(scorer, candidate_sets, working_memory=None):
             if entries.size == 0:
                 continue
             R, offset = scorer.candidate_block(pool[start:stop])
-            dtype = np.result_type(Q.dtype, R.dtype)
+            dtype = scoring_dtype(R)
             if flat_scores is None:
                 flat_scores = np.empty(pool_row.size, dtype=dtype)
             local_q = query_of[entries] - q0
             local_c = pool_row[entries] - start
             involved = np.unique(local_q)
             if involved.size * (stop - start) <= 16 * entries.size:
-                S = _score_block(Q[involved].astype(dtype, copy=False), R, offset)
+                S = _score_block(Q[involved], R, offset)
                 flat_scores[entries] = S[np.searchsorted(involved, local_q), local_c]
             else:
                 values = np.einsum("ij,ij->i", Q[local_q].astype(dtype, copy=False), R[local_c].astype(dtype, copy=False))

@@ -117,7 +117,7 @@ class OutputSide:
         Y = self.kernel._check_input(Y, "Y")
         self.n_features = Y.shape[1]
         if self.explicit:
-            features = self.kernel.features(Y)
+            features = self.kernel._features(Y)
             self.feature_transform = FeatureTransform(self.center, self.normalize).fit(features)
             self.train_features = self.feature_transform.transform(features, dtype=np.float64)
         else:
@@ -127,28 +127,28 @@ class OutputSide:
         return self
 
     def candidate_block(self, C, decoding):
-        """Representation ``R`` and additive ``offset`` of a block of candidates for ``decoding``."""
+        """Representation ``R`` and additive ``offset`` of a block of candidates for ``decoding``.
+
+        float32 candidates give a float32 representation, so they are scored with float32 BLAS.
+        """
         C = np.asarray(C)
         if C.ndim != 2 or C.shape[1] != self.n_features:
             raise ValueError(
                 f"Candidates have {C.shape[-1] if C.ndim else 0} features, but the model was fitted on outputs "
                 f"with {self.n_features} features."
             )
-        check_finite(C, "candidates")
         C = self.kernel._check_input(C, "candidates")
+        dtype = np.float32 if C.dtype == np.float32 else np.float64
         if self.explicit:
-            R = self.feature_transform.transform(self.kernel.features(C),
-                                                 dtype=np.float32 if C.dtype == np.float32 else np.float64)
-            sq_norms = np.einsum("ij,ij->i", R, R, dtype=np.float64)
+            R, sq_norms = self.feature_transform.transform_with_norms(self.kernel._features(C), dtype=dtype)
         else:
             cross = self.kernel._block(C, self.Y_train)
             R, sq_norms = self.kernel_transform.transform(cross, self.kernel._diag(C))
-            if C.dtype == np.float32:
-                R = R.astype(np.float32)
+            R = R.astype(dtype, copy=False)
         if decoding == "distance":
             return R, -sq_norms.astype(R.dtype)
-        if decoding == "cosine":
-            R = R * np.sqrt(_safe_inverse(sq_norms))[:, None].astype(R.dtype)
+        if decoding == "cosine" and not self.normalize:
+            R *= np.sqrt(_safe_inverse(sq_norms))[:, None].astype(R.dtype)
         return R, None
 
     def candidate_bytes_per_row(self, n_train):

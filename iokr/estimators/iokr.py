@@ -8,12 +8,13 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_positive_scalar
 from ..decoding import (
-    CandidateSets,
+    QueryRanking,
     Scorer,
     as_candidate_sets,
     dense_scores,
     rankings_from_scores,
     set_scores,
+    top_k_scores,
     warn_empty,
 )
 from ..linalg import cholesky_shifted
@@ -231,8 +232,12 @@ class IOKR(BaseEstimator):
             raise ValueError(f"'top_k' must be a positive int or None, got {top_k!r}.")
         n_queries = np.shape(X)[0]
         sets = as_candidate_sets(candidate_sets, n_queries, self.n_output_features_)
-        scores = set_scores(self._scorer(X, input_diag), sets, self.working_memory)
-        return rankings_from_scores(scores, sets, top_k)
+        scorer = self._scorer(X, input_diag)
+        if sets.is_shared and top_k is not None:
+            indices, scores = top_k_scores(scorer, sets.pool, top_k, self.working_memory)
+            n_pool = sets.pool.shape[0]
+            return [QueryRanking(indices[q], scores[q], indices[q], n_pool) for q in range(n_queries)]
+        return rankings_from_scores(set_scores(scorer, sets, self.working_memory), sets, top_k)
 
     def predict(self, X, candidate_sets, *, input_diag=None):
         """Best candidate per query.

@@ -42,7 +42,8 @@ class Kernel(BaseEstimator):
         A = self._check_input(A, "A")
         B = A if B is None else self._check_input(B, "B")
         self._check_compatible(A, B)
-        dtype = np.result_type(A.dtype, B.dtype)
+        # Index inputs (Precomputed, or sums of them) are integers; the kernel values are still floats.
+        dtype = np.result_type(A.dtype, B.dtype, np.float32)
         out = np.empty((A.shape[0], B.shape[0]), dtype=dtype)
         bytes_per_row = max(B.shape[0], 1) * dtype.itemsize * (1 + self.temporaries_per_entry)
         for rows in row_slices(A.shape[0], bytes_per_row, working_memory):
@@ -55,7 +56,11 @@ class Kernel(BaseEstimator):
         return self._diag(A)
 
     def features(self, A):
-        """Explicit feature map, for kernels with ``has_explicit_features``."""
+        """Explicit feature map ``(n_a, n_features_out)``, for kernels with ``has_explicit_features``."""
+        return self._features(self._check_input(A, "A"))
+
+    def _features(self, A):
+        """Explicit feature map of validated inputs."""
         raise NotImplementedError(f"{type(self).__name__} has no explicit finite feature map.")
 
     # -- hooks -------------------------------------------------------------------------------------------------

@@ -47,8 +47,8 @@ class Normalized(Kernel):
     def has_explicit_features(self):
         return self.kernel.has_explicit_features
 
-    def features(self, A):
-        F = np.array(self.kernel.features(A), dtype=np.result_type(np.asarray(A).dtype, np.float32), copy=True)
+    def _features(self, A):
+        F = np.array(self.kernel._features(A), dtype=np.result_type(A.dtype, np.float32), copy=True)
         F *= _inverse_sqrt(np.einsum("ij,ij->i", F, F))[:, None]
         return F
 

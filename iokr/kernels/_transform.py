@@ -110,14 +110,25 @@ class FeatureTransform:
 
     def transform(self, features, dtype=None):
         """Transformed copy of ``features`` (m, p), in ``dtype`` (default: float32 stays, else float64)."""
+        return self.transform_with_norms(features, dtype)[0]
+
+    def transform_with_norms(self, features, dtype=None):
+        """Transformed copy of ``features`` and the squared norms of its rows (float64, shape (m,)).
+
+        The copy is transformed in place, so the whole transform reads the input once and writes the copy a few
+        times; scoring of large candidate pools depends on this being cheap.
+        """
         features = np.asarray(features)
         dtype = dtype or (np.float32 if features.dtype == np.float32 else np.float64)
-        out = np.array(features, dtype=dtype, copy=True)
-        if self.center:
-            out -= self.mean_.astype(dtype)
+        if self.center:  # one pass that reads the input and writes the centered copy
+            out = np.subtract(features, self.mean_.astype(dtype), dtype=dtype)
+        else:
+            out = np.array(features, dtype=dtype, copy=True)
+        sq_norms = np.einsum("ij,ij->i", out, out).astype(np.float64)
         if self.normalize:
-            out *= _inverse_sqrt(np.einsum("ij,ij->i", out, out, dtype=np.float64))[:, None].astype(dtype)
-        return out
+            out *= _inverse_sqrt(sq_norms)[:, None].astype(dtype)
+            sq_norms = (sq_norms > 0).astype(np.float64)
+        return out, sq_norms
 
 
 def _inverse_sqrt(values):

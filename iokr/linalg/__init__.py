@@ -1,21 +1,54 @@
 """Shared numerics, knowing nothing about kernels or estimators.
 
 Every estimator solves its linear systems through these functions: shifted Cholesky solves with jitter retry,
-eigendecomposition paths for many regularization values, and block conjugate gradient on operators.
+eigendecomposition paths for many regularization values, closed-form hold-out and leave-one-out values, and block
+conjugate gradient on operators.
 """
 
 from ._cg import CGInfo, block_cg
 from ._cholesky import CholeskyFactor, cholesky_shifted, solve_shifted
 from ._chunks import chunk_rows, row_slices
 from ._eigen import EigenPath
+from ._holdout import (
+    check_holdouts,
+    holdout_coefficients,
+    holdout_predictions,
+    holdout_residual_coefficients,
+    holdout_residuals,
+    loo_coefficients,
+    loo_residuals,
+    sq_norms_in_kernel,
+)
+from ._path import (
+    EIGEN_MIN_ALPHAS,
+    CholeskyShift,
+    EigenShift,
+    RegularizationPath,
+    check_alphas,
+    choose_path_method,
+)
 
 __all__ = [
     "CGInfo",
     "CholeskyFactor",
+    "CholeskyShift",
+    "EIGEN_MIN_ALPHAS",
     "EigenPath",
+    "EigenShift",
+    "RegularizationPath",
     "block_cg",
+    "check_alphas",
+    "check_holdouts",
     "cholesky_shifted",
+    "choose_path_method",
     "chunk_rows",
+    "holdout_coefficients",
+    "holdout_predictions",
+    "holdout_residual_coefficients",
+    "holdout_residuals",
+    "loo_coefficients",
+    "loo_residuals",
     "row_slices",
     "solve_shifted",
+    "sq_norms_in_kernel",
 ]

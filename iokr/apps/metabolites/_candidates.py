@@ -1,0 +1,318 @@
+"""Candidate structures: readers for candidate lists and a formula-keyed store with cached fingerprints.
+
+Shared list format: one CSV per query named ``scoring_list=<FORMULA>_spec=<ID>_id=<InChIKey>.csv`` with columns
+``id1`` (candidate InChI) and optionally ``score`` (the published model's score), bundled as a ``.tar.gz`` or a
+folder. Plain CSV/TSV files (a ``smiles``, ``inchi`` or ``id1`` column) and SDF files are read too.
+
+Candidates are identified by the first InChIKey block (the 2D skeleton): stereoisomers of one skeleton are merged
+(keeping the best published score). Structures RDKit rejects are counted per list.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import sqlite3
+import tarfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ...exceptions import IOKRDataError
+from ._fingerprints import Fingerprinter, inchikey, molecular_formula, parse_structure
+
+_NAME = re.compile(r"scoring_list=(?P<formula>[^_]+)_spec=(?P<spec>.+?)_id=(?P<key>[A-Z]{14}-[A-Z]{10}-[A-Z])")
+_STRUCTURE_COLUMNS = ("id1", "inchi", "smiles", "structure")
+
+
+@dataclass
+class CandidateList:
+    """One query's candidates after parsing and merging duplicates.
+
+    Attributes
+    ----------
+    name : str
+    formula : str or None
+    true_key : str or None
+        InChIKey of the true structure when the list name carries it.
+    structures : list of str
+        Input text (InChI/SMILES) of each unique candidate.
+    keys : list of str
+        First InChIKey block of each unique candidate.
+    scores : ndarray of shape (n_unique,) or None
+        Published scores (maximum over merged duplicates).
+    n_rows, n_unparsable, n_duplicates : int
+    """
+
+    name: str
+    formula: str | None
+    true_key: str | None
+    structures: list = field(default_factory=list)
+    keys: list = field(default_factory=list)
+    scores: np.ndarray | None = None
+    n_rows: int = 0
+    n_unparsable: int = 0
+    n_duplicates: int = 0
+
+    @property
+    def true_index(self):
+        """Position of the true structure (first-block match), or ``None`` when the list lacks it."""
+        if not self.true_key:
+            return None
+        key = self.true_key[:14]
+        try:
+            return self.keys.index(key)
+        except ValueError:
+            return None
+
+    def __len__(self):
+        return len(self.keys)
+
+
+def _rows_from_text(text, delimiter):
+    reader = csv.DictReader(io.StringIO(text), delimiter=delimiter)
+    if reader.fieldnames is None:
+        return [], None, None
+    lower = {c.lower().strip(): c for c in reader.fieldnames}
+    column = next((lower[c] for c in _STRUCTURE_COLUMNS if c in lower), None)
+    if column is None:
+        raise IOKRDataError(f"no structure column: expected one of {_STRUCTURE_COLUMNS}, got {reader.fieldnames}")
+    score_col = lower.get("score")
+    structures, scores = [], []
+    for row in reader:
+        structures.append(row.get(column))
+        if score_col is not None:
+            try:
+                scores.append(float(row.get(score_col)))
+            except (TypeError, ValueError):
+                scores.append(np.nan)
+    return structures, (np.asarray(scores) if score_col is not None else None), column
+
+
+def _sdf_structures(data):
+    Chem = parse_structure.__globals__["_rdkit"]()
+    supplier = Chem.ForwardSDMolSupplier(io.BytesIO(data), sanitize=True)
+    return [mol for mol in supplier]  # None entries are structures RDKit rejects
+
+
+def _name_fields(name):
+    m = _NAME.search(name)
+    if m is None:
+        return None, None
+    return m.group("formula"), m.group("key")
+
+
+def _iter_sources(path):
+    """Yield ``(name, bytes)`` of each list file in a tar.gz, a folder or a single file."""
+    path = Path(path)
+    if not path.exists():
+        raise IOKRDataError(f"Candidate path {path} does not exist.")
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.suffix.lower() in (".csv", ".tsv", ".sdf", ".txt"))
+        if not files:
+            raise IOKRDataError(f"Candidate folder {path} holds no .csv/.tsv/.sdf file.")
+        for p in files:
+            yield p.name, p.read_bytes()
+    elif path.name.endswith((".tar.gz", ".tgz", ".tar")):
+        try:
+            with tarfile.open(path) as tar:
+                members = sorted((m for m in tar.getmembers() if m.isfile()
+                                  and m.name.lower().endswith((".csv", ".tsv", ".sdf"))), key=lambda m: m.name)
+                if not members:
+                    raise IOKRDataError(f"Candidate archive {path} holds no .csv/.tsv/.sdf file.")
+                for m in members:
+                    yield Path(m.name).name, tar.extractfile(m).read()
+        except (tarfile.TarError, EOFError, OSError) as exc:
+            raise IOKRDataError(f"Candidate archive {path} is truncated or corrupted ({exc}).") from None
+    else:
+        yield path.name, path.read_bytes()
+
+
+def read_candidate_lists(path, store=None, progress=None):
+    """Read candidate lists and merge duplicate structures.
+
+    Parameters
+    ----------
+    path : str or Path
+        A ``.tar.gz``, a folder, or one CSV/TSV/SDF file.
+    store : CandidateStore, optional
+        Where parsed structures and fingerprints are cached (created in memory when omitted).
+    progress : callable, optional
+        Called after each list.
+
+    Returns
+    -------
+    lists : list of CandidateList
+    """
+    store = CandidateStore(":memory:") if store is None else store
+    out = []
+    for name, data in _iter_sources(path):
+        formula, true_key = _name_fields(name)
+        lower = name.lower()
+        scores = None
+        try:
+            if lower.endswith(".sdf"):
+                mols = _sdf_structures(data)
+                Chem = parse_structure.__globals__["_rdkit"]()
+                structures = [Chem.MolToInchi(m) if m is not None else None for m in mols]
+            else:
+                text = data.decode("utf-8")
+                delimiter = "\t" if lower.endswith(".tsv") or ("\t" in text.split("\n", 1)[0]) else ","
+                structures, scores, _ = _rows_from_text(text, delimiter)
+        except (UnicodeDecodeError, csv.Error, IOKRDataError) as exc:
+            raise IOKRDataError(f"Candidate list {name}: {exc}") from None
+        keys, ok = store.keys_for(structures)
+        lst = CandidateList(name=name, formula=formula, true_key=true_key, n_rows=len(structures))
+        best = {}
+        for i, (s, k, good) in enumerate(zip(structures, keys, ok)):
+            if not good:
+                lst.n_unparsable += 1
+                continue
+            if k in best:
+                lst.n_duplicates += 1
+                j = best[k]
+                if scores is not None and scores[i] > lst_scores[j]:
+                    lst_scores[j] = scores[i]
+                continue
+            if not best:
+                lst_scores = []
+            best[k] = len(lst.keys)
+            lst.keys.append(k)
+            lst.structures.append(s)
+            if scores is not None:
+                lst_scores.append(scores[i])
+        if scores is not None:
+            lst.scores = np.asarray(lst_scores if best else [], dtype=np.float64)
+        if lst.formula is None and lst.keys:
+            lst.formula = store.formula_of(lst.structures[0])
+        out.append(lst)
+        if progress is not None:
+            progress()
+    return out
+
+
+class CandidateStore:
+    """Structures keyed by molecular formula, with fingerprints computed once and cached (SQLite, no server).
+
+    Parameters
+    ----------
+    path : str or Path, default=":memory:"
+        SQLite database file; created when missing.
+    fingerprinter : Fingerprinter, optional
+        The fingerprint cached with each structure; a store created with other fingerprint parameters is
+        refused (delete it or use another file).
+
+    Notes
+    -----
+    Table ``structures``: the input text (InChI/SMILES) as primary key, the parse status, the first InChIKey
+    block, the molecular formula and the fingerprint as a blob (bit-packed for binary kinds, uint8 counts
+    otherwise). Looking up cached structures costs one indexed query; only new texts are parsed.
+    """
+
+    def __init__(self, path=":memory:", fingerprinter=None):
+        self.fingerprinter = Fingerprinter() if fingerprinter is None else fingerprinter
+        self.path = str(path)
+        try:
+            self.db = sqlite3.connect(self.path)
+            self.db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+            self.db.execute("CREATE TABLE IF NOT EXISTS structures (text TEXT PRIMARY KEY, ok INTEGER, "
+                            "key14 TEXT, inchikey TEXT, formula TEXT, fp BLOB)")
+            self.db.execute("CREATE INDEX IF NOT EXISTS by_formula ON structures (formula)")
+            params = repr(sorted(self.fingerprinter.params().items()))
+            row = self.db.execute("SELECT value FROM meta WHERE key='fingerprint'").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise IOKRDataError(f"Candidate store {self.path} is not a usable SQLite database ({exc}).") from None
+        if row is None:
+            self.db.execute("INSERT INTO meta VALUES ('fingerprint', ?)", (params,))
+            self.db.commit()
+        elif row[0] != params:
+            raise IOKRDataError(f"Candidate store {self.path} caches fingerprints {row[0]}, not {params}; "
+                                "use another store file.")
+        self.n_computed = 0
+
+    def _encode(self, fp):
+        if self.fingerprinter.binary:
+            return np.packbits(fp > 0).tobytes()
+        return np.clip(fp, 0, 255).astype(np.uint8).tobytes()
+
+    def _decode(self, blobs):
+        n = self.fingerprinter.n_features
+        if not blobs:
+            return np.zeros((0, n), dtype=np.float32)
+        raw = np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(len(blobs), -1)
+        if self.fingerprinter.binary:
+            return np.unpackbits(raw, axis=1, count=n).astype(np.float32)
+        return raw.astype(np.float32)
+
+    def add(self, structures):
+        """Parse and fingerprint the structures not cached yet."""
+        unique = list(dict.fromkeys(s for s in structures if isinstance(s, str)))
+        known = set()
+        for start in range(0, len(unique), 900):
+            chunk = unique[start:start + 900]
+            q = f"SELECT text FROM structures WHERE text IN ({','.join('?' * len(chunk))})"
+            known.update(r[0] for r in self.db.execute(q, chunk))
+        rows = []
+        for s in unique:
+            if s in known:
+                continue
+            mol = parse_structure(s)
+            key = inchikey(mol) if mol is not None else None
+            if mol is None or key is None:
+                rows.append((s, 0, None, None, None, None))
+                continue
+            fp, _ = self.fingerprinter.transform([mol])
+            rows.append((s, 1, key[:14], key, molecular_formula(mol), self._encode(fp[0])))
+        self.n_computed += len(rows)
+        self.db.executemany("INSERT OR REPLACE INTO structures VALUES (?, ?, ?, ?, ?, ?)", rows)
+        self.db.commit()
+
+    def _fetch(self, structures, columns):
+        self.add(structures)
+        found = {}
+        texts = [s for s in structures if isinstance(s, str)]
+        for start in range(0, len(texts), 900):
+            chunk = texts[start:start + 900]
+            q = f"SELECT text, {columns} FROM structures WHERE text IN ({','.join('?' * len(chunk))})"
+            for row in self.db.execute(q, chunk):
+                found[row[0]] = row[1:]
+        return [found.get(s) if isinstance(s, str) else None for s in structures]
+
+    def keys_for(self, structures):
+        """First InChIKey block and parse status per structure (``None`` / False when RDKit rejects it)."""
+        rows = self._fetch(structures, "ok, key14")
+        ok = np.array([bool(r and r[0]) for r in rows], dtype=bool)
+        return [r[1] if r and r[0] else None for r in rows], ok
+
+    def formula_of(self, structure):
+        rows = self._fetch([structure], "formula")
+        return rows[0][0] if rows[0] else None
+
+    def fingerprints(self, structures):
+        """Cached fingerprints, shape (n, n_features) float32 (zero rows for rejected structures)."""
+        rows = self._fetch(structures, "ok, fp")
+        n = self.fingerprinter.n_features
+        blobs = [r[1] if r and r[0] else self._encode(np.zeros(n, dtype=np.float32)) for r in rows]
+        return self._decode(blobs)
+
+    def by_formula(self, formula):
+        """Unique structures (by first InChIKey block) with this formula: ``(keys, texts, fingerprints)``."""
+        rows = self.db.execute("SELECT key14, text, fp FROM structures WHERE formula = ? AND ok = 1 "
+                               "ORDER BY key14, text", (formula,)).fetchall()
+        seen, keep = set(), []
+        for r in rows:
+            if r[0] not in seen:
+                seen.add(r[0])
+                keep.append(r)
+        return [r[0] for r in keep], [r[1] for r in keep], self._decode([r[2] for r in keep])
+
+    def formulas(self):
+        return [r[0] for r in self.db.execute("SELECT DISTINCT formula FROM structures WHERE ok = 1")]
+
+    def __len__(self):
+        return self.db.execute("SELECT COUNT(*) FROM structures").fetchone()[0]
+
+    def close(self):
+        self.db.close()

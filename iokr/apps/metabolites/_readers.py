@@ -1,0 +1,217 @@
+"""Spectra readers: the shared MassBank JSONL format (plain or gzip), and MGF / MSP through matchms."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from ...exceptions import IOKRDataError
+from ._spectra import Spectra
+
+
+class ReadReport:
+    """What a reader kept and skipped, with one reason per skipped record.
+
+    Attributes
+    ----------
+    n_read : int
+    skipped : list of (record id, reason)
+    """
+
+    def __init__(self):
+        self.n_read = 0
+        self.skipped = []
+
+    def skip(self, record, reason):
+        self.skipped.append((record, reason))
+
+    def summary(self):
+        if not self.skipped:
+            return f"{self.n_read} spectra read"
+        reasons = {}
+        for _, reason in self.skipped:
+            reasons[reason] = reasons.get(reason, 0) + 1
+        detail = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items()))
+        return f"{self.n_read} spectra read, {len(self.skipped)} skipped ({detail})"
+
+
+def _open_text(path):
+    path = Path(path)
+    with open(path, "rb") as handle:
+        gz = handle.read(2) == b"\x1f\x8b"
+    return gzip.open(path, "rt", encoding="utf-8") if gz else open(path, encoding="utf-8")
+
+
+def _as_float(value):
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return math.nan
+    return out
+
+
+def _check_peaks(peaks):
+    """Peaks as an (n, 2) float array, or a reason string when they are unusable."""
+    try:
+        arr = np.asarray(peaks, dtype=np.float64)
+    except (TypeError, ValueError):
+        return "non-numeric peaks"
+    if arr.size == 0:
+        return "no peaks"
+    if arr.ndim != 2 or arr.shape[1] != 2:
+        return "malformed peaks"
+    if not np.isfinite(arr).all():
+        return "non-finite peaks"
+    if arr[:, 1].min() < 0:
+        return "negative intensities"
+    if arr[:, 0].min() <= 0:
+        return "non-positive m/z"
+    arr = arr[arr[:, 1] > 0]
+    return arr if arr.size else "no peaks"
+
+
+def _finish(peak_lists, precursors, metadata, report, path, require_precursor):
+    if not peak_lists:
+        raise IOKRDataError(f"No usable spectrum in {path}: {report.summary()}.")
+    return Spectra.from_peak_lists(peak_lists, np.asarray(precursors, dtype=np.float64), metadata), report
+
+
+def read_massbank_jsonl(path, *, require_precursor=True, require_structure=False):
+    """Read spectra in the shared MassBank JSONL format (one record per line; ``.gz`` detected from the content).
+
+    Parameters
+    ----------
+    path : str or Path
+    require_precursor : bool, default=True
+        Skip records without a numeric positive ``precursor_mz``.
+    require_structure : bool, default=False
+        Skip records without an InChIKey (needed for training).
+
+    Returns
+    -------
+    spectra : Spectra
+        Metadata per spectrum: accession, license, name, inchikey, inchi, smiles, formula, source.
+    report : ReadReport
+        Records skipped (empty spectra, missing precursor, negative intensities, non-numeric fields, bad JSON).
+    """
+    report = ReadReport()
+    peak_lists, precursors, metadata = [], [], []
+    try:
+        handle = _open_text(path)
+    except OSError as exc:
+        raise IOKRDataError(f"Cannot read spectra file {path}: {exc.strerror or exc}.") from None
+    with handle:
+        try:
+            for line_no, line in enumerate(handle, 1):
+                if not line.strip():
+                    continue
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError:
+                    report.skip(f"line {line_no}", "invalid JSON")
+                    continue
+                if not isinstance(rec, dict):
+                    report.skip(f"line {line_no}", "invalid JSON")
+                    continue
+                rid = rec.get("accession") or f"line {line_no}"
+                peaks = _check_peaks(rec.get("peaks"))
+                if isinstance(peaks, str):
+                    report.skip(rid, peaks)
+                    continue
+                precursor = _as_float(rec.get("precursor_mz"))
+                if not precursor > 0:
+                    if require_precursor:
+                        report.skip(rid, "missing precursor m/z")
+                        continue
+                    precursor = math.nan
+                inchikey = rec.get("inchikey_rdkit") or rec.get("inchikey_record") or rec.get("inchikey")
+                if require_structure and not inchikey:
+                    report.skip(rid, "missing structure")
+                    continue
+                peak_lists.append(peaks)
+                precursors.append(precursor)
+                metadata.append({
+                    "accession": rec.get("accession"), "license": rec.get("license"), "name": rec.get("name"),
+                    "inchikey": inchikey, "inchi": rec.get("inchi"), "smiles": rec.get("smiles"),
+                    "formula": rec.get("formula_rdkit") or rec.get("formula_record") or rec.get("formula"),
+                    "source": rec.get("source_path"),
+                })
+                report.n_read += 1
+        except (OSError, EOFError, UnicodeDecodeError) as exc:
+            raise IOKRDataError(f"Spectra file {path} is truncated or not text ({type(exc).__name__}).") from None
+    return _finish(peak_lists, precursors, metadata, report, path, require_precursor)
+
+
+def _from_matchms(records, path, require_precursor):
+    report = ReadReport()
+    peak_lists, precursors, metadata = [], [], []
+    for i, s in enumerate(records):
+        if s is None:
+            report.skip(f"record {i}", "unparsable record")
+            continue
+        get = s.get
+        rid = get("spectrum_id") or get("accession") or get("compound_name") or f"record {i}"
+        peaks = _check_peaks(np.column_stack([s.peaks.mz, s.peaks.intensities]) if s.peaks is not None else [])
+        if isinstance(peaks, str):
+            report.skip(rid, peaks)
+            continue
+        precursor = _as_float(get("precursor_mz"))
+        if not precursor > 0:
+            if require_precursor:
+                report.skip(rid, "missing precursor m/z")
+                continue
+            precursor = math.nan
+        peak_lists.append(peaks)
+        precursors.append(precursor)
+        metadata.append({"accession": rid, "license": get("license"), "name": get("compound_name"),
+                         "inchikey": get("inchikey"), "inchi": get("inchi"), "smiles": get("smiles"),
+                         "formula": get("formula"), "source": str(path)})
+        report.n_read += 1
+    return _finish(peak_lists, precursors, metadata, report, path, require_precursor)
+
+
+def _matchms_records(path, fmt):
+    try:
+        from matchms.importing import load_from_mgf, load_from_msp
+        from matchms.filtering import default_filters
+    except ImportError:  # pragma: no cover - depends on the environment
+        raise IOKRDataError("Reading MGF/MSP needs matchms: pip install 'iokr[chem]'.") from None
+    loader = load_from_mgf if fmt == "mgf" else load_from_msp
+    try:
+        for s in loader(str(path)):
+            # matchms' standard metadata harmonization (precursor m/z, InChI/SMILES fields, compound name).
+            yield default_filters(s) if s is not None else None
+    except (ValueError, KeyError, IndexError) as exc:
+        raise IOKRDataError(f"Cannot parse {fmt.upper()} file {path}: {exc}") from None
+
+
+def read_spectra(path, *, require_precursor=True, require_structure=False):
+    """Read a spectra file, choosing the reader from the extension.
+
+    ``.jsonl`` / ``.jsonl.gz`` / ``.json`` (shared MassBank format), ``.mgf`` and ``.msp`` (via matchms).
+
+    Returns
+    -------
+    spectra : Spectra
+    report : ReadReport
+    """
+    path = Path(path)
+    if not path.exists():
+        raise IOKRDataError(f"Spectra file {path} does not exist.")
+    name = path.name.lower()
+    if name.endswith((".mgf", ".msp")):
+        fmt = name.rsplit(".", 1)[1]
+        spectra, report = _from_matchms(_matchms_records(path, fmt), path, require_precursor)
+        if require_structure:
+            keep = [i for i, k in enumerate(spectra.field("inchikey")) if k]
+            if not keep:
+                raise IOKRDataError(f"No spectrum in {path} carries an InChIKey (needed for training).")
+            spectra = spectra[np.asarray(keep)]
+        return spectra, report
+    if name.endswith((".jsonl", ".jsonl.gz", ".json", ".json.gz", ".gz")):
+        return read_massbank_jsonl(path, require_precursor=require_precursor, require_structure=require_structure)
+    raise IOKRDataError(f"Unknown spectra format for {path}: expected .jsonl(.gz), .mgf or .msp.")

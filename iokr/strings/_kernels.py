@@ -1,0 +1,243 @@
+"""Kernels on strings and on sequences of vectors, by n-grams.
+
+- :class:`NgramKernel`: ``k(x, y) = sum_n w_n sum_{|u| = n} |x|_u |y|_u`` over padded n-grams (eq. 11 of Cortes,
+  Mohri & Weston 2005), computed from sparse count features.
+- :class:`SequencePolynomialKernel`: ``k(x, y) = sum_{i, j} (coef0 + gamma <x_i, y_j>) ** degree`` where ``x_i``
+  runs over the n-grams of a sequence of vectors (``n`` consecutive vectors concatenated), eq. 15 (image n-grams).
+
+Both take Python sequences (lists of strings, lists of 2-D arrays) instead of one 2-D array, so they override the
+array entry points of :class:`~iokr.kernels.Kernel` but keep its chunking under the working-memory budget.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from scipy import sparse
+
+from .._validation import check_finite, check_positive_scalar
+from ..kernels import Kernel
+from ..linalg import row_slices
+from ._ngrams import NgramVectorizer, check_order, check_orders, check_strings
+
+
+class _SequenceKernel(Kernel):
+    """Kernel on Python sequences of objects: evaluates blocks chunked over rows of ``A``."""
+
+    def __call__(self, A, B=None, *, working_memory=None):
+        A = self._check_input(A, "A")
+        B = A if B is None else self._check_input(B, "B")
+        state = self._prepare(A, B)
+        n_a, n_b = self._len(A), self._len(B)
+        out = np.empty((n_a, n_b), dtype=np.float64)
+        bytes_per_row = max(n_b, 1) * 8 * (1 + self._temporaries_per_row(A, B))
+        for rows in row_slices(n_a, bytes_per_row, working_memory):
+            out[rows] = self._sequence_block(state, rows)
+        if getattr(self, "normalize", False):
+            da = self._raw_diag(A)
+            db = da if B is A else self._raw_diag(B)
+            scale_a = np.where(da > 0, 1.0 / np.sqrt(np.where(da > 0, da, 1.0)), 0.0)
+            scale_b = np.where(db > 0, 1.0 / np.sqrt(np.where(db > 0, db, 1.0)), 0.0)
+            out *= scale_a[:, None]
+            out *= scale_b[None, :]
+        return out
+
+    def diag(self, A):
+        A = self._check_input(A, "A")
+        d = self._raw_diag(A)
+        if getattr(self, "normalize", False):
+            return (d > 0).astype(np.float64)
+        return d
+
+    def _len(self, A):
+        return len(A)
+
+    def _temporaries_per_row(self, A, B):
+        return 1
+
+
+class NgramKernel(_SequenceKernel):
+    """n-gram string kernel ``k(x, y) = sum_n sum_{|u| = n} |x|_u |y|_u`` on padded strings.
+
+    Parameters
+    ----------
+    n : int or sequence of int, default=3
+        Orders: an int ``N`` means ``1..N``, a sequence lists them (each order weighs one).
+    start, stop : hashable, default="^", "$"
+        Pad symbols; strings may not contain them.
+    normalize : bool, default=False
+        Cosine-normalize: ``k(x, y) / sqrt(k(x, x) k(y, y))``.
+
+    Notes
+    -----
+    Features are sparse counts over the n-grams present in ``A`` and ``B`` (never ``|alphabet| ** n`` columns),
+    so symbols unseen elsewhere simply contribute nothing. Strings shorter than ``n`` (including the empty one)
+    still have ``len(s) + n - 1`` padded n-grams.
+    """
+
+    has_explicit_features = True
+
+    def __init__(self, n=3, start="^", stop="$", normalize=False):
+        self.n = n
+        self.start = start
+        self.stop = stop
+        self.normalize = normalize
+
+    def _check_input(self, X, name):
+        symbols, _ = check_strings(X, name, reserved=(self.start, self.stop))
+        return symbols
+
+    def _vectorizer(self):
+        return NgramVectorizer(check_orders(self.n, "n", "NgramKernel"), self.start, self.stop)
+
+    def _prepare(self, A, B):
+        vec = self._vectorizer()
+        vec.fit([a for a in A] + ([] if B is A else [b for b in B]))
+        FA = vec.transform_symbols(A)
+        FB = FA if B is A else vec.transform_symbols(B)
+        return FA, FB.T.tocsc()
+
+    def _sequence_block(self, state, rows):
+        FA, FBt = state
+        return (FA[rows] @ FBt).toarray()
+
+    def _raw_diag(self, A):
+        F = self._vectorizer().fit(A).transform_symbols(A)
+        return np.asarray(F.multiply(F).sum(axis=1)).ravel()
+
+    def features(self, A, n_features=2**20):
+        """Hashed sparse n-gram counts, CSR of shape (n_strings, n_features); inner products equal the kernel
+        unless two n-grams collide (probability ~ n_ngrams**2 / n_features)."""
+        A = self._check_input(A, "A")
+        vec = NgramVectorizer(check_orders(self.n, "n", "NgramKernel"), self.start, self.stop, n_features)
+        vec.fit([])
+        return vec.transform_symbols(A)
+
+
+def _check_sequences(X, name, n_features=None):
+    if isinstance(X, np.ndarray) and X.ndim == 3:
+        X = list(X)
+    try:
+        items = list(X)
+    except TypeError:
+        raise TypeError(f"'{name}' must be a sequence of 2-D arrays (one per sequence). Got {type(X).__name__}.") from None
+    if not items:
+        raise ValueError(f"'{name}' must hold at least one sequence, got an empty sequence.")
+    out = []
+    for i, x in enumerate(items):
+        arr = np.asarray(x, dtype=np.float64)
+        if arr.ndim != 2:
+            raise ValueError(
+                f"'{name}[{i}]' must be a 2-D array of shape (length, n_features), got shape {arr.shape}."
+            )
+        if n_features is None:
+            n_features = arr.shape[1]
+        elif arr.shape[1] != n_features:
+            raise ValueError(f"'{name}[{i}]' has {arr.shape[1]} features, expected {n_features} like '{name}[0]'.")
+        check_finite(arr, f"{name}[{i}]")
+        out.append(arr)
+    return out
+
+
+class SequencePolynomialKernel(_SequenceKernel):
+    """Polynomial kernel summed over all pairs of n-grams of two vector sequences (eq. 15).
+
+    ``k(x, y) = sum_{i, j} (coef0 + gamma <x_i, y_j>) ** degree`` where ``x_i`` is the concatenation of ``n``
+    consecutive vectors of ``x``. With ``pad=True`` each sequence is padded by ``n - 1`` zero vectors on both sides
+    (boundary n-grams, the analogue of start/stop symbols; a sequence of length ``L`` has ``L + n - 1`` n-grams),
+    otherwise a sequence shorter than ``n`` has no n-grams and a zero row.
+
+    Parameters
+    ----------
+    n : int, default=1
+    degree : int, default=2
+    gamma : float, default=1.0
+    coef0 : float, default=1.0
+    pad : bool, default=True
+    normalize : bool, default=False
+        Cosine-normalize the kernel.
+
+    Notes
+    -----
+    Evaluated as ``S_A P S_B^T`` with ``P = (coef0 + gamma Z_A Z_B^T) ** degree`` over the stacked n-gram vectors
+    ``Z`` and sparse sequence-membership matrices ``S``, chunked over sequences of ``A``.
+    """
+
+    def __init__(self, n=1, degree=2, gamma=1.0, coef0=1.0, pad=True, normalize=False):
+        self.n = n
+        self.degree = degree
+        self.gamma = gamma
+        self.coef0 = coef0
+        self.pad = pad
+        self.normalize = normalize
+
+    def _check_params(self):
+        check_order(self.n, "n", "SequencePolynomialKernel")
+        check_order(self.degree, "degree", "SequencePolynomialKernel")
+        check_positive_scalar(self.gamma, "gamma", "SequencePolynomialKernel")
+        if isinstance(self.coef0, bool) or not isinstance(self.coef0, numbers.Real) or self.coef0 < 0:
+            raise ValueError(
+                f"The 'coef0' parameter of SequencePolynomialKernel must be a float >= 0. Got {self.coef0!r} instead."
+            )
+
+    def _check_input(self, X, name):
+        return _check_sequences(X, name)
+
+    def ngram_vectors(self, X):
+        """Stacked n-gram vectors ``Z`` (n_ngrams, n * n_features) and sequence offsets (n_sequences + 1,)."""
+        n = self.n
+        blocks = []
+        offsets = [0]
+        for x in X:
+            if self.pad and n > 1:
+                z = np.zeros((n - 1, x.shape[1]))
+                x = np.vstack([z, x, z])
+            count = max(x.shape[0] - n + 1, 0)
+            if count:
+                blocks.append(np.hstack([x[i : i + count] for i in range(n)]))
+            offsets.append(offsets[-1] + count)
+        width = n * X[0].shape[1]
+        Z = np.vstack(blocks) if blocks else np.zeros((0, width))
+        return Z, np.asarray(offsets, dtype=np.int64)
+
+    @staticmethod
+    def _membership(offsets):
+        m = offsets.size - 1
+        counts = np.diff(offsets)
+        rows = np.repeat(np.arange(m), counts)
+        return sparse.csr_matrix((np.ones(offsets[-1]), (rows, np.arange(offsets[-1]))), shape=(m, offsets[-1]))
+
+    def _prepare(self, A, B):
+        self._check_params()
+        if A[0].shape[1] != B[0].shape[1]:
+            raise ValueError(f"SequencePolynomialKernel: 'A' has {A[0].shape[1]} features but 'B' has {B[0].shape[1]}.")
+        ZA, oa = self.ngram_vectors(A)
+        ZB, ob = (ZA, oa) if B is A else self.ngram_vectors(B)
+        return ZA, oa, ZB, self._membership(ob).T.tocsc()
+
+    def _temporaries_per_row(self, A, B):
+        # n-grams per sequence of A times n-grams of B, relative to len(B): bounded by the longest sequences.
+        la = max(x.shape[0] for x in A) + self.n
+        lb = sum(x.shape[0] + self.n for x in B) / max(len(B), 1)
+        return int(np.ceil(2 * la * lb))
+
+    def _sequence_block(self, state, rows):
+        ZA, oa, ZB, SBt = state
+        lo, hi = oa[rows.start], oa[rows.stop]
+        P = ZA[lo:hi] @ ZB.T
+        P *= self.gamma
+        P += self.coef0
+        if self.degree != 1:
+            P **= self.degree
+        SA = self._membership(oa[rows.start : rows.stop + 1] - lo)
+        return np.asarray((SA @ P) @ SBt)
+
+    def _raw_diag(self, A):
+        self._check_params()
+        Z, offsets = self.ngram_vectors(A)
+        out = np.empty(len(A))
+        for i in range(len(A)):
+            z = Z[offsets[i] : offsets[i + 1]]
+            out[i] = ((self.coef0 + self.gamma * (z @ z.T)) ** self.degree).sum()
+        return out
