@@ -6,6 +6,7 @@ bounds the peak memory of scoring, kernel evaluation and cross-validation alike.
 
 from __future__ import annotations
 
+import numbers
 import threading
 from contextlib import contextmanager
 
@@ -73,7 +74,7 @@ def config_context(**changes):
 
 
 def _check_working_memory(value):
-    if isinstance(value, bool) or not np.isscalar(value) or not np.isfinite(value) or value <= 0:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value) or value <= 0:
         raise ValueError(f"'working_memory' must be a positive number of MiB, got {value!r}.")
     return float(value)
 

@@ -24,6 +24,11 @@ def check_array_2d(value, name, *, dtype=(np.float64, np.float32), allow_empty_r
         raise ValueError(f"'{name}' must be a 2-D array of shape (n_samples, n_features), got shape {arr.shape}.")
     if arr.shape[0] == 0 and not allow_empty_rows:
         raise ValueError(f"'{name}' must have at least one row, got shape {arr.shape}.")
+    if arr.shape[1] == 0:
+        raise ValueError(f"'{name}' has 0 feature(s) (shape={arr.shape}) while a minimum of 1 is required.")
+    if np.iscomplexobj(arr):
+        # Casting to float would silently drop the imaginary part.
+        raise ValueError(f"'{name}' must be real-valued; Complex data not supported, got dtype {arr.dtype}.")
     if arr.dtype not in dtype:
         if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
             raise TypeError(f"'{name}' must be numeric, got dtype {arr.dtype}.")

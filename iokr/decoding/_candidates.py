@@ -97,7 +97,9 @@ class CandidateSets:
             if idx.size == 0:
                 idx = np.zeros(0, dtype=np.intp)
             if idx.ndim != 1 or not np.issubdtype(idx.dtype, np.integer):
-                raise ValueError(f"'indices[{q}]' must be a 1-D integer array of pool rows, got {idx.dtype} {idx.shape}.")
+                raise ValueError(
+                    f"'indices[{q}]' must be a 1-D integer array of pool rows, got {idx.dtype} {idx.shape}."
+                )
             if idx.size and (idx.min() < 0 or idx.max() >= n_pool):
                 raise ValueError(
                     f"'indices[{q}]' references pool rows outside [0, {n_pool}): range [{idx.min()}, {idx.max()}]."
@@ -108,7 +110,11 @@ class CandidateSets:
         self.pool = pool
         self.indices = checked
         self.ids = ids
-        self.is_shared = False
+        # Every query has the whole pool in pool order: rank(..., top_k) then streams the pool with a bounded
+        # top-k instead of scoring every set in full.
+        self.is_shared = bool(checked) and all(
+            idx.size == n_pool and (idx is checked[0] or np.array_equal(idx, checked[0])) for idx in checked
+        ) and np.array_equal(checked[0], np.arange(n_pool))
 
     @classmethod
     def from_arrays(cls, sets, deduplicate=True):
@@ -137,10 +143,7 @@ class CandidateSets:
     def shared(cls, pool, n_queries):
         """Every one of ``n_queries`` queries has the whole pool as candidates (in pool order)."""
         all_rows = np.arange(pool.shape[0])
-        sets = cls(pool, [all_rows] * int(n_queries))
-        # Lets ``rank(..., top_k)`` stream the pool with a bounded top-k instead of scoring every set in full.
-        sets.is_shared = True
-        return sets
+        return cls(pool, [all_rows] * int(n_queries))
 
     @property
     def n_queries(self):
@@ -182,7 +185,7 @@ def as_candidate_sets(candidate_sets, n_queries, n_features):
         )
     if candidate_sets.n_features != n_features:
         raise ValueError(
-            f"Candidates have {candidate_sets.n_features} features, but the model was fitted on outputs with "
-            f"{n_features} features."
+            f"'candidate_sets' has candidates with {candidate_sets.n_features} features, but the model was fitted "
+            f"on outputs with {n_features} features."
         )
     return candidate_sets

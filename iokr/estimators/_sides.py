@@ -50,7 +50,8 @@ class InputSide:
             self.n_train = gram.shape[0]
             self.n_features_in = gram.shape[0]
         else:
-            X = check_array_2d(X, "X")
+            # The kernel's own validation: Precomputed takes integer indices, min-max Tanimoto non-negative features.
+            X = self.kernel._check_input(X, "X")
             self.X_train = X
             self.n_train, self.n_features_in = X.shape
             gram = self.kernel(X)
@@ -58,7 +59,7 @@ class InputSide:
 
     def check_test(self, X_test, input_diag=None):
         """Validate test inputs; returns the array (features, or test-by-train Gram for precomputed)."""
-        X_test = check_array_2d(X_test, "X")
+        X_test = check_array_2d(X_test, "X") if self.precomputed else self.kernel._check_input(X_test, "X")
         if self.precomputed:
             if X_test.shape[1] != self.n_train:
                 raise ValueError(
@@ -126,7 +127,7 @@ class OutputSide:
             self.train_gram = self.kernel_transform.fit_transform(self.kernel(Y))
         return self
 
-    def candidate_block(self, C, decoding):
+    def candidate_block(self, C, decoding, name="candidates"):
         """Representation ``R`` and additive ``offset`` of a block of candidates for ``decoding``.
 
         float32 candidates give a float32 representation, so they are scored with float32 BLAS.
@@ -134,10 +135,10 @@ class OutputSide:
         C = np.asarray(C)
         if C.ndim != 2 or C.shape[1] != self.n_features:
             raise ValueError(
-                f"Candidates have {C.shape[-1] if C.ndim else 0} features, but the model was fitted on outputs "
-                f"with {self.n_features} features."
+                f"'{name}' has candidates with {C.shape[-1] if C.ndim else 0} features, but the model was fitted "
+                f"on outputs with {self.n_features} features."
             )
-        C = self.kernel._check_input(C, "candidates")
+        C = self.kernel._check_input(C, name)
         dtype = np.float32 if C.dtype == np.float32 else np.float64
         if self.explicit:
             R, sq_norms = self.feature_transform.transform_with_norms(self.kernel._features(C), dtype=dtype)

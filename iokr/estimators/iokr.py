@@ -6,6 +6,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from .._config import working_memory_bytes
 from .._validation import check_positive_scalar
 from ..decoding import (
     QueryRanking,
@@ -100,7 +101,18 @@ class IOKR(BaseEstimator):
         if self.decoding not in DECODINGS:
             raise ValueError(f"The 'decoding' parameter of {type(self).__name__} must be one of {DECODINGS}. "
                              f"Got {self.decoding!r} instead.")
+        if self.working_memory is not None:
+            working_memory_bytes(self.working_memory)  # raises a ValueError naming 'working_memory'
         return alpha
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # Y is a required 2-D array of output features (scikit-learn's checks then pass 2-D targets).
+        tags.target_tags.required = True
+        tags.target_tags.multi_output = True
+        tags.target_tags.single_output = False
+        tags.input_tags.pairwise = self.input_kernel == "precomputed"
+        return tags
 
     def _fit_sides(self, X, Y):
         """Validate, build both sides and return the transformed input Gram."""
@@ -128,6 +140,9 @@ class IOKR(BaseEstimator):
         self : IOKR
         """
         alpha = self._check_params()
+        if Y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None; pass 'Y', "
+                             "the (n, p) array of output features.")
         Y = np.asarray(Y)
         if Y.ndim != 2:
             raise ValueError(f"'Y' must be a 2-D array of output features (n, p), got shape {Y.shape}.")
@@ -151,7 +166,7 @@ class IOKR(BaseEstimator):
             return test_gram @ self.dual_coef_
         return self.factor_.solve(test_gram.T).T
 
-    def _scorer(self, X, input_diag):
+    def _scorer(self, X, input_diag, candidates_name="candidates"):
         check_is_fitted(self, "output_")
         self._check_params()
         X, input_diag = self.input_.check_test(X, input_diag)
@@ -162,7 +177,7 @@ class IOKR(BaseEstimator):
             return self.output_.query_representation(coefficients, self.decoding)
 
         def candidate_block(C):
-            return self.output_.candidate_block(C, self.decoding)
+            return self.output_.candidate_block(C, self.decoding, candidates_name)
 
         return Scorer(X.shape[0], max(width, self.input_.n_train), query_block, candidate_block,
                       self.output_.candidate_bytes_per_row(self.input_.n_train))
@@ -204,7 +219,7 @@ class IOKR(BaseEstimator):
         if getattr(C, "ndim", None) != 2:
             C = np.asarray(C)
         self._check_candidate_width(C)
-        return dense_scores(self._scorer(X, input_diag), C, self.working_memory)
+        return dense_scores(self._scorer(X, input_diag, "C"), C, self.working_memory)
 
     def _check_candidate_width(self, C):
         check_is_fitted(self, "output_")
@@ -232,10 +247,11 @@ class IOKR(BaseEstimator):
             raise ValueError(f"'top_k' must be a positive int or None, got {top_k!r}.")
         n_queries = np.shape(X)[0]
         sets = as_candidate_sets(candidate_sets, n_queries, self.n_output_features_)
-        scorer = self._scorer(X, input_diag)
+        scorer = self._scorer(X, input_diag, "candidate_sets")
         if sets.is_shared and top_k is not None:
             indices, scores = top_k_scores(scorer, sets.pool, top_k, self.working_memory)
             n_pool = sets.pool.shape[0]
+            warn_empty(sets.empty_queries)  # an empty shared pool leaves every query without candidates
             return [QueryRanking(indices[q], scores[q], indices[q], n_pool) for q in range(n_queries)]
         return rankings_from_scores(set_scores(scorer, sets, self.working_memory), sets, top_k)
 
@@ -251,7 +267,7 @@ class IOKR(BaseEstimator):
         n_queries = np.shape(X)[0]
         check_is_fitted(self, "output_")
         sets = as_candidate_sets(candidate_sets, n_queries, self.n_output_features_)
-        scores = set_scores(self._scorer(X, input_diag), sets, self.working_memory)
+        scores = set_scores(self._scorer(X, input_diag, "candidate_sets"), sets, self.working_memory)
         best = np.full((n_queries, self.n_output_features_), np.nan)
         for q, s in enumerate(scores):
             if s.size:

@@ -21,10 +21,13 @@ class Normalized(Kernel):
         The kernel to normalize.
     """
 
-    temporaries_per_entry = 2
-
     def __init__(self, kernel):
         self.kernel = kernel
+
+    @property
+    def temporaries_per_entry(self):
+        # The wrapped kernel's block is scaled in place: its temporaries are all this kernel needs.
+        return self.kernel.temporaries_per_entry
 
     def _check_input(self, X, name):
         return self.kernel._check_input(X, name)

@@ -39,6 +39,10 @@ class KernelTransform:
     def fit_transform(self, gram):
         """Fit on the training Gram (n, n) and return its transform (float64, new array)."""
         gram = np.array(gram, dtype=np.float64, copy=True)
+        # Centering a point that sits at the training mean leaves rounding noise on its diagonal; normalizing by
+        # the square root of that noise would blow it up to O(1), so such points are treated as zero vectors.
+        self.diag_tol_ = 1e-10 * max(float(np.abs(np.diag(gram)).mean()) if gram.size else 0.0,
+                                     np.finfo(np.float64).tiny)
         if self.center:
             self.train_row_means_ = gram.mean(axis=1)
             self.train_mean_ = float(self.train_row_means_.mean())
@@ -46,7 +50,8 @@ class KernelTransform:
             gram -= self.train_row_means_[None, :]
             gram += self.train_mean_
             gram = 0.5 * (gram + gram.T)
-        self.train_diag_ = np.clip(np.diag(gram).copy(), 0.0, None)
+        self.train_diag_ = np.diag(gram).copy()
+        self.train_diag_[self.train_diag_ <= self.diag_tol_] = 0.0
         if self.normalize:
             inv = _inverse_sqrt(self.train_diag_)
             gram *= inv[:, None]
@@ -80,7 +85,7 @@ class KernelTransform:
             if diag_t is not None:
                 diag_t += self.train_mean_ - 2.0 * row_means
         if diag_t is not None:
-            np.clip(diag_t, 0.0, None, out=diag_t)
+            diag_t[diag_t <= self.diag_tol_] = 0.0
         if self.normalize:
             if diag_t is None:
                 raise ValueError("Normalization of new points needs their kernel diagonal k(a, a); pass 'diag'.")

@@ -1,0 +1,109 @@
+"""Candidate sets (pooling, deduplication, validation) and bit-packed binary features."""
+
+import numpy as np
+import pytest
+
+from iokr.decoding import CandidateSets, PackedBinaryFeatures, as_candidate_sets
+
+
+@pytest.mark.parametrize("n_features", [1, 8, 13, 64])
+def test_packed_binary_round_trip(rng, n_features):
+    bits = (rng.random((17, n_features)) < 0.5).astype(np.uint8)
+    bits[3] = 0
+    bits[4] = 1
+    packed = PackedBinaryFeatures.from_dense(bits)
+    assert packed.shape == (17, n_features) and len(packed) == 17
+    assert packed.packed.shape == (17, (n_features + 7) // 8)
+    np.testing.assert_array_equal(packed[0:17], bits.astype(np.float32))
+    assert packed[2:9].dtype == np.float32
+    rows = np.array([16, 0, 4, 4])
+    np.testing.assert_array_equal(packed[rows], bits[rows])
+    again = PackedBinaryFeatures(np.packbits(bits, axis=1), n_features)
+    np.testing.assert_array_equal(again[0:17], bits)
+
+
+def test_packed_binary_validation():
+    with pytest.raises(ValueError, match="'bits' must be a 2-D array of zeros and ones"):
+        PackedBinaryFeatures.from_dense(np.array([[0, 2]]))
+    with pytest.raises(ValueError, match="'packed' must be a 2-D uint8 array"):
+        PackedBinaryFeatures(np.zeros((2, 2), dtype=np.int64), 16)
+    with pytest.raises(ValueError, match="'n_features'=17 does not match packed rows of 2 bytes"):
+        PackedBinaryFeatures(np.zeros((2, 2), dtype=np.uint8), 17)
+
+
+def test_from_arrays_deduplicates_and_preserves_sets(rng):
+    base = rng.integers(0, 2, size=(6, 5)).astype(float)
+    base = np.unique(base, axis=0)
+    sets = [base[[0, 1, 2]], base[[2, 0]], np.zeros((0, 5)), base[[1, 1, 3]], base[[len(base) - 1]]]
+    copies = [s.copy() for s in sets]
+    pooled = CandidateSets.from_arrays(sets)
+    assert pooled.n_queries == len(sets) == len(pooled)
+    assert pooled.pool.shape[0] == len(np.unique(np.concatenate(sets), axis=0))  # each distinct row once
+    assert len({tuple(r) for r in pooled.pool}) == pooled.pool.shape[0]
+    np.testing.assert_array_equal(pooled.sizes, [3, 2, 0, 3, 1])
+    np.testing.assert_array_equal(pooled.empty_queries, [2])
+    for q, s in enumerate(sets):
+        np.testing.assert_array_equal(pooled.candidates(q), s)  # own order kept, duplicates kept
+    assert pooled.indices[3][0] == pooled.indices[3][1]
+    raw = CandidateSets.from_arrays(sets, deduplicate=False)
+    assert raw.pool.shape[0] == 9
+    for q, s in enumerate(sets):
+        np.testing.assert_array_equal(raw.candidates(q), s)
+    for s, c in zip(sets, copies):
+        np.testing.assert_array_equal(s, c)
+
+
+def test_shared_sets():
+    pool = np.arange(12.0).reshape(4, 3)
+    sets = CandidateSets.shared(pool, 3)
+    assert sets.n_queries == 3 and sets.n_features == 3
+    for q in range(3):
+        np.testing.assert_array_equal(sets.candidates(q), pool)
+
+
+@pytest.mark.parametrize(
+    "indices, match",
+    [
+        ([np.array([0, 4])], r"'indices\[0\]' references pool rows outside \[0, 4\): range \[0, 4\]"),
+        ([np.array([1]), np.array([-1])], r"'indices\[1\]' references pool rows outside"),
+        ([np.array([0.0, 1.0])], r"'indices\[0\]' must be a 1-D integer array"),
+        ([np.array([[0, 1]])], r"'indices\[0\]' must be a 1-D integer array"),
+    ],
+)
+def test_invalid_indices_are_rejected(indices, match):
+    with pytest.raises(ValueError, match=match):
+        CandidateSets(np.zeros((4, 2)), indices)
+
+
+def test_invalid_pool_ids_and_arrays():
+    with pytest.raises(ValueError, match="'pool' must be 2-D"):
+        CandidateSets(np.zeros(4), [np.array([0])])
+    with pytest.raises(ValueError, match=r"'ids' must have one entry per pool row \(3\), got 2"):
+        CandidateSets(np.zeros((3, 2)), [np.array([0])], ids=["a", "b"])
+    with pytest.raises(ValueError, match="same number of features"):
+        CandidateSets.from_arrays([np.zeros((2, 3)), np.zeros((2, 4))])
+    with pytest.raises(ValueError, match="at least one query"):
+        CandidateSets.from_arrays([])
+
+
+def test_as_candidate_sets_checks_queries_and_features():
+    sets = CandidateSets(np.zeros((3, 2)), [np.array([0]), np.array([1, 2])])
+    assert as_candidate_sets(sets, 2, 2) is sets
+    converted = as_candidate_sets([np.zeros((1, 2)), np.ones((2, 2))], 2, 2)
+    np.testing.assert_array_equal(converted.candidates(1), np.ones((2, 2)))
+    with pytest.raises(ValueError, match="'candidate_sets' holds 2 sets, but 3 queries were given"):
+        as_candidate_sets(sets, 3, 2)
+    with pytest.raises(ValueError, match="'candidate_sets' has candidates with 2 features, but the model was fitted"):
+        as_candidate_sets(sets, 2, 5)
+    with pytest.raises(TypeError, match="'candidate_sets' must be a CandidateSets or a list"):
+        as_candidate_sets(np.zeros((2, 2)), 2, 2)
+
+
+def test_shared_sets_are_detected_from_indices():
+    from iokr import CandidateSets
+
+    pool = np.eye(4)
+    assert CandidateSets.shared(pool, 3).is_shared
+    assert CandidateSets(pool, [np.arange(4), np.arange(4)]).is_shared
+    assert not CandidateSets(pool, [np.arange(4), np.array([0, 1, 3, 2])]).is_shared
+    assert not CandidateSets(pool, [np.arange(3)]).is_shared

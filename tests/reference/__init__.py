@@ -1,0 +1,185 @@
+"""Brute-force references for the test suite: naive formulas written independently of the library.
+
+Everything here is deliberately slow and obvious (double loops over pairs, explicit feature maps, dense
+``np.linalg.solve``), so that each fast path in ``iokr`` can be checked against a formula a reader can verify by eye.
+Import from any test module as ``from reference import ...`` (``tests/`` is on ``sys.path`` through
+``tests/conftest.py``).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+# -- kernels, one pair at a time ---------------------------------------------------------------------------------
+
+
+def linear_pair(a, b):
+    return float(np.dot(a, b))
+
+
+def polynomial_pair(a, b, degree=2, gamma=1.0, coef0=1.0):
+    return float((gamma * np.dot(a, b) + coef0) ** degree)
+
+
+def gaussian_pair(a, b, gamma=1.0):
+    return float(np.exp(-gamma * np.sum((a - b) ** 2)))
+
+
+def tanimoto_inner_pair(a, b):
+    """``<a,b> / (|a|^2 + |b|^2 - <a,b>)``, with two all-zero vectors counted as identical (1)."""
+    dot = float(np.dot(a, b))
+    den = float(np.dot(a, a) + np.dot(b, b) - dot)
+    return 1.0 if den == 0 else dot / den
+
+
+def tanimoto_minmax_pair(a, b):
+    """``sum min(a, b) / sum max(a, b)`` for non-negative vectors; 1 for two all-zero vectors."""
+    den = float(np.sum(np.maximum(a, b)))
+    return 1.0 if den == 0 else float(np.sum(np.minimum(a, b))) / den
+
+
+def gaussian_tanimoto_pair(a, b, gamma=1.0, form="inner"):
+    t = tanimoto_inner_pair(a, b) if form == "inner" else tanimoto_minmax_pair(a, b)
+    return float(np.exp(-gamma * (2.0 - 2.0 * t)))
+
+
+def naive_gram(pair, A, B=None, **params):
+    """``K[i, j] = pair(A[i], B[j])`` by a double loop, in float64."""
+    A = np.asarray(A, dtype=np.float64)
+    B = A if B is None else np.asarray(B, dtype=np.float64)
+    K = np.empty((A.shape[0], B.shape[0]))
+    for i in range(A.shape[0]):
+        for j in range(B.shape[0]):
+            K[i, j] = pair(A[i], B[j], **params)
+    return K
+
+
+def naive_normalized(K_ab, diag_a, diag_b):
+    """Cosine normalization by a double loop; zero-diagonal points get similarity 0."""
+    out = np.zeros_like(K_ab, dtype=np.float64)
+    for i in range(K_ab.shape[0]):
+        for j in range(K_ab.shape[1]):
+            if diag_a[i] > 0 and diag_b[j] > 0:
+                out[i, j] = K_ab[i, j] / np.sqrt(diag_a[i] * diag_b[j])
+    return out
+
+
+# -- explicit feature maps ---------------------------------------------------------------------------------------
+
+
+def polynomial2_features(X, gamma=1.0, coef0=1.0):
+    """Explicit map with ``<f(a), f(b)> = (gamma <a, b> + coef0) ** 2``.
+
+    ``(g <a,b> + c)^2 = c^2 + 2 g c <a,b> + g^2 sum_{i,j} a_i a_j b_i b_j``, hence the features
+    ``[c, sqrt(2 g c) a, g vec(a a^T)]``.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    n, d = X.shape
+    rows = []
+    for x in X:
+        outer = [gamma * x[i] * x[j] for i, j in itertools.product(range(d), range(d))]
+        rows.append(np.concatenate([[coef0], np.sqrt(2.0 * gamma * coef0) * x, outer]))
+    return np.array(rows).reshape(n, 1 + d + d * d)
+
+
+def center_normalize(train, *others, center=True, normalize=True):
+    """Explicit feature-space transform: subtract the training mean, then scale each row to unit norm.
+
+    Returns the transformed ``train`` followed by every array of ``others`` transformed with the training mean.
+    Zero rows stay zero.
+    """
+    train = np.asarray(train, dtype=np.float64)
+    mean = train.mean(axis=0) if center else np.zeros(train.shape[1])
+    out = []
+    for F in (train, *others):
+        F = np.asarray(F, dtype=np.float64) - mean
+        if normalize:
+            G = np.zeros_like(F)
+            for i in range(F.shape[0]):
+                norm = np.sqrt(np.dot(F[i], F[i]))
+                if norm > 0:
+                    G[i] = F[i] / norm
+            F = G
+        out.append(F)
+    return out
+
+
+# -- IOKR closed forms -------------------------------------------------------------------------------------------
+
+
+def iokr_inner_scores(Kx_train, Kx_test, Ky_train_cand, alpha):
+    """The brief's ``alpha_x(x)^T (K_x + lambda I)^{-1} alpha_y(y)`` for all queries and candidates.
+
+    Kx_train : (n, n); Kx_test : (m, n) = k_x(x_test, x_train); Ky_train_cand : (n, c) = k_y(y_train, y_cand).
+    """
+    n = Kx_train.shape[0]
+    M_alpha_y = np.linalg.solve(Kx_train + alpha * np.eye(n), Ky_train_cand)
+    S = np.empty((Kx_test.shape[0], Ky_train_cand.shape[1]))
+    for q in range(Kx_test.shape[0]):
+        for c in range(Ky_train_cand.shape[1]):
+            S[q, c] = np.dot(Kx_test[q], M_alpha_y[:, c])
+    return S
+
+
+def ridge_primal(Phi, Psi, alpha):
+    """Multi-output ridge regression in the primal: ``W = (Phi^T Phi + alpha I)^{-1} Phi^T Psi``, shape (d, p)."""
+    d = Phi.shape[1]
+    return np.linalg.solve(Phi.T @ Phi + alpha * np.eye(d), Phi.T @ Psi)
+
+
+# -- ranking -----------------------------------------------------------------------------------------------------
+
+
+def stable_order(scores):
+    """Positions by decreasing score, ties by increasing position, by a plain Python sort."""
+    return np.array(sorted(range(len(scores)), key=lambda i: (-float(scores[i]), i)), dtype=np.intp)
+
+
+def rank_of_true(scores, true_index, ties):
+    """1-based rank counting candidates one by one."""
+    higher = sum(1 for s in scores if s > scores[true_index])
+    equal = sum(1 for i, s in enumerate(scores) if s == scores[true_index] and i != true_index)
+    if ties == "optimistic":
+        return higher + 1.0
+    if ties == "pessimistic":
+        return higher + 1.0 + equal
+    return higher + 1.0 + equal / 2.0
+
+
+# -- metrics -----------------------------------------------------------------------------------------------------
+
+
+def concordance_pairs(y_true, y_score):
+    """O(n^2) concordance index: pairs with different y_true, score ties count 1/2."""
+    num = 0.0
+    den = 0
+    for i in range(len(y_true)):
+        for j in range(len(y_true)):
+            if y_true[i] > y_true[j]:
+                den += 1
+                if y_score[i] > y_score[j]:
+                    num += 1.0
+                elif y_score[i] == y_score[j]:
+                    num += 0.5
+    return num / den
+
+
+def example_f1_loop(Y_true, Y_pred):
+    total = 0.0
+    for t, p in zip(Y_true, Y_pred):
+        t_set = {j for j, v in enumerate(t) if v}
+        p_set = {j for j, v in enumerate(p) if v}
+        total += 1.0 if not t_set and not p_set else 2.0 * len(t_set & p_set) / (len(t_set) + len(p_set))
+    return total / len(Y_true)
+
+
+def hamming_loop(Y_true, Y_pred):
+    wrong = 0
+    count = 0
+    for t, p in zip(Y_true, Y_pred):
+        for a, b in zip(t, p):
+            wrong += bool(a) != bool(b)
+            count += 1
+    return wrong / count
