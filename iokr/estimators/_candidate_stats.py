@@ -20,6 +20,7 @@ not on ``alpha`` or ``gamma``: they are computed once and reused across hyperpar
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -70,8 +71,8 @@ class CandidateStatistics:
         ``Sigma`` (explicit) or ``Psi_S^T Sigma Psi_S`` (kernelized), symmetric PSD.
     key : tuple
         Settings the statistics were computed with (checked when they are reused by ``fit``).
-    seconds : float
-        Wall time of the streamed pass.
+    seconds, cpu_seconds : float
+        Wall and CPU time (this process, all threads) of the streamed pass.
     """
 
     layout: SetLayout
@@ -79,6 +80,7 @@ class CandidateStatistics:
     within_cov: np.ndarray
     key: tuple
     seconds: float = 0.0
+    cpu_seconds: float = 0.0
 
     @property
     def second_moment(self):
@@ -173,9 +175,7 @@ def stream_statistics(layout, represent, width, *, pool=None, key=(), working_me
     -------
     CandidateStatistics
     """
-    import time
-
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     compact = pool is not None
     if compact and pool.shape[0] != layout.used_rows.size:
         raise ValueError(f"'pool' must hold the {layout.used_rows.size} used rows, got {pool.shape[0]}.")
@@ -196,4 +196,5 @@ def stream_statistics(layout, represent, width, *, pool=None, key=(), working_me
     second = np.triu(second) + np.triu(second, 1).T
     within = second - means.T @ means
     within = 0.5 * (within + within.T)
-    return CandidateStatistics(layout, means, within, tuple(key), time.perf_counter() - start)
+    return CandidateStatistics(layout, means, within, tuple(key), time.perf_counter() - start,
+                               time.process_time() - cpu_start)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_array_2d, check_finite, check_n_features, check_square_gram
-from ..kernels import FeatureTransform, KernelTransform, make_kernel
+from ..decoding import _bits
+from ..kernels import FeatureTransform, GaussianTanimoto, KernelTransform, Tanimoto, make_kernel
 
 DECODINGS = ("distance", "inner", "cosine")
 
@@ -93,6 +94,14 @@ class InputSide:
         return transformed
 
 
+def _binary_tanimoto_state(kernel, Y):
+    """Packed training outputs for the intersection-count path, or None when it does not apply."""
+    if type(kernel) not in (Tanimoto, GaussianTanimoto) or kernel.form != "inner" or not _bits.is_binary(Y):
+        return None
+    words = _bits.pack_words(Y)
+    return {"words": words, "counts": _bits.bit_counts(words), "bits": np.asarray(Y, dtype=np.float32)}
+
+
 class OutputSide:
     """Transformed output kernel: explicit features when available, kernel blocks otherwise.
 
@@ -125,7 +134,21 @@ class OutputSide:
             self.Y_train = Y
             self.kernel_transform = KernelTransform(self.center, self.normalize)
             self.train_gram = self.kernel_transform.fit_transform(self.kernel(Y))
+            self.binary = _binary_tanimoto_state(self.kernel, Y)
         return self
+
+    def _cross_block(self, C):
+        """``k(C, Y_train)``: from exact intersection counts for binary fingerprints under a Tanimoto kernel."""
+        if getattr(self, "binary", None) is not None and _bits.is_binary(C):
+            T = _bits.binary_tanimoto(C, self.binary["words"], self.binary["counts"], B_bits=self.binary["bits"],
+                                      method=_bits.DEFAULT_COUNT_METHOD,
+                                      dtype=np.result_type(C.dtype, self.Y_train.dtype, np.float32))
+            if isinstance(self.kernel, GaussianTanimoto):
+                T -= 1.0
+                T *= 2.0 * self.kernel.gamma
+                np.exp(T, out=T)
+            return T
+        return self.kernel._block(C, self.Y_train)
 
     def candidate_block(self, C, decoding, name="candidates"):
         """Representation ``R`` and additive ``offset`` of a block of candidates for ``decoding``.
@@ -143,7 +166,7 @@ class OutputSide:
         if self.explicit:
             R, sq_norms = self.feature_transform.transform_with_norms(self.kernel._features(C), dtype=dtype)
         else:
-            cross = self.kernel._block(C, self.Y_train)
+            cross = self._cross_block(C)
             R, sq_norms = self.kernel_transform.transform(cross, self.kernel._diag(C))
             R = R.astype(dtype, copy=False)
         if decoding == "distance":

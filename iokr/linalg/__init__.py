@@ -9,6 +9,14 @@ from ._cg import CGInfo, block_cg
 from ._cholesky import CholeskyFactor, cholesky_shifted, solve_shifted
 from ._chunks import chunk_rows, row_slices
 from ._eigen import EigenPath
+from ._kronecker import (
+    KroneckerEigen,
+    KroneckerOperator,
+    SampledKroneckerOperator,
+    SymmetricKroneckerOperator,
+    WeightedKroneckerSum,
+    commutation_matrix,
+)
 from ._holdout import (
     check_holdouts,
     holdout_coefficients,
@@ -21,6 +29,7 @@ from ._holdout import (
 )
 from ._path import (
     EIGEN_MIN_ALPHAS,
+    PATH_METHODS,
     CholeskyShift,
     EigenShift,
     RegularizationPath,
@@ -34,12 +43,19 @@ __all__ = [
     "CholeskyShift",
     "EIGEN_MIN_ALPHAS",
     "EigenPath",
+    "KroneckerEigen",
+    "KroneckerOperator",
+    "SampledKroneckerOperator",
+    "SymmetricKroneckerOperator",
+    "WeightedKroneckerSum",
     "EigenShift",
+    "PATH_METHODS",
     "RegularizationPath",
     "block_cg",
     "check_alphas",
     "check_holdouts",
     "cholesky_shifted",
+    "commutation_matrix",
     "choose_path_method",
     "chunk_rows",
     "holdout_coefficients",

@@ -121,7 +121,9 @@ def _check_sequences(X, name, n_features=None):
     try:
         items = list(X)
     except TypeError:
-        raise TypeError(f"'{name}' must be a sequence of 2-D arrays (one per sequence). Got {type(X).__name__}.") from None
+        raise TypeError(
+            f"'{name}' must be a sequence of 2-D arrays (one per sequence). Got {type(X).__name__}."
+        ) from None
     if not items:
         raise ValueError(f"'{name}' must hold at least one sequence, got an empty sequence.")
     out = []
@@ -140,7 +142,103 @@ def _check_sequences(X, name, n_features=None):
     return out
 
 
-class SequencePolynomialKernel(_SequenceKernel):
+class SequenceNgramKernel(_SequenceKernel):
+    """Base kernel summed over all pairs of n-grams of two vector sequences.
+
+    ``k(x, y) = sum_{i, j} base(x_i, y_j)`` where ``x_i`` is the concatenation of ``n`` consecutive vectors of
+    ``x``; with a Gaussian base this is a product of per-position Gaussians (two bigrams are similar when both
+    their images are). :class:`SequencePolynomialKernel` is the polynomial case (eq. 15).
+
+    Parameters
+    ----------
+    base : Kernel
+        Kernel on the concatenated n-gram vectors (e.g. ``iokr.kernels.Gaussian(gamma=0.02)``).
+    n : int, default=1
+    pad : bool, default=True
+        Pad each sequence by ``n - 1`` zero vectors on both sides (boundary n-grams).
+    normalize : bool, default=False
+    """
+
+    def __init__(self, base=None, n=1, pad=True, normalize=False):
+        self.base = base
+        self.n = n
+        self.pad = pad
+        self.normalize = normalize
+
+    def _base(self):
+        if not isinstance(self.base, Kernel):
+            raise ValueError(f"The 'base' parameter of {type(self).__name__} must be a Kernel. Got {self.base!r}.")
+        return self.base
+
+    def _check_params(self):
+        check_order(self.n, "n", type(self).__name__)
+        self._base()
+
+    def _check_input(self, X, name):
+        return _check_sequences(X, name)
+
+    def _base_block(self, Za, Zb):
+        return self._base()._block(Za, Zb)
+
+    def _base_diag_block(self, z):
+        return self._base()._block(z, z)
+
+    def ngram_vectors(self, X):
+        """Stacked n-gram vectors ``Z`` (n_ngrams, n * n_features) and sequence offsets (n_sequences + 1,)."""
+        n = self.n
+        blocks = []
+        offsets = [0]
+        for x in X:
+            if self.pad and n > 1:
+                z = np.zeros((n - 1, x.shape[1]))
+                x = np.vstack([z, x, z])
+            count = max(x.shape[0] - n + 1, 0)
+            if count:
+                blocks.append(np.hstack([x[i : i + count] for i in range(n)]))
+            offsets.append(offsets[-1] + count)
+        width = n * X[0].shape[1]
+        Z = np.vstack(blocks) if blocks else np.zeros((0, width))
+        return Z, np.asarray(offsets, dtype=np.int64)
+
+    @staticmethod
+    def _membership(offsets):
+        m = offsets.size - 1
+        counts = np.diff(offsets)
+        rows = np.repeat(np.arange(m), counts)
+        return sparse.csr_matrix((np.ones(offsets[-1]), (rows, np.arange(offsets[-1]))), shape=(m, offsets[-1]))
+
+    def _prepare(self, A, B):
+        self._check_params()
+        if A[0].shape[1] != B[0].shape[1]:
+            raise ValueError(f"{type(self).__name__}: 'A' has {A[0].shape[1]} features but 'B' has {B[0].shape[1]}.")
+        ZA, oa = self.ngram_vectors(A)
+        ZB, ob = (ZA, oa) if B is A else self.ngram_vectors(B)
+        return ZA, oa, ZB, self._membership(ob).T.tocsc()
+
+    def _temporaries_per_row(self, A, B):
+        # n-grams per sequence of A times n-grams of B, relative to len(B): bounded by the longest sequences.
+        la = max(x.shape[0] for x in A) + self.n
+        lb = sum(x.shape[0] + self.n for x in B) / max(len(B), 1)
+        return int(np.ceil(2 * la * lb))
+
+    def _sequence_block(self, state, rows):
+        ZA, oa, ZB, SBt = state
+        lo, hi = oa[rows.start], oa[rows.stop]
+        P = self._base_block(ZA[lo:hi], ZB)
+        SA = self._membership(oa[rows.start : rows.stop + 1] - lo)
+        return np.asarray((SA @ P) @ SBt)
+
+    def _raw_diag(self, A):
+        self._check_params()
+        Z, offsets = self.ngram_vectors(A)
+        out = np.empty(len(A))
+        for i in range(len(A)):
+            z = Z[offsets[i] : offsets[i + 1]]
+            out[i] = self._base_diag_block(z).sum()
+        return out
+
+
+class SequencePolynomialKernel(SequenceNgramKernel):
     """Polynomial kernel summed over all pairs of n-grams of two vector sequences (eq. 15).
 
     ``k(x, y) = sum_{i, j} (coef0 + gamma <x_i, y_j>) ** degree`` where ``x_i`` is the concatenation of ``n``
@@ -181,63 +279,13 @@ class SequencePolynomialKernel(_SequenceKernel):
                 f"The 'coef0' parameter of SequencePolynomialKernel must be a float >= 0. Got {self.coef0!r} instead."
             )
 
-    def _check_input(self, X, name):
-        return _check_sequences(X, name)
-
-    def ngram_vectors(self, X):
-        """Stacked n-gram vectors ``Z`` (n_ngrams, n * n_features) and sequence offsets (n_sequences + 1,)."""
-        n = self.n
-        blocks = []
-        offsets = [0]
-        for x in X:
-            if self.pad and n > 1:
-                z = np.zeros((n - 1, x.shape[1]))
-                x = np.vstack([z, x, z])
-            count = max(x.shape[0] - n + 1, 0)
-            if count:
-                blocks.append(np.hstack([x[i : i + count] for i in range(n)]))
-            offsets.append(offsets[-1] + count)
-        width = n * X[0].shape[1]
-        Z = np.vstack(blocks) if blocks else np.zeros((0, width))
-        return Z, np.asarray(offsets, dtype=np.int64)
-
-    @staticmethod
-    def _membership(offsets):
-        m = offsets.size - 1
-        counts = np.diff(offsets)
-        rows = np.repeat(np.arange(m), counts)
-        return sparse.csr_matrix((np.ones(offsets[-1]), (rows, np.arange(offsets[-1]))), shape=(m, offsets[-1]))
-
-    def _prepare(self, A, B):
-        self._check_params()
-        if A[0].shape[1] != B[0].shape[1]:
-            raise ValueError(f"SequencePolynomialKernel: 'A' has {A[0].shape[1]} features but 'B' has {B[0].shape[1]}.")
-        ZA, oa = self.ngram_vectors(A)
-        ZB, ob = (ZA, oa) if B is A else self.ngram_vectors(B)
-        return ZA, oa, ZB, self._membership(ob).T.tocsc()
-
-    def _temporaries_per_row(self, A, B):
-        # n-grams per sequence of A times n-grams of B, relative to len(B): bounded by the longest sequences.
-        la = max(x.shape[0] for x in A) + self.n
-        lb = sum(x.shape[0] + self.n for x in B) / max(len(B), 1)
-        return int(np.ceil(2 * la * lb))
-
-    def _sequence_block(self, state, rows):
-        ZA, oa, ZB, SBt = state
-        lo, hi = oa[rows.start], oa[rows.stop]
-        P = ZA[lo:hi] @ ZB.T
+    def _base_block(self, Za, Zb):
+        P = Za @ Zb.T
         P *= self.gamma
         P += self.coef0
         if self.degree != 1:
             P **= self.degree
-        SA = self._membership(oa[rows.start : rows.stop + 1] - lo)
-        return np.asarray((SA @ P) @ SBt)
+        return P
 
-    def _raw_diag(self, A):
-        self._check_params()
-        Z, offsets = self.ngram_vectors(A)
-        out = np.empty(len(A))
-        for i in range(len(A)):
-            z = Z[offsets[i] : offsets[i + 1]]
-            out[i] = ((self.coef0 + self.gamma * (z @ z.T)) ** self.degree).sum()
-        return out
+    def _base_diag_block(self, z):
+        return self._base_block(z, z)

@@ -22,7 +22,10 @@ from ._ngrams import as_symbols, check_order, ngram_counts
 
 
 def _symbol_key(symbol):
-    return (type(symbol).__name__, repr(symbol))
+    # Integers (symbol ids) sort numerically, anything else by type name and repr: deterministic for any symbols.
+    if isinstance(symbol, (int, np.integer)) and not isinstance(symbol, bool):
+        return (0, "", int(symbol), "")
+    return (1, type(symbol).__name__, 0, repr(symbol))
 
 
 def check_counts(counts, n, name="counts"):
@@ -37,7 +40,9 @@ def check_counts(counts, n, name="counts"):
     for key, value in counts.items():
         gram = as_symbols(key, f"{name} key")
         if len(gram) != n:
-            raise ValueError(f"'{name}' has the key {key!r} of length {len(gram)}; every n-gram must have n={n} symbols.")
+            raise ValueError(
+                f"'{name}' has the key {key!r} of length {len(gram)}; every n-gram must have n={n} symbols."
+            )
         if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
             raise ValueError(f"'{name}[{key!r}]' must be a finite number. Got {value!r} instead.")
         c = int(np.floor(float(value) + 0.5)) if value > 0 else 0
@@ -184,7 +189,7 @@ def _strip(symbols, start, stop, as_str):
 def _graph_and_key(counts, n, start, stop):
     n = check_order(n)
     clean = check_counts(counts, n)
-    as_str = all(isinstance(k, str) for k in counts) if len(counts) else True
+    as_str = all(isinstance(c, str) and len(c) == 1 for k in counts for c in as_symbols(k, "counts key"))
     return DeBruijnGraph(clean, n), clean, (start,) * (n - 1), (stop,) * (n - 1), as_str
 
 
@@ -207,10 +212,11 @@ def ngram_preimage(counts, n, start="^", stop="$", *, strict=False):
     Returns
     -------
     s : str or tuple
-        ``str`` when the keys are strings (symbols are characters), a tuple of symbols otherwise. When the counts
+        ``str`` when every symbol is a one-character string, a tuple of symbols otherwise. When the counts
         admit a pre-image, ``ngram_counts(s, n, start, stop) == counts`` (up to zero entries). Otherwise the
         generalized algorithm's string: every n-gram is consumed once by the walk, pad symbols are removed.
-        All-zero counts give the empty string (they admit no pre-image: the empty string has one n-gram).
+        All-zero counts give the empty string (for ``n >= 2`` they admit no pre-image: even the empty string has
+        the n-grams of its padding).
 
     Examples
     --------
@@ -233,8 +239,8 @@ def ngram_preimages(counts, n, start="^", stop="$", *, max_results=None):
     Returns an empty list when the counts admit no pre-image. See :func:`ngram_preimage` for the arguments.
     """
     graph, clean, start_node, stop_node, as_str = _graph_and_key(counts, n, start, stop)
-    if not clean:
-        return []
+    if not clean:  # only the empty string under n = 1 has no n-grams
+        return [_strip((), start, stop, as_str)] if graph.n == 1 else []
     out = []
     for path in graph.euler_paths(start_node, stop_node if n > 1 else None, max_results=max_results):
         s = _strip(path, start, stop, as_str)
@@ -244,5 +250,10 @@ def ngram_preimages(counts, n, start="^", stop="$", *, max_results=None):
 
 
 def has_preimage(counts, n, start="^", stop="$"):
-    """Whether some string has exactly these padded n-gram counts."""
-    return bool(ngram_preimages(counts, n, start, stop, max_results=1))
+    """Whether some string has exactly these padded n-gram counts.
+
+    Exact and linear-time: when an Euler path from the start vertex exists, the walk finds one.
+    """
+    graph, clean, start_node, _, as_str = _graph_and_key(counts, n, start, stop)
+    s = _strip(graph.walk(start_node), start, stop, as_str)
+    return Counter(ngram_counts(s, n, start, stop)) == Counter(clean)

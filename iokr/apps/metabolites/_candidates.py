@@ -18,7 +18,10 @@ import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import hashlib
+
 import numpy as np
+import scipy.sparse as sp
 
 from ...exceptions import IOKRDataError
 from ._fingerprints import Fingerprinter, inchikey, molecular_formula, parse_structure
@@ -165,7 +168,7 @@ def read_candidate_lists(path, store=None, progress=None):
             raise IOKRDataError(f"Candidate list {name}: {exc}") from None
         keys, ok = store.keys_for(structures)
         lst = CandidateList(name=name, formula=formula, true_key=true_key, n_rows=len(structures))
-        best = {}
+        best, lst_scores = {}, []
         for i, (s, k, good) in enumerate(zip(structures, keys, ok)):
             if not good:
                 lst.n_unparsable += 1
@@ -176,8 +179,6 @@ def read_candidate_lists(path, store=None, progress=None):
                 if scores is not None and scores[i] > lst_scores[j]:
                     lst_scores[j] = scores[i]
                 continue
-            if not best:
-                lst_scores = []
             best[k] = len(lst.keys)
             lst.keys.append(k)
             lst.structures.append(s)
@@ -191,6 +192,14 @@ def read_candidate_lists(path, store=None, progress=None):
         if progress is not None:
             progress()
     return out
+
+
+def _inchi_key(text):
+    Chem = parse_structure.__globals__["_rdkit"]()
+    try:
+        return Chem.InchiToInchiKey(text) or None
+    except Exception:  # noqa: BLE001 - RDKit raises assorted errors on garbage
+        return None
 
 
 class CandidateStore:
@@ -231,6 +240,41 @@ class CandidateStore:
             raise IOKRDataError(f"Candidate store {self.path} caches fingerprints {row[0]}, not {params}; "
                                 "use another store file.")
         self.n_computed = 0
+        self._cache = None
+
+    def attach_cache(self, path):
+        """Use a fingerprint cache written by :func:`export_fingerprint_cache` before parsing new structures.
+
+        Returns the number of cached structures (0, and nothing attached, when the cache holds other fingerprint
+        parameters).
+        """
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                if str(data["params"]) != repr(sorted(self.fingerprinter.params().items())):
+                    return 0
+                digest = data["digest"]
+                self._cache = {
+                    "index": {d: i for i, d in enumerate(digest.tolist())}, "key14": data["key14"],
+                    "formula": data["formula"],
+                    "indptr": data["indptr"], "cols": data["cols"].astype(np.int64), "vals": data["vals"],
+                    "n_features": int(data["n_features"]),
+                }
+        except (OSError, KeyError, ValueError) as exc:
+            raise IOKRDataError(f"Fingerprint cache {path} is unreadable ({type(exc).__name__}).") from None
+        return digest.size
+
+    def _from_cache(self, text):
+        if self._cache is None:
+            return None
+        i = self._cache["index"].get(_digest(text))
+        if i is None:
+            return None
+        c = self._cache
+        fp = np.zeros(c["n_features"], dtype=np.uint8)
+        a, b = c["indptr"][i], c["indptr"][i + 1]
+        fp[c["cols"][a:b]] = c["vals"][a:b]
+        blob = np.packbits(fp > 0).tobytes() if self.fingerprinter.binary else fp.tobytes()
+        return (text, 1, str(c["key14"][i]), None, str(c["formula"][i]), blob)
 
     def _encode(self, fp):
         if self.fingerprinter.binary:
@@ -258,14 +302,22 @@ class CandidateStore:
         for s in unique:
             if s in known:
                 continue
+            cached = self._from_cache(s)
+            if cached is not None:
+                rows.append(cached)
+                continue
             mol = parse_structure(s)
-            key = inchikey(mol) if mol is not None else None
+            key = None
+            if mol is not None:
+                # The key of the given InChI itself (fast, and faithful to the list); from the molecule otherwise.
+                key = _inchi_key(s) if s.startswith("InChI=") else None
+                key = key or inchikey(mol)
             if mol is None or key is None:
                 rows.append((s, 0, None, None, None, None))
                 continue
             fp, _ = self.fingerprinter.transform([mol])
             rows.append((s, 1, key[:14], key, molecular_formula(mol), self._encode(fp[0])))
-        self.n_computed += len(rows)
+        self.n_computed += sum(1 for r in rows if r[3] is not None or not r[1])
         self.db.executemany("INSERT OR REPLACE INTO structures VALUES (?, ?, ?, ?, ?, ?)", rows)
         self.db.commit()
 
@@ -316,3 +368,29 @@ class CandidateStore:
 
     def close(self):
         self.db.close()
+
+
+
+def _digest(text):
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest()
+
+
+def export_fingerprint_cache(store, structures, path):
+    """Save keys and fingerprints of ``structures`` as a compact ``.npz`` (no pickle), keyed by text digests.
+
+    Lets a bundled candidate collection ship its fingerprints so they are not recomputed on every machine
+    (:meth:`CandidateStore.attach_cache`); the fingerprint parameters are stored and checked on attach.
+    Layout: 8-byte BLAKE2b digests of the input texts, first InChIKey blocks, formulas, and the fingerprints as
+    CSR (``indptr``, uint16 ``cols``, uint8 ``vals``).
+    """
+    structures = list(dict.fromkeys(s for s in structures if isinstance(s, str)))
+    keys, ok = store.keys_for(structures)
+    structures = [s for s, good in zip(structures, ok) if good]
+    keys = [k for k, good in zip(keys, ok) if good]
+    F = store.fingerprints(structures)
+    csr = sp.csr_matrix(F)
+    np.savez_compressed(
+        path, digest=np.array([_digest(s) for s in structures], dtype="S8"), key14=np.array(keys),
+        formula=np.array([store.formula_of(s) or "" for s in structures]),
+        indptr=csr.indptr.astype(np.int64), cols=csr.indices.astype(np.uint16), vals=csr.data.astype(np.uint8),
+        params=np.array(repr(sorted(store.fingerprinter.params().items()))), n_features=np.array(F.shape[1]))

@@ -140,7 +140,7 @@ class PeakProductKernel(Kernel):
         sorted_b = _SortedPeaks(B, self.neutral_loss)
         out = np.empty((len(A), len(B)), dtype=np.float64)
         bytes_per_row = max(len(B), 1) * 8 * (1 + self.temporaries_per_entry)
-        max_pairs = max(working_memory_bytes(working_memory) // 64, 1024)
+        max_pairs = max(working_memory_bytes(working_memory) // 64, 16)
         for rows in row_slices(len(A), bytes_per_row, working_memory):
             block = A[rows]
             pos, inten, spec = _peak_view(block, self.neutral_loss)

@@ -13,6 +13,10 @@ from ...exceptions import IOKRDataError
 from ._spectra import Spectra
 
 
+#: Mass of a proton (Da), for the m/z of [M+H]+ ions.
+PROTON_MASS = 1.007276
+
+
 class ReadReport:
     """What a reader kept and skipped, with one reason per skipped record.
 
@@ -123,6 +127,9 @@ def read_massbank_jsonl(path, *, require_precursor=True, require_structure=False
                     report.skip(rid, peaks)
                     continue
                 precursor = _as_float(rec.get("precursor_mz"))
+                if not precursor > 0 and rec.get("precursor_type") == "[M+H]+":
+                    # The record names the ion but not its m/z: [M+H]+ of the neutral monoisotopic mass.
+                    precursor = _as_float(rec.get("exact_mass")) + PROTON_MASS
                 if not precursor > 0:
                     if require_precursor:
                         report.skip(rid, "missing precursor m/z")
@@ -177,14 +184,13 @@ def _from_matchms(records, path, require_precursor):
 def _matchms_records(path, fmt):
     try:
         from matchms.importing import load_from_mgf, load_from_msp
-        from matchms.filtering import default_filters
     except ImportError:  # pragma: no cover - depends on the environment
         raise IOKRDataError("Reading MGF/MSP needs matchms: pip install 'iokr[chem]'.") from None
     loader = load_from_mgf if fmt == "mgf" else load_from_msp
     try:
         for s in loader(str(path)):
-            # matchms' standard metadata harmonization (precursor m/z, InChI/SMILES fields, compound name).
-            yield default_filters(s) if s is not None else None
+            # matchms harmonizes metadata keys on load (PEPMASS -> precursor_mz, InChI/SMILES fields, names).
+            yield s
     except (ValueError, KeyError, IndexError) as exc:
         raise IOKRDataError(f"Cannot parse {fmt.upper()} file {path}: {exc}") from None
 

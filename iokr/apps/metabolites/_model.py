@@ -1,0 +1,257 @@
+"""The metabolite-identification model: spectrum kernels combined by multiple kernel learning, IOKR into a
+fingerprint kernel space, candidate scoring.
+
+The input kernel is ``K = sum_k w_k Kn_k`` over cosine-normalized base kernels (PPK on fragments, PPK on neutral
+losses, binned spectra), optionally passed through a Gaussian, ``exp(-gamma (K(a,a) + K(b,b) - 2 K(a,b)))``. The
+weights ``w`` are either uniform or ALIGNF (Cortes et al. 2012): the non-negative combination of centered base
+kernels best aligned with the centered output kernel.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
+
+from ..._validation import check_positive_scalar
+from ...decoding import CandidateSets
+from ...estimators import IOKR
+from ...kernels import GaussianTanimoto, Linear, Normalized, Tanimoto
+from ...model_selection import learn_weights
+from ._kernels import BinnedKernel, PeakProductKernel, normalized_gram
+from ._spectra import Spectra
+
+SPECTRUM_KERNELS = ("ppk", "ppk_nl", "binned", "binned_nl")
+OUTPUT_KERNELS = ("gaussian_tanimoto", "tanimoto", "linear")
+
+
+def make_spectrum_kernel(name, sigma_mz=0.005, sigma_intensity=0.25, bin_width=0.01):
+    """Base spectrum kernel by name: ``"ppk"``, ``"ppk_nl"`` (neutral losses), ``"binned"``, ``"binned_nl"``."""
+    if name == "ppk":
+        return PeakProductKernel(sigma_mz, sigma_intensity)
+    if name == "ppk_nl":
+        return PeakProductKernel(sigma_mz, sigma_intensity, neutral_loss=True)
+    if name == "binned":
+        return BinnedKernel(bin_width)
+    if name == "binned_nl":
+        return BinnedKernel(bin_width, neutral_loss=True)
+    raise ValueError(f"Unknown spectrum kernel {name!r}; expected one of {SPECTRUM_KERNELS}.")
+
+
+def make_output_kernel(name, gamma=1.0):
+    if name == "gaussian_tanimoto":
+        return GaussianTanimoto(gamma=gamma, form="inner")
+    if name == "tanimoto":
+        return Tanimoto(form="inner")
+    if name == "linear":
+        return Normalized(Linear())
+    raise ValueError(f"Unknown output kernel {name!r}; expected one of {OUTPUT_KERNELS}.")
+
+
+def _center(K):
+    row = K.mean(axis=1)
+    return K - row[:, None] - row[None, :] + row.mean()
+
+
+def alignf_weights(grams, target):
+    """ALIGNF weights: maximize the centered alignment of ``sum_k w_k K_k`` with ``target`` over ``w >= 0``.
+
+    Centers the Grams and the target, then solves ``min_{v >= 0} v^T M v - 2 v^T a`` (``M_kl = <K_k^c, K_l^c>_F``,
+    ``a_k = <K_k^c, T^c>_F``) with :func:`iokr.model_selection.learn_weights`; returns ``v / sum(v)``, or uniform
+    weights when no combination is positively aligned with the target.
+
+    Parameters
+    ----------
+    grams : list of ndarray of shape (n, n)
+    target : ndarray of shape (n, n)
+
+    Returns
+    -------
+    weights : ndarray of shape (n_kernels,), summing to 1
+
+    References
+    ----------
+    Cortes, Mohri, Rostamizadeh, Algorithms for learning kernels based on centered alignment, JMLR 13, 2012.
+    """
+    try:
+        return learn_weights([_center(K) for K in grams], _center(target), "alignf")
+    except ValueError:
+        return np.full(len(grams), 1.0 / len(grams))
+
+
+def _combine(grams, diags, weights, gamma):
+    K = sum(w * G for w, G in zip(weights, grams))
+    if gamma is None:
+        return K
+    da, db = diags
+    D = da[:, None] + db[None, :] - 2.0 * K
+    np.clip(D, 0.0, None, out=D)
+    return np.exp(-gamma * D)
+
+
+class MetaboliteIdentifier(BaseEstimator):
+    """IOKR from MS/MS spectra to molecular fingerprints, decoded over candidate structures.
+
+    Parameters
+    ----------
+    kernels : tuple of str, default=("ppk", "ppk_nl")
+        Base spectrum kernels (see :func:`make_spectrum_kernel`), each cosine-normalized.
+    weights : "alignf", "uniform" or sequence of float, default="alignf"
+    alpha : float, default=0.1
+        IOKR regularization.
+    input_gamma : float or None, default=None
+        Gaussian on the combined kernel's distance; ``None`` keeps the combined kernel itself.
+    sigma_mz, sigma_intensity, bin_width : float
+        Parameters of the base kernels.
+    output_kernel : {"gaussian_tanimoto", "tanimoto", "linear"}, default="gaussian_tanimoto"
+    output_gamma : float, default=1.0
+    working_memory : float, optional
+
+    Attributes
+    ----------
+    weights_ : ndarray of shape (n_kernels,)
+    base_kernels_ : list of Kernel
+    train_spectra_ : Spectra
+    iokr_ : IOKR
+    """
+
+    def __init__(self, kernels=("ppk", "ppk_nl"), weights="alignf", alpha=0.1, input_gamma=None, sigma_mz=0.005,
+                 sigma_intensity=0.25, bin_width=0.01, output_kernel="gaussian_tanimoto", output_gamma=1.0,
+                 working_memory=None):
+        self.kernels = kernels
+        self.weights = weights
+        self.alpha = alpha
+        self.input_gamma = input_gamma
+        self.sigma_mz = sigma_mz
+        self.sigma_intensity = sigma_intensity
+        self.bin_width = bin_width
+        self.output_kernel = output_kernel
+        self.output_gamma = output_gamma
+        self.working_memory = working_memory
+
+    def _base_kernels(self):
+        if isinstance(self.kernels, str) or not len(self.kernels):
+            raise ValueError(f"The 'kernels' parameter of MetaboliteIdentifier must be a non-empty tuple of names "
+                             f"from {SPECTRUM_KERNELS}. Got {self.kernels!r} instead.")
+        return [make_spectrum_kernel(k, self.sigma_mz, self.sigma_intensity, self.bin_width) for k in self.kernels]
+
+    def base_grams(self, spectra):
+        """Normalized training Grams of the base kernels and their raw diagonals (reusable across fits)."""
+        grams, diags = [], []
+        for kernel in self._base_kernels():
+            K, d, _ = normalized_gram(kernel, spectra, working_memory=self.working_memory)
+            grams.append(K)
+            diags.append(d)
+        return grams, diags
+
+    def fit(self, spectra, Y, *, base_grams=None):
+        """Fit on training spectra (one per structure, typically merged) and their fingerprints.
+
+        Parameters
+        ----------
+        spectra : Spectra of length n
+        Y : ndarray of shape (n, p)
+            Output fingerprints.
+        base_grams : tuple (grams, diags), optional
+            Output of :meth:`base_grams` on ``spectra``, to avoid recomputing them (cross-validation).
+
+        Returns
+        -------
+        self
+        """
+        if not isinstance(spectra, Spectra):
+            raise TypeError(f"'spectra' must be a Spectra object, got {type(spectra).__name__}.")
+        Y = np.asarray(Y, dtype=np.float64)
+        if Y.ndim != 2 or Y.shape[0] != len(spectra):
+            raise ValueError(f"'Y' must have shape ({len(spectra)}, n_features), got {Y.shape}.")
+        self._check_params()
+        grams, diags = self.base_grams(spectra) if base_grams is None else base_grams
+        self.base_kernels_ = self._base_kernels()
+        self.train_raw_diags_ = diags
+        output = make_output_kernel(self.output_kernel, self.output_gamma)
+        self.weights_ = self._fit_weights(grams, output, Y)
+        K = self._combined(grams, [self._unit_diag(d) for d in diags])
+        self.iokr_ = IOKR(alpha=self.alpha, input_kernel="precomputed", output_kernel=output,
+                          working_memory=self.working_memory).fit(K, Y)
+        self.train_spectra_ = spectra
+        self.train_outputs_ = Y
+        self.n_output_features_ = Y.shape[1]
+        return self
+
+    def _check_params(self):
+        owner = type(self).__name__
+        check_positive_scalar(self.alpha, "alpha", owner)
+        if self.input_gamma is not None:
+            check_positive_scalar(self.input_gamma, "input_gamma", owner)
+        if self.output_kernel not in OUTPUT_KERNELS:
+            raise ValueError(f"The 'output_kernel' parameter of {owner} must be one of {OUTPUT_KERNELS}. "
+                             f"Got {self.output_kernel!r} instead.")
+
+    def _fit_weights(self, grams, output, Y):
+        m = len(grams)
+        if isinstance(self.weights, str):
+            if self.weights == "uniform" or m == 1:
+                return np.full(m, 1.0 / m)
+            if self.weights == "alignf":
+                return alignf_weights(grams, output(Y, working_memory=self.working_memory))
+            raise ValueError(f"The 'weights' parameter of MetaboliteIdentifier must be 'alignf', 'uniform' or "
+                             f"{m} non-negative floats. Got {self.weights!r} instead.")
+        w = np.asarray(self.weights, dtype=np.float64)
+        if w.shape != (m,) or np.any(w < 0) or not w.sum() > 0:
+            raise ValueError(f"The 'weights' parameter of MetaboliteIdentifier must be {m} non-negative floats "
+                             f"with a positive sum. Got {self.weights!r} instead.")
+        return w / w.sum()
+
+    @staticmethod
+    def _unit_diag(raw):
+        return (raw > 0).astype(np.float64)
+
+    def _combined(self, grams, unit_diags, test_unit_diags=None):
+        test_unit_diags = unit_diags if test_unit_diags is None else test_unit_diags
+        da = sum(w * d for w, d in zip(self.weights_, test_unit_diags))
+        db = sum(w * d for w, d in zip(self.weights_, unit_diags))
+        return _combine(grams, (da, db), self.weights_, self.input_gamma)
+
+    def test_kernel(self, spectra):
+        """``(K_test_train, k(x, x))`` of the combined input kernel for query spectra."""
+        check_is_fitted(self, "iokr_")
+        if not isinstance(spectra, Spectra):
+            raise TypeError(f"'spectra' must be a Spectra object, got {type(spectra).__name__}.")
+        grams, test_diags = [], []
+        for kernel, train_diag in zip(self.base_kernels_, self.train_raw_diags_):
+            K, d, _ = normalized_gram(kernel, spectra, self.train_spectra_, diag_b=train_diag,
+                                      working_memory=self.working_memory)
+            grams.append(K)
+            test_diags.append(self._unit_diag(d))
+        train_unit = [self._unit_diag(d) for d in self.train_raw_diags_]
+        K = self._combined(grams, train_unit, test_diags)
+        diag = sum(w * d for w, d in zip(self.weights_, test_diags))
+        if self.input_gamma is not None:
+            diag = np.ones_like(diag)
+        return K, diag
+
+    def score_sets(self, spectra, candidate_sets, *, test_kernel=None):
+        """Score of every candidate of every query (higher is better).
+
+        Parameters
+        ----------
+        spectra : Spectra of length m
+        candidate_sets : CandidateSets with m queries, or list of m arrays (n_q, p) of fingerprints
+        test_kernel : tuple, optional
+            Output of :meth:`test_kernel` (to reuse it).
+
+        Returns
+        -------
+        scores : list of m ndarrays, each in the query's candidate order
+        """
+        check_is_fitted(self, "iokr_")
+        K, diag = self.test_kernel(spectra) if test_kernel is None else test_kernel
+        sets = candidate_sets if isinstance(candidate_sets, CandidateSets) else \
+            CandidateSets.from_arrays(candidate_sets)
+        rankings = self.iokr_.rank(K, sets, input_diag=diag)
+        out = []
+        for r in rankings:
+            s = np.full(r.n_candidates, -np.inf)
+            s[r.order] = r.scores
+            out.append(s)
+        return out

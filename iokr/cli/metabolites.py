@@ -1,0 +1,160 @@
+"""``iokr metabolites train | identify | evaluate``: metabolite identification from MS/MS spectra."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from ._output import Progress, format_table, write_atomic, write_json
+
+TOP_KEYS = ("top1", "top5", "top10", "top20")
+
+
+def _progress(total, label):
+    return Progress(total, label)
+
+
+def _log(message):
+    import sys
+
+    print(message, file=sys.stderr, flush=True)
+
+
+def _grid(args):
+    grid = {"alpha": tuple(args.alphas), "input_gamma": (None,), "output_gamma": tuple(args.output_gammas)}
+    return grid
+
+
+def _add_model_options(parser):
+    parser.add_argument("--fingerprint", default="morgan_counts+maccs",
+                        choices=["morgan_counts", "morgan_bits", "maccs", "morgan_counts+maccs", "morgan_bits+maccs"])
+    parser.add_argument("--alphas", type=float, nargs="+", default=[0.03, 0.1, 0.3, 1.0],
+                        help="regularization values searched by cross-validation")
+    parser.add_argument("--output-gammas", type=float, nargs="+", default=[1.0],
+                        help="Gaussian-Tanimoto output widths searched by cross-validation")
+    parser.add_argument("--folds", type=int, default=3, help="cross-validation folds over training structures")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--store", default=None, help="SQLite candidate store caching parsed structures and "
+                        "fingerprints (default: in memory)")
+
+
+def register(subparsers):
+    parser = subparsers.add_parser("metabolites", help="identify metabolites from MS/MS spectra")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    train = actions.add_parser("train", help="train a model on spectra of known structures")
+    train.add_argument("--spectra", required=True, help="training spectra (MassBank .jsonl(.gz), .mgf, .msp)")
+    train.add_argument("--output", required=True, help="model file to write (.npz)")
+    train.add_argument("--exclude-candidates", default=None,
+                       help="candidate lists whose true structures must not be trained on")
+    _add_model_options(train)
+    train.set_defaults(func=run_train)
+
+    identify = actions.add_parser("identify", help="rank candidate structures for query spectra")
+    identify.add_argument("--model", required=True, help="model file written by 'train'")
+    identify.add_argument("--spectra", required=True, help="query spectra (.jsonl(.gz), .mgf, .msp)")
+    identify.add_argument("--candidates", required=True,
+                          help="one CSV/TSV/SDF (all queries), a folder or .tar.gz of lists (matched by formula), "
+                               "or a .sqlite candidate store")
+    identify.add_argument("--output", required=True, help="ranked table (.tsv or .csv)")
+    identify.add_argument("--top-k", type=int, default=10)
+    identify.add_argument("--store", default=None, help="SQLite cache of parsed candidates")
+    identify.set_defaults(func=run_identify)
+
+    evaluate = actions.add_parser("evaluate", help="structure-disjoint evaluation on candidate lists")
+    evaluate.add_argument("--spectra", required=True, help="spectra in the shared MassBank JSONL format")
+    evaluate.add_argument("--candidates", required=True, help=".tar.gz or folder of candidate lists")
+    evaluate.add_argument("--output", required=True, help="folder for summary.json (and the model)")
+    evaluate.add_argument("--report", action="store_true", help="also write report.png and report.html")
+    _add_model_options(evaluate)
+    evaluate.set_defaults(func=run_evaluate)
+
+
+def _check_common(args):
+    from .main import CommandError
+
+    if args.folds < 2:
+        raise CommandError(f"--folds must be >= 2, got {args.folds}.")
+    if any(a <= 0 for a in args.alphas) or any(g <= 0 for g in args.output_gammas):
+        raise CommandError("--alphas and --output-gammas must be positive.")
+
+
+def _load_app():
+    from .main import CommandError
+
+    try:
+        import rdkit  # noqa: F401 - imported lazily by the app; checked here for a one-line error
+        from ..apps.metabolites import _jobs
+    except ImportError as exc:
+        raise CommandError(f"metabolite identification needs RDKit and matchms ({exc}); "
+                           "pip install 'iokr[chem]'.") from None
+    return _jobs
+
+
+def run_train(args):
+    _check_common(args)
+    jobs = _load_app()
+    out = jobs.train_job(args.spectra, args.output, exclude_candidates=args.exclude_candidates,
+                         store_path=args.store, fingerprint=args.fingerprint, grid=_grid(args), n_folds=args.folds,
+                         seed=args.seed, progress=_progress, log=_log)
+    print(f"model written to {out['model']} ({out['n_train']} training structures); chosen: "
+          + ", ".join(f"{k}={out['chosen'][k]}" for k in ("alpha", "output_gamma"))
+          + f"; MKL weights {[round(w, 3) for w in out['weights']]}")
+    return 0
+
+
+def run_identify(args):
+    from .main import CommandError
+
+    if args.top_k < 1:
+        raise CommandError(f"--top-k must be >= 1, got {args.top_k}.")
+    jobs = _load_app()
+    rows = jobs.identify_job(args.model, args.spectra, args.candidates, top_k=args.top_k, store_path=args.store,
+                             progress=_progress, log=_log)
+    columns = ["query", "formula", "rank", "inchikey14", "score", "structure", "status"]
+    delimiter = "," if str(args.output).lower().endswith(".csv") else "\t"
+    import io
+
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=columns, delimiter=delimiter, extrasaction="ignore")
+    writer.writeheader()
+    writer.writerows(rows)
+    write_atomic(args.output, buffer.getvalue())
+    n_ok = len({r["query"] for r in rows if r.get("status") == "ok"})
+    n_bad = len({r["query"] for r in rows if r.get("status") != "ok"})
+    print(f"{n_ok} queries ranked, {n_bad} without candidates or peaks; table written to {args.output}")
+    return 0
+
+
+def summary_table(summary):
+    header = ["", "top-1 %", "top-5 %", "top-10 %", "top-20 %"]
+    rows = []
+    labels = [("per_structure", "IOKR (this run), per structure"), ("per_spectrum", "IOKR (this run), per spectrum"),
+              ("published", "published IOKR (list scores)")]
+    for key, label in labels:
+        if key in summary:
+            rows.append([label] + [f"{summary[key][k]:.1f}" for k in TOP_KEYS])
+    return format_table(header, rows)
+
+
+def run_evaluate(args):
+    _check_common(args)
+    jobs = _load_app()
+    out_dir = Path(args.output)
+    summary = jobs.evaluate_job(args.spectra, args.candidates, store_path=args.store, fingerprint=args.fingerprint,
+                                grid=_grid(args), n_folds=args.folds, seed=args.seed, progress=_progress, log=_log,
+                                model_output=out_dir / "model.npz")
+    write_json(out_dir / "summary.json", summary)
+    from ._report import markdown_report
+
+    write_atomic(out_dir / "summary.md", markdown_report(summary))
+    print(f"{summary['n_lists_with_spectra']} of {summary['n_lists']} lists have query spectra; "
+          f"{summary['n_query_spectra']} query spectra; trained on {summary['n_train_structures']} structures")
+    print(summary_table(summary))
+    if args.report:
+        from ._report import write_report
+
+        write_report(summary, out_dir)
+        print(f"report: {out_dir / 'report.png'}, {out_dir / 'report.html'}")
+    print(f"summary written to {out_dir / 'summary.json'}")
+    return 0

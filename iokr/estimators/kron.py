@@ -1,0 +1,592 @@
+"""Pairwise learning with Kronecker kernels: KronRLS (regression loss) and ConditionalRankRLS (ranking loss).
+
+Labels live on pairs (drug, target) or (node, node). With complete labels ``Y`` of shape (n1, n2) the dual
+coefficients ``A`` (same shape) solve ``K1 A K2 + alpha A = Y``, i.e. ``(K2 kron K1 + alpha I) vec(A) = vec(Y)``
+(Pahikkala et al. 2013, eq. 18); through ``K1 = V S1 V^T`` and ``K2 = U S2 U^T``,
+``A = V [(V^T Y U) / (s1 s2^T + alpha)] U^T`` in ``O(n1^3 + n2^3)`` (Proposition 2, Corollary 1).
+Incomplete labels (triplets) are solved by conjugate gradient on the matrix-free pair kernel
+(:class:`iokr.linalg.SampledKroneckerOperator`), with early stopping and optional Tikhonov regularization (Sec. 4.4).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
+
+from .._config import working_memory_bytes
+from .._validation import check_array_2d, check_finite, check_square_gram
+from ..kernels import make_kernel
+from ..linalg import EigenPath, SampledKroneckerOperator, block_cg
+from ..metrics import _concordance_index_fast, pairwise_rank_loss
+
+__all__ = ["ConditionalRankRLS", "KronRLS", "TwoStepRLS"]
+
+_SYMMETRY = {None: None, "symmetric": 1, "reciprocal": -1}
+SETTINGS = ("A", "B", "C", "D")
+
+
+def _centering(n):
+    return np.eye(n) - np.full((n, n), 1.0 / n)
+
+
+def _check_triplets(Y, n1, n2):
+    """Validate ``(rows, cols, values)``; repeated pairs are allowed."""
+    if len(Y) != 3:
+        raise ValueError(f"'Y' as a tuple must be (rows, cols, values), got a tuple of length {len(Y)}.")
+    rows, cols, values = (np.asarray(part) for part in Y)
+    for name, idx, bound in (("rows", rows, n1), ("cols", cols, n2)):
+        if idx.ndim != 1 or not (np.issubdtype(idx.dtype, np.integer) or idx.size == 0):
+            raise ValueError(f"'Y' {name} must be a 1-D integer array, got dtype {idx.dtype} and shape {idx.shape}.")
+        if idx.size and (idx.min() < 0 or idx.max() >= bound):
+            raise ValueError(
+                f"'Y' {name} indices must lie in [0, {bound}) (the number of training "
+                f"{'rows' if name == 'rows' else 'columns'}), got range [{idx.min()}, {idx.max()}]."
+            )
+    values = np.asarray(values, dtype=np.float64)
+    if not (rows.shape == cols.shape == values.shape):
+        raise ValueError(
+            f"'Y' rows, cols and values must have the same length, got {rows.shape}, {cols.shape} and {values.shape}."
+        )
+    if rows.size == 0:
+        raise ValueError("'Y' must contain at least one labelled pair, got none.")
+    check_finite(values, "Y values")
+    return rows.astype(np.intp), cols.astype(np.intp), values
+
+
+def _group_center(values, groups, n_groups):
+    """Subtract from each entry the mean of its group (the ranking loss matrix ``L`` of eq. 31)."""
+    counts = np.bincount(groups, minlength=n_groups)
+    sums = np.bincount(groups, weights=values, minlength=n_groups)
+    return values - (sums / np.maximum(counts, 1))[groups]
+
+
+def _closed_form(V, s1, U, s2, Y, alpha):
+    """``A = V [(V^T Y U) / (s1 s2^T + alpha)] U^T``."""
+    return V @ ((V.T @ Y @ U) / (np.outer(s1, s2) + alpha)) @ U.T
+
+
+def _holdout_ab_c(V, s1, U, s2, Y, alpha, setting):
+    """Closed-form hold-out predictions of KronRLS on complete labels for settings A, B and C.
+
+    Setting A (leave one pair out): with ``H = (K2 kron K1)(K2 kron K1 + alpha I)^{-1}``,
+    ``f = (p - diag(H) y) / (1 - diag(H))`` and ``diag(H) = (V o V) W (U o U)^T``, ``W = s1 s2^T / (s1 s2^T + alpha)``.
+
+    Settings B / C (leave one row / column out): in the eigenbasis of ``K2``, the problem splits into
+    independent kernel ridge regressions over rows with kernel ``s2_b K1``; leaving a row out of every column
+    is leave-one-out of each of them: ``Z = Y U``, ``F = (Z_hat - h o Z) / (1 - h)`` with ``h = (V o V) W``,
+    then back-rotated by ``U^T``. Setting C is the same with the roles of the domains swapped.
+    """
+    grid = np.outer(s1, s2)
+    W = grid / (grid + alpha)
+    Yt = V.T @ Y @ U
+    if setting == "A":
+        P = V @ (W * Yt) @ U.T
+        h = (V * V) @ W @ (U * U).T
+        return (P - h * Y) / (1.0 - h)
+    if setting == "B":
+        Z = Y @ U
+        h = (V * V) @ W
+        return ((V @ (W * Yt) - h * Z) / (1.0 - h)) @ U.T
+    Z = V.T @ Y
+    h = W @ (U * U).T
+    return V @ (((W * Yt) @ U.T - h * Z) / (1.0 - h))
+
+
+def _holdout_d(K1, K2, eig2, Y, alpha):
+    """Leave-row-and-column-out predictions: row ``i`` is left out by retraining (``n1`` eigendecompositions of
+    ``K1`` without ``i``), column ``j`` by the setting-C shortcut on that model, evaluated at the new row ``i``.
+
+    For the model trained on rows ``R`` (``K1_RR = V' S1' V'^T``) the setting-C quantities divided by ``s1'``
+    give ``V'^T A^(-j) k2_j`` without dividing by tiny eigenvalues, and the prediction is ``K1[i, R] V'`` times it.
+    """
+    n1 = K1.shape[0]
+    U, s2 = eig2.eigenvectors, eig2.eigenvalues
+    UU = (U * U).T
+    out = np.empty(Y.shape)
+    for i in range(n1):
+        rest = np.delete(np.arange(n1), i)
+        eig1 = EigenPath(K1[np.ix_(rest, rest)], name="K1")
+        V, s1 = eig1.eigenvectors, eig1.eigenvalues
+        denom = np.outer(s1, s2) + alpha
+        Dw = s2[None, :] / denom  # W / s1'
+        W = np.outer(s1, s2) / denom
+        Yr = Y[rest]
+        Z = V.T @ Yr
+        Yt = Z @ U
+        scaled = ((Dw * Yt) @ U.T - (Dw @ UU) * Z) / (1.0 - W @ UU)
+        out[i] = (K1[i, rest] @ V) @ scaled
+    return out
+
+
+class _PairwiseRLS(BaseEstimator):
+    """Shared fit/predict of the Kronecker estimators; subclasses set ``_ranking``."""
+
+    _ranking = False
+
+    def __init__(self, alpha=1.0, kernel1="precomputed", kernel2="precomputed", symmetry=None, max_iter=None,
+                 tol=1e-10):
+        self.alpha = alpha
+        self.kernel1 = kernel1
+        self.kernel2 = kernel2
+        self.symmetry = symmetry
+        self.max_iter = max_iter
+        self.tol = tol
+
+    # ----------------------------------------------------------------------------------------------- validation
+    def _check_params(self):
+        name = type(self).__name__
+        alpha = self.alpha
+        if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not np.isfinite(alpha) or alpha < 0:
+            raise ValueError(f"The 'alpha' parameter of {name} must be a float in the range [0, inf). Got {alpha!r}.")
+        if self.symmetry not in _SYMMETRY:
+            raise ValueError(
+                f"The 'symmetry' parameter of {name} must be None, 'symmetric' or 'reciprocal'. Got {self.symmetry!r}."
+            )
+        max_iter = self.max_iter
+        if max_iter is not None and (isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral)
+                                     or max_iter < 1):
+            raise ValueError(f"The 'max_iter' parameter of {name} must be a positive int or None. Got {max_iter!r}.")
+        if isinstance(self.tol, bool) or not isinstance(self.tol, numbers.Real) or not self.tol > 0:
+            raise ValueError(f"The 'tol' parameter of {name} must be a float > 0. Got {self.tol!r}.")
+        return float(alpha)
+
+    def _train_gram(self, X, kernel_spec, name):
+        kernel = make_kernel(kernel_spec, name=name)
+        if kernel == "precomputed":
+            return None, kernel, check_square_gram(X, name.replace("kernel", "X")).astype(np.float64)
+        X = check_array_2d(X, name.replace("kernel", "X"))
+        K = np.asarray(kernel(X), dtype=np.float64)
+        return X, kernel, K
+
+    # ------------------------------------------------------------------------------------------------------ fit
+    def fit(self, X1, X2, Y):
+        """Fit on complete labels ``Y`` of shape (n1, n2) or on triplets ``(rows, cols, values)``.
+
+        Parameters
+        ----------
+        X1 : ndarray of shape (n1, n1) if ``kernel1="precomputed"``, else (n1, n_features1)
+            Row objects (drugs, conditioning nodes).
+        X2 : ndarray of shape (n2, n2) or (n2, n_features2), or None
+            Column objects (targets, ranked nodes). With ``symmetry`` set (one domain) it must be None or equal
+            to ``X1``.
+        Y : ndarray of shape (n1, n2), or tuple (rows, cols, values) of 1-D arrays of length q
+            Complete label matrix, or labels of observed pairs (repeated pairs allowed).
+
+        Returns
+        -------
+        self
+        """
+        alpha = self._check_params()
+        name = type(self).__name__
+        sign = _SYMMETRY[self.symmetry]
+        self.one_domain_ = sign is not None
+        X1_fit, kernel1, K1 = self._train_gram(X1, self.kernel1, "kernel1")
+        if self.one_domain_:
+            if X2 is not None:
+                same = np.shape(X2) == np.shape(X1) and np.array_equal(np.asarray(X2), np.asarray(X1))
+                if not same:
+                    raise ValueError(
+                        f"{name}(symmetry={self.symmetry!r}) needs one domain: pass X2=None or X2 equal to X1 "
+                        f"(got X1 of shape {np.shape(X1)} and a different X2 of shape {np.shape(X2)})."
+                    )
+            X2_fit, kernel2, K2 = X1_fit, kernel1, K1
+        else:
+            if X2 is None:
+                raise ValueError(f"'X2' is required for {name} with two domains (symmetry=None); got None.")
+            X2_fit, kernel2, K2 = self._train_gram(X2, self.kernel2, "kernel2")
+        n1, n2 = K1.shape[0], K2.shape[0]
+        self.K1_, self.K2_ = K1, K2
+        self.X1_fit_, self.X2_fit_ = X1_fit, X2_fit
+        self.kernel1_, self.kernel2_ = kernel1, kernel2
+        self.shape_ = (n1, n2)
+
+        complete = not isinstance(Y, tuple)
+        self.complete_ = complete
+        if complete:
+            Y = check_array_2d(Y, "Y").astype(np.float64)
+            if Y.shape != (n1, n2):
+                raise ValueError(
+                    f"'Y' must be the complete label matrix of shape (n1, n2) = ({n1}, {n2}) matching X1 and X2, "
+                    f"got {Y.shape}. For incomplete labels pass a (rows, cols, values) triplet."
+                )
+            self.Y_ = Y
+        else:
+            self.rows_, self.cols_, self.values_ = _check_triplets(Y, n1, n2)
+
+        closed = complete and sign is None
+        if complete and sign is not None and not self._ranking:
+            closed = True
+        if closed and alpha == 0:
+            raise ValueError(f"The 'alpha' parameter of {name} must be > 0 for complete labels (closed form). Got 0.")
+        if not closed and alpha == 0 and self.max_iter is None:
+            raise ValueError(
+                f"{name} with alpha=0 on incomplete labels needs 'max_iter' (early stopping is then the regularizer)."
+            )
+        self.alpha_ = alpha
+        self.eigen_ = None
+        if closed:
+            self.dual_coef_ = self._fit_closed(K1, K2, Y, alpha, sign)
+            self.n_iter_ = 0
+        else:
+            if complete:
+                rows, cols = (a.ravel() for a in np.indices((n1, n2)))
+                self.rows_, self.cols_, self.values_ = rows.astype(np.intp), cols.astype(np.intp), Y.ravel()
+            self.dual_coef_ = self._fit_cg(K1, K2, alpha, sign)
+        return self
+
+    def _fit_closed(self, K1, K2, Y, alpha, sign):
+        if sign is not None:
+            # (K kron K) S + alpha I has inverse S (K kron K + alpha I)^{-1} + (I - S) / alpha (S commutes).
+            eig = EigenPath(K1, name="K1")
+            self.eigen_ = (eig, eig)
+            V, s = eig.eigenvectors, eig.eigenvalues
+            Ysym = 0.5 * (Y + sign * Y.T)
+            return _closed_form(V, s, V, s, Ysym, alpha) + (Y - Ysym) / alpha
+        K2_eff, Y_eff = self._effective(K2, Y)
+        eig1, eig2 = EigenPath(K1, name="K1"), EigenPath(K2_eff, name="K2")
+        self.eigen_ = (eig1, eig2)
+        return _closed_form(eig1.eigenvectors, eig1.eigenvalues, eig2.eigenvectors, eig2.eigenvalues, Y_eff, alpha)
+
+    def _effective(self, K2, Y):
+        """Regression: ``(K2, Y)``. Ranking (loss matrix ``C_{n2} kron I``): ``(C K2 C, Y C)`` (Corollary 2)."""
+        if not self._ranking:
+            return K2, Y
+        C = _centering(K2.shape[0])
+        return C @ K2 @ C, Y - Y.mean(axis=1, keepdims=True)
+
+    def _fit_cg(self, K1, K2, alpha, sign):
+        rows, cols, values = self.rows_, self.cols_, self.values_
+        op = SampledKroneckerOperator(K1, K2, rows, cols, sign=sign)
+        n1 = K1.shape[0]
+        if self._ranking:
+            # (L Kq + alpha I) a = L y has its solution in range(L), where it equals the SPD system
+            # (L Kq L + alpha I) a = L y (L is a projection): CG applies.
+            def center(v):
+                return _group_center(v, rows, n1)
+
+            rhs = center(values)
+
+            def matmat(B):
+                return np.column_stack([center(op.matvec(center(b))) + alpha * b for b in B.T])
+        else:
+            rhs = values
+
+            def matmat(B):
+                return op.matmat(B) + alpha * B
+
+        coef, info = block_cg(matmat, rhs, rtol=self.tol, max_iter=self.max_iter, warn=self.max_iter is None)
+        self.n_iter_ = info.n_iter
+        self.cg_info_ = info
+        self.edge_coef_ = coef
+        return op.scatter(coef)
+
+    # -------------------------------------------------------------------------------------------------- predict
+    def _test_block(self, X, which):
+        kernel = self.kernel1_ if which == 1 else self.kernel2_
+        X_fit = self.X1_fit_ if which == 1 else self.X2_fit_
+        n_train = self.shape_[0] if which == 1 else self.shape_[1]
+        name = f"X{which}_test"
+        if kernel == "precomputed":
+            K = check_array_2d(X, name).astype(np.float64)
+            if K.shape[1] != n_train:
+                raise ValueError(
+                    f"'{name}' must be a precomputed test-by-train kernel with {n_train} columns, got shape {K.shape}."
+                )
+            return K
+        X = check_array_2d(X, name)
+        if X.shape[1] != X_fit.shape[1]:
+            raise ValueError(f"'{name}' has {X.shape[1]} features, but the model was fitted with {X_fit.shape[1]}.")
+        return np.asarray(kernel(X, X_fit), dtype=np.float64)
+
+    def _effective_dual(self):
+        sign = _SYMMETRY[self.symmetry]
+        A = self.dual_coef_
+        return A if sign is None else 0.5 * (A + sign * A.T)
+
+    def predict(self, X1_test, X2_test=None, pairs=None):
+        """Scores of test pairs.
+
+        Parameters
+        ----------
+        X1_test : ndarray of shape (m1, n1) if precomputed (test-by-train), else (m1, n_features1)
+        X2_test : ndarray of shape (m2, n2) or (m2, n_features2), optional
+            Defaults to ``X1_test`` in one-domain (symmetric/reciprocal) mode; required otherwise.
+        pairs : tuple (rows, cols) of int arrays of length p, optional
+            Score only these (row of ``X1_test``, row of ``X2_test``) pairs.
+
+        Returns
+        -------
+        scores : ndarray of shape (m1, m2), or (p,) when ``pairs`` is given
+        """
+        check_is_fitted(self, "dual_coef_")
+        K1t = self._test_block(X1_test, 1)
+        if X2_test is None:
+            if not self.one_domain_:
+                raise ValueError("'X2_test' is required for a model with two domains (symmetry=None); got None.")
+            K2t = K1t
+        else:
+            K2t = self._test_block(X2_test, 2)
+        A = self._effective_dual()
+        if pairs is None:
+            # Contract the smaller side first: (n1 x n2) @ (n2 x m2) then (m1 x n1) @ (n1 x m2).
+            return K1t @ (A @ K2t.T)
+        if len(pairs) != 2:
+            raise ValueError(f"'pairs' must be a (rows, cols) tuple, got a sequence of length {len(pairs)}.")
+        r, c = (np.asarray(p) for p in pairs)
+        if r.shape != c.shape or r.ndim != 1 or (r.size and not (np.issubdtype(r.dtype, np.integer)
+                                                                 and np.issubdtype(c.dtype, np.integer))):
+            raise ValueError(f"'pairs' must be two 1-D integer arrays of equal length, got {r.shape} and {c.shape}.")
+        for name, idx, bound in (("rows", r, K1t.shape[0]), ("cols", c, K2t.shape[0])):
+            if idx.size and (idx.min() < 0 or idx.max() >= bound):
+                raise ValueError(f"'pairs' {name} must lie in [0, {bound}), got range [{idx.min()}, {idx.max()}].")
+        T = A @ K2t.T  # (n1, m2)
+        out = np.empty(r.size)
+        step = max(1, working_memory_bytes() // (16 * max(A.shape[0], 1)))
+        for start in range(0, r.size, step):
+            sl = slice(start, start + step)
+            out[sl] = np.einsum("ei,ie->e", K1t[r[sl]], T[:, c[sl]])
+        return out
+
+    # ---------------------------------------------------------------------------------------- model selection
+    def _check_alpha_override(self, alpha):
+        if alpha is None:
+            return self.alpha_
+        if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not np.isfinite(alpha) or alpha <= 0:
+            raise ValueError(f"'alpha' must be a float > 0, got {alpha!r}.")
+        return float(alpha)
+
+    def _default_score(self, Y, P):  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def cv_path(self, alphas, setting, scoring=None):
+        """Cross-validated score of each ``alpha`` under a prediction setting, reusing the eigendecompositions.
+
+        Parameters
+        ----------
+        alphas : sequence of float > 0
+        setting : {"A", "B", "C", "D"}
+            See :meth:`holdout_predictions`.
+        scoring : callable, optional
+            ``scoring(Y, P)`` with label and hold-out prediction matrices; higher is better. Defaults to the
+            concordance index over all pairs (KronRLS) or one minus the mean per-row pairwise rank loss
+            (ConditionalRankRLS).
+
+        Returns
+        -------
+        scores : ndarray of shape (n_alphas,)
+        """
+        scoring = self._default_score if scoring is None else scoring
+        return np.array([scoring(self.Y_, self.holdout_predictions(setting, alpha=a)) for a in alphas])
+
+
+class KronRLS(_PairwiseRLS):
+    """Kronecker regularized least squares for pairwise (dyadic) regression.
+
+    Parameters
+    ----------
+    alpha : float, default=1.0
+        ``lambda`` of ``(K2 kron K1 + lambda I) vec(A) = vec(Y)`` (Pahikkala et al. 2013, eq. 18). May be 0 only
+        for incomplete labels with ``max_iter`` (early stopping regularizes).
+    kernel1, kernel2 : Kernel, str, default="precomputed"
+        Kernels of the row and column domains; with "precomputed", ``X1`` / ``X2`` are Gram matrices in ``fit``
+        and test-by-train blocks in ``predict``. ``kernel2`` is ignored in one-domain mode.
+    symmetry : {None, "symmetric", "reciprocal"}, default=None
+        One-domain pairwise kernels ``(K kron K)(I +/- P) / 2`` (eq. 8-9) for symmetric or antisymmetric relations.
+    max_iter : int, optional
+        Conjugate-gradient iteration cap for incomplete labels (early stopping).
+    tol : float, default=1e-10
+        Conjugate-gradient relative residual tolerance.
+
+    Attributes
+    ----------
+    dual_coef_ : ndarray of shape (n1, n2)
+        Dual coefficients ``A`` (repeated pairs summed); scores are ``K1_test A K2_test^T`` (with ``A`` projected
+        to its (anti)symmetric part in one-domain mode).
+    eigen_ : tuple of EigenPath or None
+        Factor eigendecompositions of the closed form (None after conjugate gradient).
+    n_iter_ : int
+        Conjugate-gradient iterations (0 for the closed form).
+
+    Notes
+    -----
+    Proposition 3 of the paper: with complete labels, the symmetric (reciprocal) kernel gives the same predictions
+    as the ordinary Kronecker kernel trained on ``(Y + Y^T) / 2`` (``(Y - Y^T) / 2``), i.e. on each edge included in
+    both directions; the closed form used here is ``S (K kron K + alpha I)^{-1} y + (I - S) y / alpha``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from iokr.estimators.kron import KronRLS
+    >>> rng = np.random.default_rng(0)
+    >>> X1, X2 = rng.normal(size=(5, 3)), rng.normal(size=(4, 3))
+    >>> K1, K2 = X1 @ X1.T, X2 @ X2.T
+    >>> model = KronRLS(alpha=1.0).fit(K1, K2, rng.normal(size=(5, 4)))
+    >>> model.predict(K1[:2], K2).shape
+    (2, 4)
+    """
+
+    _ranking = False
+
+    def _default_score(self, Y, P):
+        return _concordance_index_fast(Y.ravel(), P.ravel())
+
+    def holdout_predictions(self, setting, alpha=None):
+        """Cross-validation predictions on the training pairs, in closed form (complete labels, symmetry=None).
+
+        Parameters
+        ----------
+        setting : {"A", "B", "C", "D"}
+            A: leave one pair out (known rows and columns); B: leave one row out (new rows); C: leave one column
+            out (new columns); D: leave the row and the column out (new rows and columns; the training pairs share
+            neither).
+        alpha : float, optional
+            Regularization to evaluate (default: the fitted one); the eigendecompositions are reused.
+
+        Returns
+        -------
+        P : ndarray of shape (n1, n2)
+            ``P[i, j]`` is predicted by the model trained without the pairs the setting holds out with ``(i, j)``.
+        """
+        check_is_fitted(self, "dual_coef_")
+        if setting not in SETTINGS:
+            raise ValueError(f"'setting' must be one of {SETTINGS}, got {setting!r}.")
+        if not self.complete_ or self.symmetry is not None:
+            raise NotImplementedError(
+                "Closed-form hold-out needs complete labels and symmetry=None; retrain explicitly on folds instead."
+            )
+        alpha = self._check_alpha_override(alpha)
+        eig1, eig2 = self.eigen_
+        if setting == "D":
+            # Loop over the smaller domain, closed form over the larger one.
+            if self.shape_[0] <= self.shape_[1]:
+                return _holdout_d(self.K1_, self.K2_, eig2, self.Y_, alpha)
+            return _holdout_d(self.K2_, self.K1_, eig1, self.Y_.T, alpha).T
+        return _holdout_ab_c(eig1.eigenvectors, eig1.eigenvalues, eig2.eigenvectors, eig2.eigenvalues, self.Y_,
+                             alpha, setting)
+
+
+class ConditionalRankRLS(_PairwiseRLS):
+    """Conditional ranking with Kronecker kernels: RankRLS loss centered per conditioning (row) node.
+
+    Minimizes ``sum_v sum_{e, e' in E_v} (y_e - y_e' - f(e) + f(e'))^2 + lambda ||f||^2`` where ``E_v`` are the
+    labelled pairs of row node ``v`` (Pahikkala et al. 2013, eq. 6 and 30-33): the columns are ranked conditioned
+    on each row. Parameters and attributes as :class:`KronRLS`.
+
+    Notes
+    -----
+    With complete labels the loss matrix is ``L = C kron I`` (``C`` the n2 x n2 centering matrix) and the solution of
+    ``(L Kbar + lambda I) a = L y`` lies in ``range(L)``, where it solves
+    ``((C K2 C) kron K1 + lambda I) a = L y``: a Kronecker system with factors ``K1`` and ``C K2 C``, solved in
+    closed form for any PSD kernels (Corollary 2). Symmetric/reciprocal kernels and incomplete labels use conjugate
+    gradient on ``(L Kq L + lambda I) a = L y`` (SPD, same solution). Scores are meaningful up to a per-row shift.
+    """
+
+    _ranking = True
+
+    def _default_score(self, Y, P):
+        rows = np.repeat(np.arange(Y.shape[0]), Y.shape[1])
+        return 1.0 - pairwise_rank_loss(Y.ravel(), P.ravel(), rows)
+
+    def holdout_predictions(self, setting, alpha=None):
+        """Leave-one-row-out predictions (setting "B": new conditioning nodes), in closed form.
+
+        Returns row-centered predictions of shape (n1, n2): each row is what the model trained without that row
+        predicts, up to the row's mean (rankings within a row are shift invariant). Other settings change the
+        centering matrices and have no shortcut here.
+        """
+        check_is_fitted(self, "dual_coef_")
+        if setting not in SETTINGS:
+            raise ValueError(f"'setting' must be one of {SETTINGS}, got {setting!r}.")
+        if setting != "B" or not self.complete_ or self.symmetry is not None:
+            raise NotImplementedError(
+                "ConditionalRankRLS has a closed-form hold-out only for setting 'B' with complete labels and "
+                "symmetry=None; retrain explicitly on folds for the other settings."
+            )
+        alpha = self._check_alpha_override(alpha)
+        eig1, eig2 = self.eigen_
+        _, Yc = self._effective(self.K2_, self.Y_)
+        return _holdout_ab_c(eig1.eigenvectors, eig1.eigenvalues, eig2.eigenvectors, eig2.eigenvalues, Yc, alpha,
+                             "B")
+
+
+class TwoStepRLS(BaseEstimator):
+    """Two-step kernel ridge regression: ``A = (K1 + alpha1 I)^{-1} Y (K2 + alpha2 I)^{-1}`` (complete labels).
+
+    A ridge regression over rows followed by one over columns (Pahikkala et al. 2014; Stock et al. 2018); its
+    fitted values ``H1 Y H2`` (``Hk = Kk (Kk + alpha_k I)^{-1}``) make all four cross-validation settings
+    closed-form, as in RLScore's ``TwoStepRLS``.
+
+    Parameters
+    ----------
+    alpha1, alpha2 : float, default=1.0
+        Row and column regularization, > 0.
+    kernel1, kernel2 : Kernel or str, default="precomputed"
+
+    Attributes
+    ----------
+    dual_coef_ : ndarray of shape (n1, n2)
+    """
+
+    def __init__(self, alpha1=1.0, alpha2=1.0, kernel1="precomputed", kernel2="precomputed"):
+        self.alpha1 = alpha1
+        self.alpha2 = alpha2
+        self.kernel1 = kernel1
+        self.kernel2 = kernel2
+
+    _train_gram = _PairwiseRLS._train_gram
+    _test_block = _PairwiseRLS._test_block
+
+    def fit(self, X1, X2, Y):
+        """Fit on Gram matrices / features ``X1`` (n1 rows), ``X2`` (n2 rows) and complete labels ``Y`` (n1, n2)."""
+        from .._validation import check_positive_scalar
+
+        a1 = check_positive_scalar(self.alpha1, "alpha1", "TwoStepRLS")
+        a2 = check_positive_scalar(self.alpha2, "alpha2", "TwoStepRLS")
+        self.X1_fit_, self.kernel1_, K1 = self._train_gram(X1, self.kernel1, "kernel1")
+        self.X2_fit_, self.kernel2_, K2 = self._train_gram(X2, self.kernel2, "kernel2")
+        Y = check_array_2d(Y, "Y").astype(np.float64)
+        if Y.shape != (K1.shape[0], K2.shape[0]):
+            raise ValueError(f"'Y' must have shape ({K1.shape[0]}, {K2.shape[0]}) matching X1 and X2, got {Y.shape}.")
+        self.shape_ = Y.shape
+        self.Y_ = Y
+        self.eigen_ = (EigenPath(K1, name="K1"), EigenPath(K2, name="K2"))
+        self.alphas_ = (a1, a2)
+        eig1, eig2 = self.eigen_
+        self.dual_coef_ = eig1.solve(eig2.solve(Y.T, a2).T, a1)
+        return self
+
+    def predict(self, X1_test, X2_test):
+        """Scores of all test pairs, shape (m1, m2)."""
+        check_is_fitted(self, "dual_coef_")
+        return self._test_block(X1_test, 1) @ self.dual_coef_ @ self._test_block(X2_test, 2).T
+
+    def holdout_predictions(self, setting, alpha1=None, alpha2=None):
+        """Closed-form cross-validation predictions (n1, n2) for settings "A" (pair, by self-consistent imputation
+        of the held-out label), "B" (row), "C" (column) and "D" (row and column, exact)."""
+        check_is_fitted(self, "dual_coef_")
+        if setting not in SETTINGS:
+            raise ValueError(f"'setting' must be one of {SETTINGS}, got {setting!r}.")
+        a1 = self.alphas_[0] if alpha1 is None else alpha1
+        a2 = self.alphas_[1] if alpha2 is None else alpha2
+        eig1, eig2 = self.eigen_
+
+        def hat(eig, alpha):
+            Q, s = eig.eigenvectors, eig.eigenvalues
+            return (Q * (s / (s + alpha))) @ Q.T
+
+        H1, H2 = hat(eig1, a1), hat(eig2, a2)
+        h1, h2 = np.diag(H1)[:, None], np.diag(H2)[None, :]
+        Y = self.Y_
+        if setting == "A":
+            return (H1 @ Y @ H2 - h1 * h2 * Y) / (1.0 - h1 * h2)
+        if setting == "B":
+            YH2 = Y @ H2
+            return (H1 @ YH2 - h1 * YH2) / (1.0 - h1)
+        if setting == "C":
+            H1Y = H1 @ Y
+            return (H1Y @ H2 - H1Y * h2) / (1.0 - h2)
+        loo_cols = (Y @ H2 - Y * h2) / (1.0 - h2)
+        return (H1 @ loo_cols - h1 * loo_cols) / (1.0 - h1)

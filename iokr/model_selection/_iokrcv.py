@@ -1,0 +1,344 @@
+"""IOKR with alpha (and kernel parameters) chosen by closed-form hold-out: squared error or candidate ranking."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
+
+from .._config import working_memory_bytes
+from ..decoding import CandidateSets, Scorer, as_candidate_sets, set_scores
+from ..estimators import IOKR
+from ..estimators._sides import DECODINGS, InputSide, OutputSide
+from ..linalg import (
+    RegularizationPath,
+    holdout_residual_coefficients,
+    holdout_residuals,
+    loo_residuals,
+    sq_norms_in_kernel,
+)
+from ._scoring import (
+    HoldoutResult,
+    check_scoring,
+    needs_candidates,
+    ranking_score,
+    ranks_of_truth,
+    true_positions,
+)
+from ._search import DEFAULT_ALPHAS, PathSearchMixin, apply_setting, expand_grid
+
+_NAMES = {"mse", "top1", "top10", "mrr"}
+
+
+class _OutputTarget:
+    """One output-kernel setting: its fitted output side and the right-hand sides of the hold-out algebra.
+
+    Output kernels with explicit features of width ``p <= n`` work in feature space (hold-out predictions are
+    ``(h, p)`` points, one ``n x n x p`` product per alpha). Wider explicit outputs (TF-IDF vocabularies) and kernel
+    outputs work in the dual: predictions are combination coefficients over the ``n`` training outputs, errors go
+    through the ``n x n`` output Gram and candidates are represented by their kernel values against the training
+    outputs, which costs ``n`` instead of ``p`` per candidate and query.
+    """
+
+    def __init__(self, side, n):
+        self.side = side
+        self.explicit = side.explicit and side.train_features.shape[1] <= n
+        self.rhs = side.train_features if self.explicit else None
+        if side.explicit and not self.explicit:
+            self.gram = side.train_features @ side.train_features.T
+        else:
+            self.gram = None if side.explicit else side.train_gram
+        self._token, self._token_method = None, None
+        self._pool_cache = None
+
+    def token(self, solver):
+        if solver.method != self._token_method:  # one eigen projection serves all alphas of the path
+            self._token, self._token_method = solver.prepare(self.rhs), solver.method
+        return self._token
+
+    def features(self, predictions):
+        """Hold-out predictions as transformed output features, when the output kernel has them (else None)."""
+        if not self.side.explicit:
+            return None
+        return predictions if self.explicit else predictions @ self.side.train_features
+
+    def query_representation(self, predictions, decoding):
+        if self.explicit or not self.side.explicit:
+            return self.side.query_representation(predictions, decoding)
+        if decoding == "distance":
+            return 2.0 * predictions
+        if decoding == "cosine":
+            norms = np.sqrt(np.clip(np.einsum("ij,ij->i", predictions @ self.gram, predictions), 0.0, None))
+            return predictions / np.where(norms > 0, norms, 1.0)[:, None]
+        return predictions
+
+    def candidate_block(self, C, decoding):
+        R, offset = self.side.candidate_block(C, decoding)
+        if self.side.explicit and not self.explicit:
+            R = R @ self.side.train_features.T.astype(R.dtype, copy=False)
+        return R, offset
+
+    def cached_pool(self, pool, decoding, width, working_memory):
+        """The candidate pool and its block function, with representations computed once for all alphas.
+
+        Candidate representations do not depend on alpha: when the whole pool's fits in half the working-memory
+        budget it is computed once and the scorer reads rows of it through an index pool; otherwise candidates
+        are transformed block by block at every alpha (streaming).
+        """
+        if pool.shape[0] * (width + 1) * 8 > working_memory_bytes(working_memory) // 2:
+            return pool, lambda C: self.candidate_block(C, decoding)
+        if self._pool_cache is None or self._pool_cache[0] is not pool or self._pool_cache[1] != decoding:
+            R, offset = self.candidate_block(pool[0:pool.shape[0]], decoding)
+            self._pool_cache = (pool, decoding, R, offset)
+        _, _, R, offset = self._pool_cache
+
+        def block(index_rows):
+            rows = np.asarray(index_rows)[:, 0]
+            return R[rows], None if offset is None else offset[rows]
+
+        return np.arange(pool.shape[0])[:, None], block
+
+    def candidate_bytes_per_row(self, n):
+        width = self.side.n_features if self.side.explicit else n
+        return 3 * 8 * (width + n)
+
+
+class IOKRCV(PathSearchMixin, BaseEstimator):
+    """IOKR whose regularization (and kernel parameters) are chosen by exact closed-form cross-validation.
+
+    For a hold-out set ``H`` the IOKR model trained on the other examples predicts the output-space point
+    ``h_C(x_H) = W_H Psi`` with combination coefficients ``W_H = E_H - (G_HH)^{-1} G_H``,
+    ``G = (K_x + alpha I)^{-1}`` (Pahikkala 2008, eq. 2.56 with the training outputs as targets). Squared errors
+    ``||h_C(x_i) - psi(y_i)||^2`` (through ``K_y``) and the scores of any candidate follow exactly, without
+    refitting; one factorization of ``K_x`` serves the whole alpha grid and every output-kernel setting.
+
+    Parameters
+    ----------
+    alphas : array-like of shape (n_alphas,), default=DEFAULT_ALPHAS
+    input_kernel, output_kernel, center_input, normalize_input, center_output, normalize_output, decoding
+        As in :class:`~iokr.IOKR`.
+    cv : None, int, splitter or iterable, default=None
+        ``None``: exact leave-one-out (leave-one-group-out with groups); int: ``KFold`` (``GroupKFold`` with
+        groups); or any scikit-learn splitter whose training side is the complement of the test side.
+    groups : array-like of shape (n,), optional
+        Group labels (e.g. all spectra of one molecule). Give them here *or* to ``fit``, not both.
+    scoring : {"mse", "top1", "top10", "top<k>", "mrr"} or callable, default="mse"
+        ``"mse"``: negated mean output-space squared error. Ranking scores rank every held-out example's own output
+        in its candidate set (``candidate_sets`` of ``fit``) with the hold-out prediction. A callable receives a
+        :class:`~iokr.model_selection.HoldoutResult` per split and returns a float, greater is better.
+    param_grid : dict, optional
+        Kernel parameters, keys ``"input_kernel__<name>"`` / ``"output_kernel__<name>"`` (or whole kernels under
+        ``"input_kernel"`` / ``"output_kernel"``). Each input setting is factored once; output settings reuse it.
+    path_method : {"auto", "eigen", "cholesky"}, default="auto"
+    working_memory : float, optional
+
+    Attributes
+    ----------
+    alpha_ : float
+    best_params_ : dict
+    best_score_ : float
+    best_index_ : int
+    cv_results_ : dict of arrays
+        ``params``, ``param_alpha``, ``param_<name>``, ``mean_test_score``, ``std_test_score``,
+        ``rank_test_score``, ``split_test_scores`` (n_settings, n_splits).
+    best_estimator_ : IOKR
+        Refit on all data with the best setting.
+    path_methods_ : list of str
+        Route of the regularization path per input setting.
+    cv_scheme_ : str
+    n_splits_ : int
+
+    Notes
+    -----
+    Convention: input and output centering/normalization statistics are fitted on the whole training set, once
+    (the closed form needs one Gram). Each hold-out value is therefore exactly that of an IOKR retrained on the
+    other examples *with the transforms held fixed*; refitting the transforms on each training side as well
+    changes the scores slightly (measured in ``tests/model_selection/test_iokrcv.py`` and the report).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from iokr.model_selection import IOKRCV
+    >>> rng = np.random.default_rng(0)
+    >>> X, Y = rng.normal(size=(30, 4)), rng.normal(size=(30, 3))
+    >>> cv = IOKRCV(alphas=[0.1, 1.0, 10.0]).fit(X, Y)
+    >>> cv.alpha_ in (0.1, 1.0, 10.0)
+    True
+    """
+
+    def __init__(self, alphas=DEFAULT_ALPHAS, input_kernel="linear", output_kernel="linear",
+                 center_input=True, normalize_input=True, center_output=True, normalize_output=True,
+                 decoding="distance", cv=None, groups=None, scoring="mse", param_grid=None, path_method="auto",
+                 working_memory=None):
+        self.alphas = alphas
+        self.input_kernel = input_kernel
+        self.output_kernel = output_kernel
+        self.center_input = center_input
+        self.normalize_input = normalize_input
+        self.center_output = center_output
+        self.normalize_output = normalize_output
+        self.decoding = decoding
+        self.cv = cv
+        self.groups = groups
+        self.scoring = scoring
+        self.param_grid = param_grid
+        self.path_method = path_method
+        self.working_memory = working_memory
+
+    def _base_params(self):
+        return dict(input_kernel=self.input_kernel, output_kernel=self.output_kernel, center_input=self.center_input,
+                    normalize_input=self.normalize_input, center_output=self.center_output,
+                    normalize_output=self.normalize_output, decoding=self.decoding,
+                    working_memory=self.working_memory)
+
+    def fit(self, X, Y, candidate_sets=None, groups=None):
+        """Search the grid by closed-form hold-out, then refit :attr:`best_estimator_` on all data.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, d), or (n, n) Gram when ``input_kernel="precomputed"``
+        Y : array-like of shape (n, p)
+            Output features.
+        candidate_sets : CandidateSets or list of n arrays of shape (n_i, p), optional
+            One candidate set per training example, containing that example's own output row (exact match);
+            needed by the ranking scores. With a callable scoring the sets may lack the own output (its rank is then
+            NaN) and the best candidate of each set is passed on (``HoldoutResult.top_candidates``).
+        groups : array-like of shape (n,), optional
+            Only if not given to the constructor.
+
+        Returns
+        -------
+        self : IOKRCV
+        """
+        owner = type(self).__name__
+        scoring = check_scoring(self.scoring, owner, _NAMES)
+        if self.decoding not in DECODINGS:
+            raise ValueError(f"The 'decoding' parameter of {owner} must be one of {DECODINGS}. "
+                             f"Got {self.decoding!r} instead.")
+        Y = np.asarray(Y)
+        if Y.ndim != 2:
+            raise ValueError(f"'Y' must be a 2-D array of output features (n, p), got shape {Y.shape}.")
+        if needs_candidates(scoring) and candidate_sets is None:
+            raise ValueError(f"{owner}: scoring={scoring!r} ranks each example's own output among its candidates; "
+                             "pass candidate_sets to fit (one set per training example).")
+        input_grid, output_grid = expand_grid(self.param_grid, ("input_kernel", "output_kernel"), owner)
+        n = np.shape(X)[0]
+        if Y.shape[0] != n:
+            raise ValueError(f"'X' has {n} examples but 'Y' has {Y.shape[0]}.")
+        sets, truth = None, None
+        if candidate_sets is not None:
+            sets = as_candidate_sets(candidate_sets, n, Y.shape[1])
+            truth = true_positions(sets, Y, owner, required=needs_candidates(scoring))
+        alphas, holdouts, scheme = self._setup(n, groups, None)
+        base = self._base_params()
+        rows, scores, used, self.path_methods_ = [], [], [], []
+        for in_setting in input_grid:
+            in_params = apply_setting(base, in_setting)
+            input_side = InputSide(in_params["input_kernel"], self.center_input, self.normalize_input)
+            gram = input_side.fit_gram(X)
+            targets = []
+            for out_setting in output_grid:
+                out_params = apply_setting(base, out_setting)
+                side = OutputSide(out_params["output_kernel"], self.center_output, self.normalize_output)
+                targets.append((out_setting, _OutputTarget(side.fit(Y), n)))
+            path = RegularizationPath(gram, alphas, method=self.path_method, name="input kernel")
+            results = {}
+            for j, solver in enumerate(path):
+                shared = {}  # output-independent hold-out algebra at this alpha, shared by all output settings
+                for k, (out_setting, target) in enumerate(targets):
+                    results[(k, j)] = self._split_scores(solver, target, holdouts, scoring, sets, truth, shared)
+            for k, (out_setting, _) in enumerate(targets):
+                for j, alpha in enumerate(alphas):
+                    rows.append({**in_setting, **out_setting, "alpha": float(alpha)})
+                    scores.append(results[(k, j)])
+                    used.append(float(alpha))
+            self.path_methods_.append(path.method)
+        self._finish(rows, scores, used, scheme, len(holdouts))
+        self.best_estimator_ = IOKR(**apply_setting(base, self.best_params_)).fit(X, Y)
+        self.n_features_in_ = self.best_estimator_.n_features_in_
+        self.n_output_features_ = self.best_estimator_.n_output_features_
+        return self
+
+    # -- per-alpha hold-out evaluation -------------------------------------------------------------------------------
+    def _split_scores(self, solver, target, holdouts, scoring, sets, truth, shared):
+        """Per-split scores at one alpha; hold-out values are stacked in the order of ``concatenate(holdouts)``."""
+        want_predictions = needs_candidates(scoring) or callable(scoring)
+        rows = np.concatenate(holdouts)
+        bounds = np.cumsum([0] + [h.size for h in holdouts])
+        loo = rows.size == len(holdouts)  # singleton hold-outs: leave-one-out values, vectorized
+        predictions = None
+        if target.explicit:
+            token = target.token(solver)
+            residuals = loo_residuals(solver, token)[rows] if loo else np.vstack(
+                holdout_residuals(solver, token, holdouts))
+            sq_errors = np.einsum("ij,ij->i", residuals, residuals)
+            if want_predictions:
+                predictions = target.rhs[rows] - residuals
+        else:
+            if "coefficients" not in shared:
+                if loo:
+                    coefficients = solver.inverse_rows(rows)
+                    coefficients /= coefficients[np.arange(rows.size), rows][:, None]
+                else:
+                    coefficients = np.vstack(holdout_residual_coefficients(solver, holdouts))
+                shared["coefficients"] = coefficients
+            coefficients = shared["coefficients"]
+            sq_errors = sq_norms_in_kernel(coefficients, target.gram)
+            if want_predictions:
+                predictions = -coefficients
+                for k, h in enumerate(holdouts):  # W_H = E_H - R_H vanishes on H
+                    predictions[bounds[k]:bounds[k + 1], h] = 0.0
+        ranks = tops = None
+        if sets is not None and predictions is not None:
+            ranks, tops = self._ranks(target, rows, predictions, sets, truth)
+        out = []
+        for k, h in enumerate(holdouts):
+            part = slice(bounds[k], bounds[k + 1])
+            if scoring == "mse":
+                out.append(-float(np.mean(sq_errors[part])))
+            elif callable(scoring):
+                result = HoldoutResult(h, sq_errors[part], None if ranks is None else ranks[part],
+                                       None if tops is None else tops[part],
+                                       target.features(predictions[part]),
+                                       None if target.explicit else predictions[part])
+                out.append(float(scoring(result)))
+            else:
+                out.append(ranking_score(scoring, ranks[part]))
+        return out
+
+    def _ranks(self, target, rows, predictions, sets, truth):
+        """Rank of each held-out example's own output among its candidates, scored with the hold-out prediction."""
+        queries = target.query_representation(predictions, self.decoding)
+        pool, candidate_block = target.cached_pool(sets.pool, self.decoding, queries.shape[1], self.working_memory)
+        subsets = CandidateSets(pool, [sets.indices[i] for i in rows])
+
+        def query_block(block):
+            return queries[block]
+
+        scorer = Scorer(rows.size, queries.shape[1], query_block, candidate_block,
+                        target.candidate_bytes_per_row(queries.shape[1]))
+        scores = set_scores(scorer, subsets, self.working_memory)
+        tops = np.array([subsets.indices[q][int(np.argmax(s))] if s.size else -1 for q, s in enumerate(scores)],
+                        dtype=np.intp)
+        return ranks_of_truth(scores, truth[rows]), tops
+
+    # -- prediction through the refitted model ----------------------------------------------------------------------
+    def predict(self, X, candidate_sets, *, input_diag=None):
+        """Best candidate per query, from :attr:`best_estimator_` (see :meth:`iokr.IOKR.predict`)."""
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.predict(X, candidate_sets, input_diag=input_diag)
+
+    def rank(self, X, candidate_sets, top_k=None, *, input_diag=None):
+        """Ranked candidates per query, from :attr:`best_estimator_` (see :meth:`iokr.IOKR.rank`)."""
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.rank(X, candidate_sets, top_k, input_diag=input_diag)
+
+    def decision_function(self, X, C, *, input_diag=None):
+        """Candidate scores from :attr:`best_estimator_` (see :meth:`iokr.IOKR.decision_function`)."""
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.decision_function(X, C, input_diag=input_diag)
+
+    def predict_features(self, X, *, input_diag=None):
+        """``h(x)`` in the transformed output feature space, from :attr:`best_estimator_`."""
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.predict_features(X, input_diag=input_diag)

@@ -1,0 +1,235 @@
+"""Grid search over alpha paths (and kernel parameters) by closed-form hold-out, shared by RLSCV and IOKRCV.
+
+For every input-kernel setting the transformed training Gram is factored once by a
+:class:`~iokr.linalg.RegularizationPath`; every alpha then costs only the per-alpha hold-out algebra of
+:mod:`iokr.linalg._holdout`, and every output-kernel setting only its own right-hand sides.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+
+import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils.validation import check_is_fitted
+
+from ..estimators.rls import RLS, check_targets
+from ..kernels import make_kernel
+from ..linalg import PATH_METHODS, RegularizationPath, check_alphas, holdout_residuals, loo_residuals
+from ._scoring import check_scoring
+from ._splits import holdout_splits, resolve_groups
+
+
+#: 31 values from 1e-6 to 1e2, log-spaced (``np.logspace(-6, 2, 31)``), as a tuple so the default is immutable.
+DEFAULT_ALPHAS = tuple(np.logspace(-6, 2, 31).tolist())
+
+
+def expand_grid(param_grid, prefixes, owner):
+    """Split a dict of parameter lists into the combinations of each prefix group (in ``prefixes`` order)."""
+    if param_grid is None:
+        return [[{}] for _ in prefixes]
+    if not isinstance(param_grid, dict):
+        raise ValueError(f"The 'param_grid' parameter of {owner} must be a dict of parameter lists or None. "
+                         f"Got {param_grid!r} instead.")
+    groups = [dict() for _ in prefixes]
+    for key, values in param_grid.items():
+        for g, prefix in enumerate(prefixes):
+            if key == prefix or key.startswith(prefix + "__"):
+                break
+        else:
+            raise ValueError(f"{owner}: 'param_grid' key {key!r} must be one of {list(prefixes)} or start with "
+                             f"'<one of them>__' (e.g. '{prefixes[0]}__gamma').")
+        values = list(values) if not isinstance(values, (str, bytes)) and np.ndim(values) <= 1 else None
+        if not values:
+            raise ValueError(f"{owner}: 'param_grid[{key!r}]' must be a non-empty list of values.")
+        groups[g][key] = values
+    return [[dict(zip(grid, combo)) for combo in itertools.product(*grid.values())] for grid in groups]
+
+
+def apply_setting(params, setting):
+    """Constructor parameters with a grid setting applied, never mutating the caller's kernel objects.
+
+    Nested keys (``"kernel__gamma"``) are set on a deep copy of the kernel (a deep copy, not ``clone``, so fitted
+    kernels such as :class:`AlignedKernelSum` keep their fitted state).
+    """
+    params = dict(params)
+    nested = {}
+    for key, value in setting.items():
+        outer, _, inner = key.partition("__")
+        if inner:
+            nested.setdefault(outer, {})[inner] = value
+        else:
+            params[key] = value
+    for outer, inner in nested.items():
+        kernel = params[outer]
+        kernel = make_kernel(kernel, outer) if isinstance(kernel, str) else copy.deepcopy(kernel)
+        params[outer] = kernel.set_params(**inner)
+    return params
+
+
+class PathSearchMixin:
+    """Shared bookkeeping: splits, result table, best index; subclasses supply the per-alpha evaluation."""
+
+    def _setup(self, X_len, fit_groups, y_for_split):
+        owner = type(self).__name__
+        alphas = check_alphas(self.alphas, "alphas", owner)
+        if self.path_method not in PATH_METHODS:
+            raise ValueError(f"The 'path_method' parameter of {owner} must be one of {PATH_METHODS}. "
+                             f"Got {self.path_method!r} instead.")
+        groups = resolve_groups(self.groups, fit_groups, X_len, owner)
+        holdouts, scheme = holdout_splits(self.cv, X_len, groups, y_for_split, owner)
+        return alphas, holdouts, scheme
+
+    def _finish(self, rows, split_scores, alphas_used, scheme, n_splits):
+        split_scores = np.asarray(split_scores, dtype=np.float64)
+        if not np.isfinite(split_scores).all():
+            raise FloatingPointError(f"{type(self).__name__}: non-finite hold-out scores; check the kernel and data.")
+        mean = split_scores.mean(axis=1)
+        order = np.argsort(-mean, kind="stable")
+        rank = np.empty(mean.size, dtype=np.int32)
+        rank[order] = np.arange(1, mean.size + 1)
+        # Equal means share the best (smallest) rank, as in scikit-learn.
+        for i in range(1, mean.size):
+            if mean[order[i]] == mean[order[i - 1]]:
+                rank[order[i]] = rank[order[i - 1]]
+        results = {"params": rows, "param_alpha": np.array(alphas_used)}
+        for key in sorted({k for row in rows for k in row if k != "alpha"}):
+            results[f"param_{key}"] = np.array([row.get(key) for row in rows], dtype=object)
+        results.update(mean_test_score=mean, std_test_score=split_scores.std(axis=1), rank_test_score=rank,
+                       split_test_scores=split_scores)
+        self.cv_results_ = results
+        self.best_index_ = int(order[0])
+        self.best_params_ = dict(rows[self.best_index_])
+        self.best_score_ = float(mean[self.best_index_])
+        self.alpha_ = float(self.best_params_["alpha"])
+        self.cv_scheme_ = scheme
+        self.n_splits_ = int(n_splits)
+
+
+class RLSCV(PathSearchMixin, RegressorMixin, BaseEstimator):
+    """Kernel RLS with the regularization (and kernel parameters) chosen by closed-form cross-validation.
+
+    Every hold-out prediction is exact, ``f_C(X_H) = Y_H - (G_HH)^{-1} A_H`` with ``G = (K + alpha I)^{-1}``,
+    from one factorization per kernel setting (Pahikkala 2008, eq. 2.56); no model is retrained until the final
+    refit of :attr:`best_estimator_` on all data.
+
+    Parameters
+    ----------
+    alphas : array-like of shape (n_alphas,), default=DEFAULT_ALPHAS
+        Regularization values, all > 0.
+    kernel : Kernel or str, default="linear"
+        As in :class:`~iokr.estimators.rls.RLS` (``"precomputed"``: ``X`` is the training Gram).
+    center, normalize : bool, default=False
+        Kernel centering / normalization, fitted on the whole training set (see Notes).
+    cv : None, int, splitter or iterable, default=None
+        ``None``: exact leave-one-out (leave-one-group-out with groups); int: ``KFold`` (``GroupKFold`` with
+        groups); or any scikit-learn splitter whose training side is the complement of the test side.
+    groups : array-like of shape (n,), optional
+        Group labels. Give them here *or* to ``fit``, not both (an error otherwise).
+    scoring : "mse" or callable, default="mse"
+        ``"mse"``: negated mean squared error over held-out entries. A callable gets ``(y_true, y_pred)`` of one
+        split and returns a float, greater is better.
+    param_grid : dict, optional
+        Kernel parameters to search, keys ``"kernel"`` or ``"kernel__<name>"`` (e.g. ``{"kernel__gamma": [...]}``).
+        Each setting is factored once and serves the whole alpha grid.
+    path_method : {"auto", "eigen", "cholesky"}, default="auto"
+        Route of the regularization path (see :class:`~iokr.linalg.RegularizationPath`).
+    working_memory : float, optional
+
+    Attributes
+    ----------
+    alpha_ : float
+    best_params_ : dict
+    best_score_ : float
+        Mean hold-out score of the best setting (greater is better).
+    best_index_ : int
+    cv_results_ : dict of arrays
+        ``params``, ``param_alpha``, ``param_<name>``, ``mean_test_score``, ``std_test_score``,
+        ``rank_test_score`` and ``split_test_scores`` (n_settings, n_splits).
+    best_estimator_ : RLS
+        Refit on all data with the best setting.
+    path_methods_ : list of str
+        Route taken per kernel setting (``"eigen"`` or ``"cholesky"``).
+    cv_scheme_ : str
+    n_splits_ : int
+
+    Notes
+    -----
+    Centering/normalization statistics are those of the whole training set, as the closed form needs one Gram:
+    the hold-out value is that of a model retrained on the other examples *with the transform held fixed*. Ties
+    in the mean score go to the first setting in grid order (alphas in the given order).
+    """
+
+    def __init__(self, alphas=DEFAULT_ALPHAS, kernel="linear", center=False, normalize=False, cv=None,
+                 groups=None, scoring="mse", param_grid=None, path_method="auto", working_memory=None):
+        self.alphas = alphas
+        self.kernel = kernel
+        self.center = center
+        self.normalize = normalize
+        self.cv = cv
+        self.groups = groups
+        self.scoring = scoring
+        self.param_grid = param_grid
+        self.path_method = path_method
+        self.working_memory = working_memory
+
+    def fit(self, X, y, groups=None):
+        """Search the grid, then refit :attr:`best_estimator_` on all of ``X, y``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, d), or (n, n) Gram when ``kernel="precomputed"``
+        y : array-like of shape (n,) or (n, n_targets)
+        groups : array-like of shape (n,), optional
+            Only if not given to the constructor.
+
+        Returns
+        -------
+        self : RLSCV
+        """
+        owner = type(self).__name__
+        scoring = check_scoring(self.scoring, owner, {"mse"})
+        (kernel_grid,) = expand_grid(self.param_grid, ("kernel",), owner)
+        base = dict(kernel=self.kernel, center=self.center, normalize=self.normalize,
+                    working_memory=self.working_memory)
+        n = np.shape(X)[0]
+        alphas, holdouts, scheme = self._setup(n, groups, np.asarray(y))
+        rows, scores, used, self.path_methods_ = [], [], [], []
+        rows_all = np.concatenate(holdouts)
+        bounds = np.cumsum([0] + [h.size for h in holdouts])
+        loo = rows_all.size == len(holdouts)  # singleton hold-outs: vectorized leave-one-out values
+        for setting in kernel_grid:
+            model = RLS(**apply_setting(base, setting))
+            gram = model._fit_gram(X)
+            y_checked = check_targets(y, gram.shape[0])
+            path = RegularizationPath(gram, alphas, method=self.path_method, name="kernel")
+            token, token_method = None, None
+            for j, solver in enumerate(path):
+                if solver.method != token_method:  # the eigen projection serves all alphas of the path
+                    token, token_method = solver.prepare(y_checked), solver.method
+                if loo:
+                    residuals = loo_residuals(solver, token)[rows_all]
+                else:
+                    residuals = np.concatenate(holdout_residuals(solver, token, holdouts))
+                if scoring == "mse":
+                    per_row = (residuals**2).reshape(rows_all.size, -1).mean(axis=1)
+                    split_scores = list(-np.add.reduceat(per_row, bounds[:-1]) / np.diff(bounds))
+                else:
+                    split_scores = []
+                    for k, rows_h in enumerate(holdouts):
+                        res = residuals[bounds[k]:bounds[k + 1]]
+                        split_scores.append(float(scoring(y_checked[rows_h], y_checked[rows_h] - res)))
+                scores.append(split_scores)
+                rows.append({**setting, "alpha": float(alphas[j])})
+                used.append(float(alphas[j]))
+            self.path_methods_.append(path.method)
+        self._finish(rows, scores, used, scheme, len(holdouts))
+        self.best_estimator_ = RLS(**apply_setting(base, self.best_params_)).fit(X, y)
+        self.n_features_in_ = self.best_estimator_.n_features_in_
+        return self
+
+    def predict(self, X, *, input_diag=None):
+        """Predictions of :attr:`best_estimator_`, shape (m,) or (m, n_targets)."""
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.predict(X, input_diag=input_diag)

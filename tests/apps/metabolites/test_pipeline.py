@@ -1,0 +1,147 @@
+"""End to end on a slice of the bundled data: train / identify / evaluate, model files, the command line."""
+
+import gzip
+import json
+import tarfile
+
+import numpy as np
+import pytest
+
+from iokr.apps.metabolites import Cleaning, CandidateStore, Fingerprinter, read_candidate_lists, read_spectra
+from iokr.apps.metabolites import MetaboliteIdentifier, alignf_weights, load_identifier, save_identifier
+from iokr.apps.metabolites._jobs import evaluate_job
+from iokr.apps.metabolites._pipeline import evaluate_lists, training_set
+from iokr.cli.main import main
+from iokr.datasets._metabolites import BUNDLED_METABOLITES
+from iokr.metrics import true_candidate_rank
+
+N_LISTS, N_TRAIN = 5, 25
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """The 5 smallest bundled lists, one extra list lacking its true structure, their spectra + 40 others."""
+    root = tmp_path_factory.mktemp("tiny")
+    lists_dir = root / "lists"
+    lists_dir.mkdir()
+    with tarfile.open(BUNDLED_METABOLITES["candidates"]) as tar:
+        members = sorted((m for m in tar.getmembers() if m.name.endswith(".csv")), key=lambda m: m.size)[:N_LISTS]
+        for m in members:
+            (lists_dir / m.name.split("/")[-1]).write_bytes(tar.extractfile(m).read())
+    true = {m.name.rsplit("_id=", 1)[1][:14] for m in members}
+    first = (lists_dir / members[0].name.split("/")[-1]).read_text()
+    (lists_dir / "scoring_list=C25H27N9O8S2_spec=Z_id=ZZZZZZZZZZZZZZ-UHFFFAOYSA-N.csv").write_text(first)
+    records, others = [], {}
+    with gzip.open(BUNDLED_METABOLITES["spectra"], "rt") as handle:
+        for line in handle:
+            rec = json.loads(line)
+            key = rec["inchikey_rdkit"][:14]
+            if key in true:
+                records.append(rec)
+            elif len(others) < N_TRAIN or key in others:
+                others.setdefault(key, []).append(rec)
+    records += [r for recs in others.values() for r in recs]
+    spectra_path = root / "spectra.jsonl"
+    spectra_path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    return {"root": root, "lists": lists_dir, "spectra": spectra_path, "true": true}
+
+
+def test_alignf_weights_maximize_alignment():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 5))
+    target = X[:, :2] @ X[:, :2].T
+    grams = [X[:, :2] @ X[:, :2].T, X[:, 2:] @ X[:, 2:].T, np.eye(40)]
+    w = alignf_weights(grams, target)
+
+    def alignment(v):
+        K = sum(vi * G for vi, G in zip(v, grams))
+        H = np.eye(40) - 1.0 / 40
+        Kc, Tc = H @ K @ H, H @ target @ H
+        return np.vdot(Kc, Tc) / np.linalg.norm(Kc)
+
+    best = max(alignment(v) for v in rng.dirichlet(np.ones(3), size=3000))
+    assert alignment(w) >= best - 1e-9
+    np.testing.assert_allclose(w.sum(), 1.0)
+
+
+def test_evaluate_job_marks_lists_and_matches_direct_scoring(tiny):
+    summary = evaluate_job(tiny["spectra"], tiny["lists"], grid={"alpha": (0.1, 1.0), "input_gamma": (None,),
+                                                                 "output_gamma": (1.0,)}, n_folds=2, log=lambda m: None)
+    assert summary["n_lists"] == N_LISTS + 1
+    assert summary["n_lists_without_true_structure"] == 1
+    assert summary["n_lists_with_spectra"] == N_LISTS
+    for key in ("per_structure", "per_spectrum", "published"):
+        assert set(summary[key]) == {"top1", "top5", "top10", "top20"}
+    missing = [d for d in summary["lists"] if not d["true_in_list"]]
+    assert len(missing) == 1 and missing[0].get("rank") is None
+    # published top-k over all lists: the list lacking its true structure counts as a miss
+    pub = [d.get("published_rank", np.inf) for d in summary["lists"]]
+    assert summary["published"]["top20"] == pytest.approx(100.0 * np.sum(np.array(pub) <= 20) / (N_LISTS + 1))
+    assert summary["n_train_structures"] <= N_TRAIN and len(summary["cv"]) == 2
+
+
+def test_model_file_roundtrip_gives_identical_scores(tiny, tmp_path):
+    fp = Fingerprinter()
+    store = CandidateStore(":memory:", fp)
+    spectra, _ = read_spectra(tiny["spectra"], require_structure=True)
+    lists = read_candidate_lists(tiny["lists"], store)
+    cleaning = Cleaning()
+    train = training_set(spectra, store, cleaning, exclude_keys=[lst.true_key for lst in lists])
+    assert not set(train.keys) & tiny["true"]  # structure-disjoint
+    model = MetaboliteIdentifier(kernels=("ppk", "binned"), alpha=0.5).fit(train.spectra, train.Y)
+    before = evaluate_lists(model, spectra, lists, store, cleaning)
+    path = save_identifier(tmp_path / "m.npz", model, fp, cleaning)
+    loaded, fp2, cleaning2, meta = load_identifier(path)
+    after = evaluate_lists(loaded, spectra, lists, store, cleaning2)
+    assert [d.get("rank") for d in before["lists"]] == [d.get("rank") for d in after["lists"]]
+    np.testing.assert_allclose(loaded.weights_, model.weights_)
+    # per-structure ranks equal a direct rank computation from the model's scores
+    d = next(d for d in before["lists"] if d.get("rank") is not None)
+    lst = next(lst for lst in lists if lst.name == d["list"])
+    cleaned = cleaning.single(spectra)
+    rows = np.flatnonzero(np.array(cleaned.structure_keys()) == lst.true_key[:14])
+    query, _ = cleaning.merged(cleaned[rows], groups=[0] * rows.size)
+    scores = model.score_sets(query, [store.fingerprints(lst.structures)])[0]
+    assert d["rank"] == true_candidate_rank(scores, lst.true_index)
+
+
+def test_cli_train_identify_evaluate_and_errors(tiny, tmp_path, capsys):
+    model = tmp_path / "model.npz"
+    common = ["--alphas", "0.3", "--folds", "2"]
+    assert main(["metabolites", "train", "--spectra", str(tiny["spectra"]), "--output", str(model),
+                 "--exclude-candidates", str(tiny["lists"]), *common]) == 0
+    one_list = next(tiny["lists"].iterdir())
+    out = tmp_path / "ranked.tsv"
+    assert main(["metabolites", "identify", "--model", str(model), "--spectra", str(tiny["spectra"]),
+                 "--candidates", str(one_list), "--output", str(out), "--top-k", "3"]) == 0
+    lines = out.read_text().splitlines()
+    assert lines[0].split("\t")[:4] == ["query", "formula", "rank", "inchikey14"] and len(lines) > 3
+    # a folder of lists: queries are matched by formula; formulas without a list are reported, not dropped
+    assert main(["metabolites", "identify", "--model", str(model), "--spectra", str(tiny["spectra"]),
+                 "--candidates", str(tiny["lists"]), "--output", str(tmp_path / "r.csv")]) == 0
+    import csv
+
+    table = list(csv.DictReader((tmp_path / "r.csv").open()))
+    statuses = {r["status"] for r in table}
+    assert {"ok", "no candidates"} <= statuses <= {"ok", "no candidates", "no peaks after cleaning"}
+    assert all(r["rank"] == "" for r in table if r["status"] != "ok")
+    out_dir = tmp_path / "eval"
+    assert main(["metabolites", "evaluate", "--spectra", str(tiny["spectra"]), "--candidates", str(tiny["lists"]),
+                 "--output", str(out_dir), "--report", *common]) == 0
+    summary = json.loads((out_dir / "summary.json").read_text())
+    assert {"per_structure", "per_spectrum", "published"} <= set(summary)
+    assert (out_dir / "report.png").stat().st_size > 1000 and (out_dir / "report.html").exists()
+    capsys.readouterr()
+    # errors: one line on stderr, exit code 2, no traceback
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(model.read_bytes()[:500])
+    cases = [["metabolites", "identify", "--model", str(bad), "--spectra", str(tiny["spectra"]), "--candidates",
+              str(one_list), "--output", str(out)],
+             ["metabolites", "evaluate", "--spectra", str(tmp_path / "nope.jsonl"), "--candidates",
+              str(tiny["lists"]), "--output", str(out_dir)],
+             ["metabolites", "evaluate", "--spectra", str(tiny["spectra"]), "--candidates", str(tiny["lists"]),
+              "--output", str(out_dir), "--folds", "1"]]
+    for argv in cases:
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "error:" in err[0] and "Traceback" not in err[0]

@@ -1,0 +1,319 @@
+"""KronRLS and ConditionalRankRLS against dense references: explicit Kronecker kernels, dense ranking systems,
+symmetric/reciprocal kernels, conjugate gradient vs closed form, closed-form CV vs explicit retraining."""
+
+import numpy as np
+import pytest
+
+from iokr.estimators.kron import ConditionalRankRLS, KronRLS
+from iokr.exceptions import ConvergenceWarning
+from iokr.kernels import Gaussian, Linear
+from iokr.linalg import commutation_matrix
+
+
+def _psd(rng, n, rank=None):
+    F = rng.normal(size=(n, rank or n + 2))
+    return F @ F.T / F.shape[1]
+
+
+def _dense_kron_rls(K1, K2, Y, alpha):
+    """Ordinary kernel RLS on the explicit Kronecker kernel, vec in column-major order."""
+    Kbar = np.kron(K2, K1)
+    a = np.linalg.solve(Kbar + alpha * np.eye(Kbar.shape[0]), Y.ravel(order="F"))
+    return a.reshape(Y.shape, order="F")
+
+
+@pytest.fixture
+def data(rng):
+    n1, n2 = 6, 5
+    K1, K2 = _psd(rng, n1), _psd(rng, n2)
+    Y = rng.normal(size=(n1, n2))
+    return K1, K2, Y
+
+
+@pytest.mark.parametrize("alpha", [1e-2, 1.0, 30.0])
+@pytest.mark.parametrize("shape", [(6, 5), (3, 8)])
+def test_kronrls_matches_dense_kernel_rls(rng, alpha, shape):
+    K1, K2 = _psd(rng, shape[0]), _psd(rng, shape[1])
+    Y = rng.normal(size=shape)
+    model = KronRLS(alpha=alpha).fit(K1, K2, Y)
+    A = _dense_kron_rls(K1, K2, Y, alpha)
+    np.testing.assert_allclose(model.dual_coef_, A, rtol=1e-9, atol=1e-11)
+    T1, T2 = rng.normal(size=(4, shape[0])), rng.normal(size=(3, shape[1]))
+    expected = (np.kron(T2, T1) @ A.ravel(order="F")).reshape((4, 3), order="F")
+    np.testing.assert_allclose(model.predict(T1, T2), expected, rtol=1e-9, atol=1e-11)
+    r, c = np.array([0, 3, 3, 1]), np.array([2, 0, 2, 1])
+    np.testing.assert_allclose(model.predict(T1, T2, pairs=(r, c)), expected[r, c], rtol=1e-10)
+
+
+def test_kronrls_feature_kernels_equal_precomputed(rng):
+    X1, X2, Y = rng.normal(size=(7, 3)), rng.normal(size=(5, 2)), rng.normal(size=(7, 5))
+    T1, T2 = rng.normal(size=(2, 3)), rng.normal(size=(4, 2))
+    g1, g2 = Gaussian(gamma=0.3), Linear()
+    model = KronRLS(alpha=0.5, kernel1=g1, kernel2=g2).fit(X1, X2, Y)
+    ref = KronRLS(alpha=0.5).fit(g1(X1), g2(X2), Y)
+    np.testing.assert_allclose(model.predict(T1, T2), ref.predict(g1(T1, X1), g2(T2, X2)), rtol=1e-10)
+    with pytest.raises(ValueError, match="features"):
+        model.predict(T1[:, :2], T2)
+
+
+def _dense_ranking_system(K1, K2, rows, cols, y, alpha):
+    """Solve (L Kq + lambda I) a = L y with L the per-row-node centering of eq. 31, built explicitly."""
+    Kq = K1[np.ix_(rows, rows)] * K2[np.ix_(cols, cols)]
+    q = y.size
+    L = np.eye(q)
+    for node in np.unique(rows):
+        idx = np.flatnonzero(rows == node)
+        L[np.ix_(idx, idx)] -= 1.0 / idx.size
+    return np.linalg.solve(L @ Kq + alpha * np.eye(q), L @ y)
+
+
+@pytest.mark.parametrize("alpha", [1e-2, 1.0])
+def test_conditional_rankrls_matches_dense_system(data, alpha):
+    K1, K2, Y = data
+    rows, cols = (a.ravel() for a in np.indices(Y.shape))
+    a = _dense_ranking_system(K1, K2, rows, cols, Y.ravel(), alpha)
+    model = ConditionalRankRLS(alpha=alpha).fit(K1, K2, Y)
+    np.testing.assert_allclose(model.dual_coef_.ravel(), a, rtol=1e-8, atol=1e-10)
+
+
+def test_conditional_rankrls_cg_incomplete_matches_dense(rng):
+    K1, K2 = _psd(rng, 7), _psd(rng, 6)
+    rows, cols = rng.integers(0, 7, size=30), rng.integers(0, 6, size=30)
+    rows[1], cols[1] = rows[0], cols[0]
+    y = rng.normal(size=30)
+    a = _dense_ranking_system(K1, K2, rows, cols, y, 0.3)
+    model = ConditionalRankRLS(alpha=0.3, tol=1e-13).fit(K1, K2, (rows, cols, y))
+    np.testing.assert_allclose(model.edge_coef_, a, rtol=1e-7, atol=1e-9)
+    # predictions: sum over edges of a_e K1[., r_e] K2[., c_e]
+    T1, T2 = rng.normal(size=(3, 7)), rng.normal(size=(2, 6))
+    expected = np.einsum("e,ie,je->ij", a, T1[:, rows], T2[:, cols])
+    np.testing.assert_allclose(model.predict(T1, T2), expected, rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("model_cls", [KronRLS, ConditionalRankRLS])
+def test_cg_on_complete_data_matches_closed_form(data, model_cls):
+    K1, K2, Y = data
+    rows, cols = (a.ravel() for a in np.indices(Y.shape))
+    closed = model_cls(alpha=0.7).fit(K1, K2, Y)
+    cg = model_cls(alpha=0.7, tol=1e-13).fit(K1, K2, (rows, cols, Y.ravel()))
+    assert cg.n_iter_ > 0 and closed.n_iter_ == 0
+    np.testing.assert_allclose(cg.dual_coef_, closed.dual_coef_, rtol=1e-7, atol=1e-9)
+
+
+def test_kronrls_cg_incomplete_matches_dense(rng):
+    K1, K2 = _psd(rng, 8), _psd(rng, 5)
+    rows, cols = rng.integers(0, 8, size=25), rng.integers(0, 5, size=25)
+    y = rng.normal(size=25)
+    Kq = K1[np.ix_(rows, rows)] * K2[np.ix_(cols, cols)]
+    a = np.linalg.solve(Kq + 0.5 * np.eye(25), y)
+    model = KronRLS(alpha=0.5, tol=1e-13).fit(K1, K2, (rows, cols, y))
+    np.testing.assert_allclose(model.edge_coef_, a, rtol=1e-8, atol=1e-10)
+
+
+def test_early_stopping_without_tikhonov(rng):
+    K1, K2 = _psd(rng, 8), _psd(rng, 5)
+    rows, cols = rng.integers(0, 8, size=25), rng.integers(0, 5, size=25)
+    y = rng.normal(size=25)
+    model = KronRLS(alpha=0.0, max_iter=3).fit(K1, K2, (rows, cols, y))
+    assert model.n_iter_ == 3
+    # Three CG steps from zero stay in the Krylov space span{y, Kq y, Kq^2 y}.
+    Kq = K1[np.ix_(rows, rows)] * K2[np.ix_(cols, cols)]
+    basis = np.column_stack([y, Kq @ y, Kq @ Kq @ y])
+    coef, *_ = np.linalg.lstsq(basis, model.edge_coef_, rcond=None)
+    np.testing.assert_allclose(basis @ coef, model.edge_coef_, atol=1e-8 * np.abs(model.edge_coef_).max())
+    with pytest.raises(ValueError, match="max_iter"):
+        KronRLS(alpha=0.0).fit(K1, K2, (rows, cols, y))
+
+
+def test_cg_warns_when_not_converged(rng):
+    K1, K2 = _psd(rng, 8), _psd(rng, 5)
+    rows, cols = (a.ravel() for a in np.indices((8, 5)))
+    with pytest.warns(ConvergenceWarning):
+        KronRLS(alpha=1e-6, tol=1e-15).fit(K1, K2, (rows[:30], cols[:30], rng.normal(size=30)))
+
+
+# ----------------------------------------------------------------------------------- symmetric / reciprocal
+def _dense_symmetric(K, sign):
+    n = K.shape[0]
+    return 0.5 * np.kron(K, K) @ (np.eye(n * n) + sign * commutation_matrix(n))
+
+
+@pytest.mark.parametrize("symmetry,sign", [("symmetric", 1), ("reciprocal", -1)])
+def test_symmetric_kernels_match_dense(rng, symmetry, sign):
+    n = 5
+    K = _psd(rng, n)
+    Y = rng.normal(size=(n, n))
+    KS = _dense_symmetric(K, sign)
+    a = np.linalg.solve(KS + 0.4 * np.eye(n * n), Y.ravel())  # C-order: index r * n + c
+    model = KronRLS(alpha=0.4, symmetry=symmetry).fit(K, None, Y)
+    np.testing.assert_allclose(model.dual_coef_.ravel(), a, rtol=1e-9, atol=1e-11)
+    T = rng.normal(size=(3, n))
+    test_kernel = 0.5 * (np.kron(T, T) + sign * np.kron(T, T) @ commutation_matrix(n))
+    np.testing.assert_allclose(model.predict(T).ravel(), test_kernel @ a, rtol=1e-9, atol=1e-11)
+    P = model.predict(T)
+    np.testing.assert_allclose(P, sign * P.T, atol=1e-12)
+    # Proposition 3: ordinary kernel with each edge in both directions gives the same predictions.
+    both = KronRLS(alpha=0.4).fit(K, K, 0.5 * (Y + sign * Y.T))
+    np.testing.assert_allclose(both.predict(T, T), P, rtol=1e-9, atol=1e-11)
+    # CG on triplets with the symmetric operator agrees too.
+    rows, cols = (x.ravel() for x in np.indices((n, n)))
+    cg = KronRLS(alpha=0.4, symmetry=symmetry, tol=1e-13).fit(K, K, (rows, cols, Y.ravel()))
+    np.testing.assert_allclose(cg.predict(T), P, rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("symmetry,sign", [("symmetric", 1), ("reciprocal", -1)])
+def test_symmetric_ranking_matches_dense(rng, symmetry, sign):
+    n = 5
+    K = _psd(rng, n)
+    rows, cols = rng.integers(0, n, size=18), rng.integers(0, n, size=18)
+    y = rng.normal(size=18)
+    KS = _dense_symmetric(K, sign)
+    Kq = KS[np.ix_(rows * n + cols, rows * n + cols)]
+    L = np.eye(18)
+    for node in np.unique(rows):
+        idx = np.flatnonzero(rows == node)
+        L[np.ix_(idx, idx)] -= 1.0 / idx.size
+    a = np.linalg.solve(L @ Kq + 0.2 * np.eye(18), L @ y)
+    model = ConditionalRankRLS(alpha=0.2, symmetry=symmetry, tol=1e-13).fit(K, None, (rows, cols, y))
+    np.testing.assert_allclose(model.edge_coef_, a, rtol=1e-7, atol=1e-9)
+
+
+# ------------------------------------------------------------------------------ closed-form CV vs retraining
+def _retrain_predictions(K1, K2, Y, alpha, setting, model_cls=KronRLS):
+    n1, n2 = Y.shape
+    out = np.empty(Y.shape)
+    for i in range(n1):
+        for j in range(n2):
+            if setting == "A":
+                mask = np.ones(Y.shape, bool)
+                mask[i, j] = False
+                r, c = np.nonzero(mask)
+                m = model_cls(alpha=alpha, tol=1e-14).fit(K1, K2, (r, c, Y[r, c]))
+                out[i, j] = m.predict(K1[[i]], K2[[j]])[0, 0]
+                continue
+            R = np.delete(np.arange(n1), i) if setting in "BD" else np.arange(n1)
+            C = np.delete(np.arange(n2), j) if setting in "CD" else np.arange(n2)
+            m = model_cls(alpha=alpha).fit(K1[np.ix_(R, R)], K2[np.ix_(C, C)], Y[np.ix_(R, C)])
+            out[i, j] = m.predict(K1[np.ix_([i], R)], K2[np.ix_([j], C)])[0, 0]
+    return out
+
+
+@pytest.mark.parametrize("setting", ["A", "B", "C", "D"])
+@pytest.mark.parametrize("shape", [(5, 4), (4, 6)])
+def test_kronrls_closed_form_cv_matches_retraining(rng, setting, shape):
+    K1, K2 = _psd(rng, shape[0]), _psd(rng, shape[1], rank=3)  # K2 rank-deficient on purpose
+    Y = rng.normal(size=shape)
+    model = KronRLS(alpha=0.3).fit(K1, K2, Y)
+    expected = _retrain_predictions(K1, K2, Y, 0.3, setting)
+    np.testing.assert_allclose(model.holdout_predictions(setting), expected, rtol=1e-6, atol=1e-9)
+    # Another alpha through the cached eigendecompositions equals a refit at that alpha.
+    refit = KronRLS(alpha=2.0).fit(K1, K2, Y)
+    np.testing.assert_allclose(model.holdout_predictions(setting, alpha=2.0), refit.holdout_predictions(setting),
+                               rtol=1e-10, atol=1e-12)
+
+
+def test_conditional_ranking_leave_row_out_matches_retraining(rng):
+    K1, K2 = _psd(rng, 6), _psd(rng, 5)
+    Y = rng.normal(size=(6, 5))
+    model = ConditionalRankRLS(alpha=0.3).fit(K1, K2, Y)
+    expected = _retrain_predictions(K1, K2, Y, 0.3, "B", ConditionalRankRLS)
+    expected -= expected.mean(axis=1, keepdims=True)
+    got = model.holdout_predictions("B")
+    np.testing.assert_allclose(got - got.mean(axis=1, keepdims=True), expected, rtol=1e-8, atol=1e-10)
+    with pytest.raises(NotImplementedError):
+        model.holdout_predictions("C")
+
+
+def test_cv_path_scores(data):
+    K1, K2, Y = data
+    model = KronRLS(alpha=1.0).fit(K1, K2, Y)
+    scores = model.cv_path([0.1, 1.0, 10.0], "B")
+    assert scores.shape == (3,) and np.all((scores >= 0) & (scores <= 1))
+    rank = ConditionalRankRLS(alpha=1.0).fit(K1, K2, Y)
+    assert rank.cv_path([0.1, 1.0], "B").shape == (2,)
+
+
+# ------------------------------------------------------------------------------------------------ bad input
+def test_bad_triplets(data):
+    K1, K2, _ = data
+    with pytest.raises(ValueError, match=r"rows indices must lie in \[0, 6\)"):
+        KronRLS().fit(K1, K2, (np.array([0, 6]), np.array([0, 1]), np.ones(2)))
+    with pytest.raises(ValueError, match=r"cols indices must lie in \[0, 5\)"):
+        KronRLS().fit(K1, K2, (np.array([0, 1]), np.array([-1, 1]), np.ones(2)))
+    with pytest.raises(ValueError, match="same length"):
+        KronRLS().fit(K1, K2, (np.array([0, 1]), np.array([0, 1]), np.ones(3)))
+    with pytest.raises(ValueError, match="integer"):
+        KronRLS().fit(K1, K2, (np.array([0.0, 1.0]), np.array([0, 1]), np.ones(2)))
+    with pytest.raises(ValueError, match="NaN"):
+        KronRLS().fit(K1, K2, (np.array([0, 1]), np.array([0, 1]), np.array([1.0, np.nan])))
+    with pytest.raises(ValueError, match="length 2"):
+        KronRLS().fit(K1, K2, (np.array([0, 1]), np.array([0, 1])))
+
+
+def test_bad_shapes_and_params(data, rng):
+    K1, K2, Y = data
+    with pytest.raises(ValueError, match=r"shape \(n1, n2\) = \(6, 5\)"):
+        KronRLS().fit(K1, K2, Y.T)
+    with pytest.raises(ValueError, match="square"):
+        KronRLS(symmetry="symmetric").fit(rng.normal(size=(4, 3)), None, np.ones((4, 4)))
+    with pytest.raises(ValueError, match="one domain"):
+        KronRLS(symmetry="reciprocal").fit(K1, K2, np.ones((6, 5)))
+    with pytest.raises(ValueError, match="'symmetry' parameter"):
+        KronRLS(symmetry="antisymmetric").fit(K1, K2, Y)
+    with pytest.raises(ValueError, match="'alpha' parameter"):
+        KronRLS(alpha=-1.0).fit(K1, K2, Y)
+    with pytest.raises(ValueError, match="> 0 for complete"):
+        KronRLS(alpha=0.0).fit(K1, K2, Y)
+    model = KronRLS().fit(K1, K2, Y)
+    with pytest.raises(ValueError, match="6 columns"):
+        model.predict(np.ones((2, 5)), K2)
+    with pytest.raises(ValueError, match="X2_test"):
+        model.predict(K1)
+    with pytest.raises(ValueError, match=r"pairs' rows must lie"):
+        model.predict(K1, K2, pairs=(np.array([9]), np.array([0])))
+    with pytest.raises(ValueError, match="'setting'"):
+        model.holdout_predictions("E")
+
+
+def test_does_not_mutate_inputs(data):
+    K1, K2, Y = data
+    copies = [K1.copy(), K2.copy(), Y.copy()]
+    ConditionalRankRLS(alpha=1.0).fit(K1, K2, Y).holdout_predictions("B")
+    for before, after in zip(copies, (K1, K2, Y)):
+        np.testing.assert_array_equal(before, after)
+
+
+def test_public_shape_of_issue(data):
+    K1, K2, Y = data
+    for cls in (KronRLS, ConditionalRankRLS):
+        model = cls(alpha=1.0, kernel1="precomputed", kernel2="precomputed", symmetry=None)
+        assert model.get_params()["alpha"] == 1.0
+        assert model.fit(K1, K2, Y) is model
+        assert model.predict(K1[:2], K2[:3]).shape == (2, 3)
+
+
+# ------------------------------------------------------------------------------------------------- two-step
+def test_two_step_matches_dense_and_retraining(rng):
+    from iokr.estimators.kron import TwoStepRLS
+
+    K1, K2 = _psd(rng, 5), _psd(rng, 4)
+    Y = rng.normal(size=(5, 4))
+    a1, a2 = 0.3, 0.8
+    model = TwoStepRLS(alpha1=a1, alpha2=a2).fit(K1, K2, Y)
+    A = np.linalg.solve(K2 + a2 * np.eye(4), np.linalg.solve(K1 + a1 * np.eye(5), Y).T).T
+    np.testing.assert_allclose(model.dual_coef_, A, rtol=1e-9)
+    for setting in "BCD":
+        expected = np.empty(Y.shape)
+        for i in range(5):
+            for j in range(4):
+                R = np.delete(np.arange(5), i) if setting in "BD" else np.arange(5)
+                C = np.delete(np.arange(4), j) if setting in "CD" else np.arange(4)
+                m = TwoStepRLS(alpha1=a1, alpha2=a2).fit(K1[np.ix_(R, R)], K2[np.ix_(C, C)], Y[np.ix_(R, C)])
+                expected[i, j] = m.predict(K1[np.ix_([i], R)], K2[np.ix_([j], C)])[0, 0]
+        np.testing.assert_allclose(model.holdout_predictions(setting), expected, rtol=1e-8, atol=1e-10)
+    # Setting A is the self-consistent imputation: putting F[i, j] in place of Y[i, j] reproduces F[i, j].
+    F = model.holdout_predictions("A")
+    Y2 = Y.copy()
+    Y2[2, 1] = F[2, 1]
+    refit = TwoStepRLS(alpha1=a1, alpha2=a2).fit(K1, K2, Y2)
+    assert refit.predict(K1, K2)[2, 1] == pytest.approx(F[2, 1], rel=1e-9)

@@ -1,0 +1,183 @@
+"""RLSCV: closed-form hold-out scores against explicit retraining on every split (and against RidgeCV)."""
+
+import numpy as np
+import pytest
+from sklearn.linear_model import RidgeCV
+from sklearn.model_selection import GroupKFold, KFold, RepeatedKFold, ShuffleSplit
+
+from iokr.estimators.rls import RLS
+from iokr.kernels import Gaussian, KernelTransform
+from iokr.model_selection import RLSCV
+
+ALPHAS = [1e-2, 0.3, 3.0]
+
+
+def make_data(rng, shape, n_targets, dtype):
+    n, d = shape
+    X = rng.normal(size=(n, d)).astype(dtype)
+    y = rng.normal(size=(n,) if n_targets is None else (n, n_targets)).astype(dtype)
+    return X, y
+
+
+def retrained_scores(gram, y, holdouts, alpha):
+    """Per-split negated MSE of RLS retrained on the complement (Gram given, transforms held fixed)."""
+    scores = []
+    for test in holdouts:
+        train = np.setdiff1d(np.arange(gram.shape[0]), test)
+        model = RLS(alpha=alpha, kernel="precomputed").fit(gram[np.ix_(train, train)], y[train])
+        pred = model.predict(gram[np.ix_(test, train)])
+        scores.append(-np.mean((np.asarray(y[test], dtype=np.float64) - pred) ** 2))
+    return np.array(scores)
+
+
+def cv_and_holdouts(kind, n, rng):
+    if kind == "loo":
+        return None, None, [np.array([i]) for i in range(n)]
+    if kind == "kfold":
+        return 4, None, [test for _, test in KFold(4).split(np.zeros((n, 1)))]
+    groups = rng.integers(0, 6, size=n)
+    return 3, groups, [test for _, test in GroupKFold(3).split(np.zeros((n, 1)), groups=groups)]
+
+
+@pytest.mark.parametrize("path_method", ["eigen", "cholesky"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("shape", [(28, 4), (16, 40)], ids=["tall", "wide"])
+@pytest.mark.parametrize("n_targets", [None, 3])
+@pytest.mark.parametrize("kind", ["loo", "kfold", "grouped"])
+def test_rlscv_scores_vs_retraining(rng, path_method, dtype, shape, n_targets, kind):
+    X, y = make_data(rng, shape, n_targets, dtype)
+    cv, groups, holdouts = cv_and_holdouts(kind, X.shape[0], rng)
+    kernel = Gaussian(gamma=0.5 / X.shape[1])
+    search = RLSCV(alphas=ALPHAS, kernel=kernel, cv=cv, groups=groups, path_method=path_method).fit(X, y)
+    assert search.path_methods_ == [path_method]
+    gram = np.asarray(kernel(X), dtype=np.float64)  # the (float32) Gram the estimator sees, solved in float64
+    gram = (gram + gram.T) / 2
+    # float32: the eigen route clips the float32 Gram's round-off negative eigenvalues (relative size 1e-7).
+    rtol = 1e-8 if dtype == np.float64 else 1e-4
+    for j, alpha in enumerate(ALPHAS):
+        expected = retrained_scores(gram, y, holdouts, alpha)
+        np.testing.assert_allclose(search.cv_results_["split_test_scores"][j], expected, rtol=rtol,
+                                   atol=rtol * 1e-2 * np.abs(expected).max())
+        np.testing.assert_allclose(search.cv_results_["mean_test_score"][j], expected.mean(), rtol=rtol)
+    best = int(np.argmax(search.cv_results_["mean_test_score"]))
+    assert search.alpha_ == ALPHAS[best] and search.best_index_ == best
+    assert search.cv_results_["rank_test_score"][best] == 1
+
+
+@pytest.mark.parametrize("center, normalize", [(True, False), (True, True)])
+def test_transforms_are_fitted_on_all_training_data(rng, center, normalize):
+    """With centering/normalization the closed form equals retraining with the whole-set transform held fixed."""
+    X, y = make_data(rng, (25, 3), None, np.float64)
+    search = RLSCV(alphas=ALPHAS, kernel="gaussian", center=center, normalize=normalize, cv=5).fit(X, y)
+    gram = KernelTransform(center, normalize).fit_transform(Gaussian()(X))
+    holdouts = [test for _, test in KFold(5).split(X)]
+    for j, alpha in enumerate(ALPHAS):
+        np.testing.assert_allclose(search.cv_results_["split_test_scores"][j],
+                                   retrained_scores(gram, y, holdouts, alpha), rtol=1e-8)
+
+
+def test_linear_loo_matches_ridgecv(rng):
+    X, y = make_data(rng, (40, 6), None, np.float64)
+    alphas = np.logspace(-3, 2, 12)
+    ours = RLSCV(alphas=alphas, kernel="linear").fit(X, y)
+    ref = RidgeCV(alphas=alphas, fit_intercept=False, store_cv_results=True).fit(X, y)
+    assert ours.alpha_ == pytest.approx(ref.alpha_)
+    np.testing.assert_allclose(-ours.cv_results_["mean_test_score"], ref.cv_results_.mean(axis=0), rtol=1e-8)
+    np.testing.assert_allclose(ours.predict(X), ref.predict(X), rtol=1e-8, atol=1e-12)
+
+
+def test_repeated_splits_and_callable_scoring(rng):
+    X, y = make_data(rng, (20, 3), None, np.float64)
+    splitter = RepeatedKFold(n_splits=4, n_repeats=2, random_state=0)
+    calls = []
+
+    def neg_mae(y_true, y_pred):
+        calls.append(y_true.shape)
+        return -float(np.mean(np.abs(y_true - y_pred)))
+
+    search = RLSCV(alphas=ALPHAS, kernel="gaussian", cv=splitter, scoring=neg_mae).fit(X, y)
+    assert search.n_splits_ == 8 and len(calls) == 8 * len(ALPHAS)
+    gram = Gaussian()(X)
+    for j, alpha in enumerate(ALPHAS):
+        for k, (train, test) in enumerate(splitter.split(X)):
+            pred = RLS(alpha=alpha, kernel="precomputed").fit(gram[np.ix_(train, train)], y[train]).predict(
+                gram[np.ix_(test, train)])
+            assert search.cv_results_["split_test_scores"][j, k] == pytest.approx(-np.mean(np.abs(y[test] - pred)),
+                                                                                  rel=1e-8)
+
+
+def test_kernel_parameter_grid_and_best_estimator(rng):
+    X, y = make_data(rng, (30, 3), None, np.float64)
+    kernel = Gaussian(gamma=1.0)
+    search = RLSCV(alphas=ALPHAS, kernel=kernel, param_grid={"kernel__gamma": [0.1, 1.0]}).fit(X, y)
+    assert kernel.gamma == 1.0  # the caller's kernel is not mutated
+    assert len(search.cv_results_["params"]) == 6
+    for gamma in (0.1, 1.0):
+        single = RLSCV(alphas=ALPHAS, kernel=Gaussian(gamma=gamma)).fit(X, y)
+        mask = search.cv_results_["param_kernel__gamma"] == gamma
+        np.testing.assert_allclose(search.cv_results_["mean_test_score"][mask], single.cv_results_["mean_test_score"],
+                                   rtol=1e-12)
+    best = RLS(alpha=search.alpha_, kernel=Gaussian(gamma=search.best_params_["kernel__gamma"])).fit(X, y)
+    np.testing.assert_allclose(search.predict(X), best.predict(X), rtol=1e-10)
+
+
+def test_groups_given_in_fit_or_constructor(rng):
+    X, y = make_data(rng, (18, 3), None, np.float64)
+    groups = np.repeat(np.arange(6), 3)
+    a = RLSCV(alphas=ALPHAS, groups=groups).fit(X, y)
+    b = RLSCV(alphas=ALPHAS).fit(X, y, groups=groups)
+    assert a.cv_scheme_ == "leave-one-group-out" and a.n_splits_ == 6
+    np.testing.assert_array_equal(a.cv_results_["mean_test_score"], b.cv_results_["mean_test_score"])
+    with pytest.raises(ValueError, match="both to the constructor and to fit"):
+        RLSCV(alphas=ALPHAS, groups=groups).fit(X, y, groups=groups)
+
+
+@pytest.mark.parametrize("params, fit_kwargs, match", [
+    ({"alphas": []}, {}, "empty grid"),
+    ({"alphas": [1.0, 0.0]}, {}, "finite floats > 0"),
+    ({"alphas": [-1.0]}, {}, "finite floats > 0"),
+    ({"groups": np.zeros(5)}, {}, "one label per training example"),
+    ({"groups": np.zeros(12)}, {}, "at least 2 distinct groups"),
+    ({"cv": 1}, {}, "int >= 2"),
+    ({"cv": 20}, {}, "at least 20 examples"),
+    ({"cv": ShuffleSplit(2, train_size=0.5, test_size=0.2, random_state=0)}, {}, "complement"),
+    ({"cv": [(np.arange(12), np.array([], dtype=int))]}, {}, "empty test side"),
+    ({"cv": [(np.array([], dtype=int), np.arange(12))]}, {}, "training side empty"),
+    ({"cv": "five"}, {}, "'cv' parameter"),
+    ({"scoring": "top1"}, {}, "'scoring' parameter"),
+    ({"param_grid": {"gamma": [1.0]}}, {}, "must be one of"),
+    ({"path_method": "qr"}, {}, "'path_method'"),
+])
+def test_bad_input_is_rejected(rng, params, fit_kwargs, match):
+    X, y = make_data(rng, (12, 2), None, np.float64)
+    with pytest.raises(ValueError, match=match):
+        RLSCV(**params).fit(X, y, **fit_kwargs)
+
+
+def test_ill_conditioned_tiny_alphas_stay_finite(rng):
+    from iokr.exceptions import NumericalStabilityWarning
+
+    X = rng.normal(size=(30, 2))
+    y = X[:, 0] + 0.1 * rng.normal(size=30)
+    with pytest.warns(NumericalStabilityWarning):
+        search = RLSCV(alphas=[1e-14, 1e-3, 1.0], kernel="linear", path_method="cholesky").fit(X * 1e3, y)
+    assert np.isfinite(search.cv_results_["mean_test_score"]).all()
+    assert search.path_methods_ == ["eigen"]
+
+
+def test_estimator_contract_basics(rng):
+    from sklearn.base import clone
+
+    from iokr.model_selection import IOKRCV
+
+    for est in (RLSCV(), RLSCV(alphas=np.array([0.1, 1.0])), IOKRCV(), IOKRCV(alphas=np.logspace(-2, 1, 4))):
+        assert type(est).__name__ in repr(est)
+        assert clone(est).get_params()["alphas"] is not None
+    X, y = make_data(rng, (10, 2), None, np.float64)
+    alphas = np.array([0.1, 1.0])
+    RLSCV(alphas=alphas).fit(X, y)
+    np.testing.assert_array_equal(alphas, [0.1, 1.0])  # parameters are not mutated by fit
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError):
+        RLSCV().predict(X)
