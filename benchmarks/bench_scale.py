@@ -217,6 +217,8 @@ def sketched_rows(quick=False):
 
 
 def dask_rows(quick=False, n_queries=200, n_candidates=400_000, n_workers=2):
+    from distributed import get_task_stream
+
     from iokr import CandidateSets
     from iokr.decoding import PackedBinaryFeatures
     from iokr.distributed import distributed_top_k, local_client
@@ -230,38 +232,32 @@ def dask_rows(quick=False, n_queries=200, n_candidates=400_000, n_workers=2):
     local_idx = np.array([r.pool_indices for r in local])
     local_scores = np.array([r.scores for r in local])
     block = n_candidates // 8
+    n_tasks = -(-n_candidates // block)
+    tiny = PackedBinaryFeatures(pool.packed[:1000], P_BITS)
     with local_client(n_workers=n_workers, processes=False) as client:
-        t_start = time.perf_counter()
-        distributed_top_k(client, model, X_test[:2], pool, 100, candidate_block=block)  # warm-up: ship model, pool
-        t_warm = time.perf_counter() - t_start
-        t_dist, (idx, scores) = _timed(lambda: distributed_top_k(client, model, X_test, pool, 100,
-                                                                 candidate_block=block))
-        n_tasks = -(-n_candidates // block)
-        # Per-task compute cost measured alone, in-process: one candidate range with all queries.
-        from iokr.distributed._scoring import _task
-
-        t_task, _ = _timed(lambda: _task(model, X_test, pool, 0, block, 100, model.working_memory or 1024))
+        distributed_top_k(client, model, X_test[:1], tiny, 10)  # warm-up
+        # Fixed cost of one call (scatter model/pool/queries, schedule, gather, merge) with negligible compute.
+        t_fixed, _ = _timed(lambda: distributed_top_k(client, model, X_test[:1], tiny, 10), repeat=3)
+        with get_task_stream(client) as stream:
+            t_dist, (idx, scores) = _timed(lambda: distributed_top_k(client, model, X_test, pool, 100,
+                                                                     candidate_block=block))
+    durations = [sum(ss["stop"] - ss["start"] for ss in task["startstops"] if ss["action"] == "compute")
+                 for task in stream.data if str(task.get("key", "")).startswith(("_task", "('_task"))]
+    t_task = float(np.mean(durations)) if durations else float("nan")
     identical = bool(np.array_equal(idx, local_idx) and np.array_equal(scores, local_scores))
-    # Scaling model: tasks are independent; w workers run ceil(tasks / w) waves of t_task each (one core per
-    # worker), plus a fixed per-call overhead measured as (distributed wall - compute waves on 2 workers).
-    waves2 = -(-n_tasks // n_workers)
-    overhead = max(t_dist - waves2 * t_task, 0.0)
-    rows = [{"case": f"dask {n_workers} workers vs local: {n_queries} x {n_candidates:,} top-100, {n_tasks} tasks",
-             "local_s": t_local, "dask_s": t_dist, "dask/local": t_dist / t_local, "first_call_s": t_warm,
-             "t_task_s": t_task, "overhead_s": overhead, "identical_rankings": identical}]
-    # 16 workers, 10^7 candidates x 1000 queries: per-task cost scales with candidates x queries.
+    rows = [{"case": f"dask {n_workers} thread workers vs local: {n_queries} x {n_candidates:,} top-100, "
+                     f"{n_tasks} tasks", "local_s": t_local, "dask_s": t_dist, "dask/local": t_dist / t_local,
+             "fixed_call_s": t_fixed, "task_s_mean": t_task, "n_tasks_timed": len(durations),
+             "identical_rankings": identical}]
+    # Scaling model, one worker per machine like this one: T(w) = t_fixed + ceil(tasks / w) * t_task, with t_task
+    # proportional to queries x candidates per task (measured above on the workers).
     per_entry = t_task / (block * n_queries)
-    big_tasks = 10_000_000 // 1_000_000
-    t_big_task = per_entry * 1_000_000 * 1000
-    for w in (1, 2, 4, 8, 16):
-        t_pred = overhead + -(-big_tasks // w) * t_big_task
-        rows.append({"case": f"model: 1000 x 10M, {big_tasks} tasks of 1M candidates, {w} workers",
-                     "predicted_s": t_pred, "speedup_vs_1": (overhead + big_tasks * t_big_task) / t_pred})
-    # Finer tasks keep 16 workers busy: 160 tasks of 62,500 candidates.
-    t_fine = per_entry * 62_500 * 1000
-    rows.append({"case": "model: 1000 x 10M, 160 tasks of 62,500 candidates, 16 workers",
-                 "predicted_s": overhead + 10 * t_fine,
-                 "speedup_vs_1": (overhead + 160 * t_fine) / (overhead + 10 * t_fine)})
+    for n_big_tasks, w in ((10, 1), (10, 2), (10, 16), (160, 1), (160, 2), (160, 4), (160, 8), (160, 16)):
+        t_big = per_entry * (10_000_000 / n_big_tasks) * 1000
+        t_pred = t_fixed + -(-n_big_tasks // w) * t_big
+        rows.append({"case": f"model: 1000 x 10M, {n_big_tasks} tasks of {10_000_000 // n_big_tasks:,} "
+                             f"candidates, {w} workers", "predicted_s": t_pred,
+                     "speedup_vs_1": (t_fixed + n_big_tasks * t_big) / t_pred})
     return rows
 
 
@@ -293,17 +289,34 @@ def lost_worker_row(n_queries=50, n_candidates=200_000):
     local = model.rank(X_test, CandidateSets.shared(pool, n_queries), top_k=100)
     local_idx = np.array([r.pool_indices for r in local])
     with local_client(n_workers=2, processes=True, threads_per_worker=1) as client:
-        pids = list(client.run(os.getpid).values())
-        killer = threading.Timer(3.0, lambda: os.kill(pids[0], signal.SIGKILL))
-        killer.start()
+        pids = client.run(os.getpid)  # worker address -> pid
+        result = {}
+
+        def call():
+            try:
+                result["idx"], _ = distributed_top_k(client, model, X_test, pool, 100,
+                                                     candidate_block=n_candidates // 16, retries=2)
+            except DistributedRunError as exc:
+                result["error"] = exc
+
         start = time.perf_counter()
-        try:
-            idx, _ = distributed_top_k(client, model, X_test, pool, 100, candidate_block=n_candidates // 16,
-                                       retries=2)
-            outcome = "identical to local" if np.array_equal(idx, local_idx) else "DIFFERENT (bug)"
-        except DistributedRunError as exc:
-            outcome = f"clean failure: {str(exc)[:80]}"
+        worker = threading.Thread(target=call)
+        worker.start()
+        killed = None
+        while worker.is_alive() and killed is None:  # kill a worker while it is computing one of our tasks
+            busy = [addr for addr, keys in client.processing().items()
+                    if any(str(key).startswith("_task") for key in keys)]
+            if busy:
+                time.sleep(0.5)
+                killed = busy[0]
+                os.kill(pids[killed], signal.SIGKILL)
+            time.sleep(0.05)
+        worker.join()
         seconds = time.perf_counter() - start
-        killer.cancel()
-    return {"case": f"lost worker: SIGKILL 1 of 2 worker processes 3 s into {n_queries} x {n_candidates:,} top-100 "
+        if "idx" in result:
+            outcome = "identical to local" if np.array_equal(result["idx"], local_idx) else "DIFFERENT (bug)"
+        else:
+            outcome = f"clean failure: {str(result['error'])[:100]}"
+        outcome += "" if killed else " (no worker was killed: tasks finished first)"
+    return {"case": f"lost worker: SIGKILL 1 of 2 worker processes while it computes a task of {n_queries} x {n_candidates:,} top-100 "
                     "(16 tasks, retries=2)", "dask_s": seconds, "outcome": outcome}

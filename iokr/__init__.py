@@ -2,14 +2,29 @@
 
 from ._config import config_context, get_config, set_config
 from .decoding import CandidateSets, PackedBinaryFeatures
-from .estimators import IOKR
+from .estimators import IOKR, MPIOKR, RLS, ConditionalRankRLS, KronRLS, RankRLS, TwoStepRLS
+from .model_selection import IOKRCV, RLSCV
+from .strings import SegmentedStringKDE, StringKDE
+from .text import ContextFeaturizer, ContextRLSClassifier
 
 __version__ = "0.1.0"
 
 __all__ = [
     "IOKR",
+    "IOKRCV",
+    "MPIOKR",
+    "RLS",
+    "RLSCV",
     "CandidateSets",
+    "ConditionalRankRLS",
+    "ContextFeaturizer",
+    "ContextRLSClassifier",
+    "KronRLS",
     "PackedBinaryFeatures",
+    "RankRLS",
+    "SegmentedStringKDE",
+    "StringKDE",
+    "TwoStepRLS",
     "__version__",
     "config_context",
     "get_config",

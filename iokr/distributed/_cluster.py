@@ -48,6 +48,21 @@ def connect(address, **client_kwargs):
         yield client
 
 
+def _identity(obj):
+    return obj
+
+
+def hold(client, obj):
+    """A future holding ``obj`` that survives the loss of the worker keeping it.
+
+    ``client.scatter`` data is lost for good when its worker dies (Dask cannot recompute it) and every task that
+    needs it then fails; a task returning ``obj`` keeps ``obj`` in its specification, so the scheduler recomputes it
+    on another worker and the dependent tasks can be retried. ``pure=False`` gives every call a fresh key: a key
+    reused from an earlier call could be released while this one still needs it.
+    """
+    return client.submit(_identity, obj, pure=False)
+
+
 def gather_all(client, futures, what):
     """Results of all ``futures`` in order, or :class:`DistributedRunError` if any failed (then the rest are
     cancelled: no partial result escapes)."""

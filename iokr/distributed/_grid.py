@@ -11,7 +11,7 @@ from sklearn.base import clone
 from sklearn.model_selection import ParameterGrid, check_cv
 
 from ..decoding import order_by_score
-from ._cluster import gather_all
+from ._cluster import gather_all, hold
 
 
 def top1_retrieval(estimator, X_test, Y_test):
@@ -77,7 +77,7 @@ def distributed_grid_search(client, estimator, param_grid, X, Y, *, cv=5, scorin
     """
     X, Y = np.asarray(X), np.asarray(Y)
     settings, splits = _tasks(param_grid, cv, X, Y)
-    X_f, Y_f = client.scatter([X, Y], broadcast=True)
+    X_f, Y_f = hold(client, X), hold(client, Y)
     futures = [client.submit(_fit_score, estimator, params, X_f, Y_f, train, test, scoring, retries=retries,
                              pure=False) for params in settings for train, test in splits]
     scores = gather_all(client, futures, "distributed_grid_search")

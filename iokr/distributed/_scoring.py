@@ -7,7 +7,7 @@ top-k of the union of per-part top-k lists, so the merged result is exactly the 
 
 The pool travels to workers as a reference, not as data: a :class:`~iokr.decoding.CandidateFile` pickles as its
 path (every worker reopens and re-verifies it: all workers must see the same file system), an in-memory array is
-scattered once.
+sent once (a recomputable task, see ``_cluster.hold``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 from .._config import get_config
 from ..decoding import CandidateFile, QueryRanking, top_k_scores
 from ..decoding._scoring import _merge_top_k, _plan
-from ._cluster import gather_all
+from ._cluster import DistributedRunError, gather_all, hold
 
 
 class _PoolRange:
@@ -117,14 +117,18 @@ def distributed_top_k(client, model, X, pool, k, *, query_block=None, candidate_
         working_memory = getattr(model, "working_memory", None) or get_config()["working_memory"]
     local_rows = _plan(model._scorer(X, None, "candidate_sets"), n_pool, working_memory)
     queries, candidates = plan_tasks(n_queries, n_pool, query_block, candidate_block, align=local_rows)
-    [model_f] = client.scatter([model], broadcast=True)
-    # A candidate file travels as its path; anything in memory is sent to each worker once.
-    pool_f = pool if isinstance(pool, CandidateFile) else client.scatter(pool, broadcast=True)
-    futures = []
-    for q0, q1 in queries:
-        X_f = client.scatter(X[q0:q1], broadcast=True)  # replicated: survives the loss of a worker
-        futures.append([client.submit(_task, model_f, X_f, pool_f, c0, c1, k, working_memory, retries=retries,
-                                      pure=False) for c0, c1 in candidates])
+    try:
+        model_f = hold(client, model)
+        # A candidate file travels as its path; anything in memory is sent once and shared by the tasks.
+        pool_f = pool if isinstance(pool, CandidateFile) else hold(client, pool)
+        futures = []
+        for q0, q1 in queries:
+            X_f = hold(client, X[q0:q1])
+            futures.append([client.submit(_task, model_f, X_f, pool_f, c0, c1, k, working_memory, retries=retries,
+                                          pure=False) for c0, c1 in candidates])
+    except Exception as exc:  # e.g. a worker lost while data was being sent to it
+        raise DistributedRunError(f"distributed_top_k: sending data or tasks to the cluster failed: {exc!r}. "
+                                  "No partial result is returned.") from exc
     flat = [f for row in futures for f in row]
     results = gather_all(client, flat, "distributed_top_k")
     merged, pos = [], 0

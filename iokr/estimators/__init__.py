@@ -1,5 +1,9 @@
 """Thin estimators, one module each; the numerics live in :mod:`iokr.linalg` and :mod:`iokr.decoding`."""
 
 from .iokr import IOKR
+from .kron import ConditionalRankRLS, KronRLS, TwoStepRLS
+from .mpiokr import MPIOKR
+from .rankrls import RankRLS
+from .rls import RLS
 
-__all__ = ["IOKR"]
+__all__ = ["IOKR", "MPIOKR", "RLS", "ConditionalRankRLS", "KronRLS", "RankRLS", "TwoStepRLS"]

@@ -81,21 +81,24 @@ def _holdout_ab_c(V, s1, U, s2, Y, alpha, setting):
     """
     grid = np.outer(s1, s2)
     W = grid / (grid + alpha)
+    # 1 - h from the complement weights alpha / (s1 s2 + alpha): the rows of the orthogonal V and U have unit norm,
+    # so this has no cancellation when the leverage h is close to 1 (small alpha).
+    Wc = alpha / (grid + alpha)
     Yt = V.T @ Y @ U
     if setting == "A":
         P = V @ (W * Yt) @ U.T
-        h = (V * V) @ W @ (U * U).T
-        return (P - h * Y) / (1.0 - h)
+        VV, UU = V * V, (U * U).T
+        return (P - (VV @ W @ UU) * Y) / (VV @ Wc @ UU)
     if setting == "B":
         Z = Y @ U
-        h = (V * V) @ W
-        return ((V @ (W * Yt) - h * Z) / (1.0 - h)) @ U.T
+        VV = V * V
+        return ((V @ (W * Yt) - (VV @ W) * Z) / (VV @ Wc)) @ U.T
     Z = V.T @ Y
-    h = W @ (U * U).T
-    return V @ (((W * Yt) @ U.T - h * Z) / (1.0 - h))
+    UU = (U * U).T
+    return V @ (((W * Yt) @ U.T - (W @ UU) * Z) / (Wc @ UU))
 
 
-def _holdout_d(K1, K2, eig2, Y, alpha):
+def _holdout_d(K1, eig2, Y, alpha):
     """Leave-row-and-column-out predictions: row ``i`` is left out by retraining (``n1`` eigendecompositions of
     ``K1`` without ``i``), column ``j`` by the setting-C shortcut on that model, evaluated at the new row ``i``.
 
@@ -112,11 +115,10 @@ def _holdout_d(K1, K2, eig2, Y, alpha):
         V, s1 = eig1.eigenvectors, eig1.eigenvalues
         denom = np.outer(s1, s2) + alpha
         Dw = s2[None, :] / denom  # W / s1'
-        W = np.outer(s1, s2) / denom
         Yr = Y[rest]
         Z = V.T @ Yr
         Yt = Z @ U
-        scaled = ((Dw * Yt) @ U.T - (Dw @ UU) * Z) / (1.0 - W @ UU)
+        scaled = ((Dw * Yt) @ U.T - (Dw @ UU) * Z) / ((alpha / denom) @ UU)
         out[i] = (K1[i, rest] @ V) @ scaled
     return out
 
@@ -441,7 +443,8 @@ class KronRLS(_PairwiseRLS):
         setting : {"A", "B", "C", "D"}
             A: leave one pair out (known rows and columns); B: leave one row out (new rows); C: leave one column
             out (new columns); D: leave the row and the column out (new rows and columns; the training pairs share
-            neither).
+            neither). A-C cost a few ``O(n1 n2 (n1 + n2))`` products; D retrains over the smaller domain
+            (``min(n1, n2)`` eigendecompositions of size ``min(n1, n2) - 1``) with the closed form over the other.
         alpha : float, optional
             Regularization to evaluate (default: the fitted one); the eigendecompositions are reused.
 
@@ -462,8 +465,8 @@ class KronRLS(_PairwiseRLS):
         if setting == "D":
             # Loop over the smaller domain, closed form over the larger one.
             if self.shape_[0] <= self.shape_[1]:
-                return _holdout_d(self.K1_, self.K2_, eig2, self.Y_, alpha)
-            return _holdout_d(self.K2_, self.K1_, eig1, self.Y_.T, alpha).T
+                return _holdout_d(self.K1_, eig2, self.Y_, alpha)
+            return _holdout_d(self.K2_, eig1, self.Y_.T, alpha).T
         return _holdout_ab_c(eig1.eigenvectors, eig1.eigenvalues, eig2.eigenvectors, eig2.eigenvalues, self.Y_,
                              alpha, setting)
 
@@ -574,19 +577,20 @@ class TwoStepRLS(BaseEstimator):
         eig1, eig2 = self.eigen_
 
         def hat(eig, alpha):
+            """Hat matrix, its diagonal and ``1 - diag`` from the complement weights (no cancellation)."""
             Q, s = eig.eigenvectors, eig.eigenvalues
-            return (Q * (s / (s + alpha))) @ Q.T
+            return (Q * (s / (s + alpha))) @ Q.T, (Q * Q) @ (s / (s + alpha)), (Q * Q) @ (alpha / (s + alpha))
 
-        H1, H2 = hat(eig1, a1), hat(eig2, a2)
-        h1, h2 = np.diag(H1)[:, None], np.diag(H2)[None, :]
+        (H1, h1, c1), (H2, h2, c2) = hat(eig1, a1), hat(eig2, a2)
+        h1, c1, h2, c2 = h1[:, None], c1[:, None], h2[None, :], c2[None, :]
         Y = self.Y_
         if setting == "A":
-            return (H1 @ Y @ H2 - h1 * h2 * Y) / (1.0 - h1 * h2)
+            return (H1 @ Y @ H2 - h1 * h2 * Y) / (c1 + h1 * c2)  # 1 - h1 h2 = (1 - h1) + h1 (1 - h2)
         if setting == "B":
             YH2 = Y @ H2
-            return (H1 @ YH2 - h1 * YH2) / (1.0 - h1)
+            return (H1 @ YH2 - h1 * YH2) / c1
         if setting == "C":
             H1Y = H1 @ Y
-            return (H1Y @ H2 - H1Y * h2) / (1.0 - h2)
-        loo_cols = (Y @ H2 - Y * h2) / (1.0 - h2)
-        return (H1 @ loo_cols - h1 * loo_cols) / (1.0 - h1)
+            return (H1Y @ H2 - H1Y * h2) / c2
+        loo_cols = (Y @ H2 - Y * h2) / c2
+        return (H1 @ loo_cols - h1 * loo_cols) / c1

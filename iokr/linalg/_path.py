@@ -147,6 +147,57 @@ class CholeskyShift:
         return float((d.max() / d.min()) ** 2) if d.size else 1.0
 
 
+class InterceptShift:
+    """Shifted solver of the model with an unpenalized intercept, ``f = K c + b 1``, wrapping a plain shifted solver.
+
+    The intercept is the limit ``t -> inf`` of the kernel ``K + t 1 1^T`` (an intercept with penalty ``alpha / t``);
+    by Sherman-Morrison its shifted inverse tends to
+
+        G_inf = G - u u^T / s,      G = (K + alpha I)^{-1},  u = G 1,  s = 1^T G 1,
+
+    so every hold-out formula applies unchanged with ``G_inf`` in place of ``G``. Fitting such a model on a training
+    side equals centering inputs *and* outputs on that side's own means (ridge with an intercept), which is why the
+    closed form with an intercept reproduces estimators whose centering is refitted on every training side.
+    """
+
+    def __init__(self, base):
+        self.base = base
+        self.method = base.method
+        self.alpha = base.alpha
+        self._u = base.solve(np.ones(base.n))
+        self._s = float(self._u.sum())
+
+    @property
+    def n(self):
+        return self.base.n
+
+    def prepare(self, rhs):
+        return (self.base.prepare(rhs), np.asarray(rhs, dtype=np.float64).sum(axis=0))
+
+    def solve_prepared(self, token):
+        base_token, _ = token
+        A = self.base.solve_prepared(base_token)
+        # u^T Y = 1^T G Y = 1^T A (G symmetric).
+        correction = A.sum(axis=0) / self._s
+        return A - (np.multiply.outer(self._u, correction) if A.ndim > 1 else self._u * correction)
+
+    def solve(self, rhs):
+        return self.solve_prepared(self.prepare(rhs))
+
+    def inverse_diag(self):
+        return self.base.inverse_diag() - self._u**2 / self._s
+
+    def inverse_rows(self, rows):
+        return self.base.inverse_rows(rows) - np.outer(self._u[rows], self._u) / self._s
+
+    def inverse_block(self, rows):
+        u = self._u[rows]
+        return self.base.inverse_block(rows) - np.outer(u, u) / self._s
+
+    def condition_number(self):
+        return self.base.condition_number()
+
+
 class RegularizationPath:
     """Shifted solves ``(K + alpha I)^{-1}`` for a grid of alphas, by the cheaper exact route.
 
@@ -160,6 +211,8 @@ class RegularizationPath:
         ``"auto"`` takes the eigen route for grids of at least :data:`EIGEN_MIN_ALPHAS` values.
     name : str
         Name used in messages.
+    intercept : bool, default=False
+        Serve the model with an unpenalized intercept (:class:`InterceptShift`) instead of the plain one.
 
     Attributes
     ----------
@@ -178,8 +231,9 @@ class RegularizationPath:
     [0.6666666666666666, 0.5]
     """
 
-    def __init__(self, gram, alphas, *, method="auto", name="K"):
+    def __init__(self, gram, alphas, *, method="auto", name="K", intercept=False):
         self.alphas = check_alphas(alphas)
+        self.intercept = bool(intercept)
         if method not in PATH_METHODS:
             raise ValueError(f"The 'method' parameter of RegularizationPath must be one of {PATH_METHODS}. "
                              f"Got {method!r} instead.")
@@ -206,7 +260,11 @@ class RegularizationPath:
         return self._eigen
 
     def at(self, index):
-        """The shifted solver for ``alphas[index]``."""
+        """The shifted solver for ``alphas[index]`` (wrapped in :class:`InterceptShift` with ``intercept``)."""
+        shift = self._plain(index)
+        return InterceptShift(shift) if self.intercept else shift
+
+    def _plain(self, index):
         alpha = float(self.alphas[index])
         if self.method == "cholesky":
             with warnings.catch_warnings():

@@ -150,10 +150,19 @@ class IOKRCV(PathSearchMixin, BaseEstimator):
 
     Notes
     -----
-    Convention: input and output centering/normalization statistics are fitted on the whole training set, once
-    (the closed form needs one Gram). Each hold-out value is therefore exactly that of an IOKR retrained on the
-    other examples *with the transforms held fixed*; refitting the transforms on each training side as well
-    changes the scores slightly (measured in ``tests/model_selection/test_iokrcv.py`` and the report).
+    Transforms. The transformed Grams are computed once, with centering/normalization statistics of the whole
+    training set. Used naively, global centering leaks the held-out outputs: centered features sum to zero, so
+    ``psi_c(y_i) = -sum_{j != i} psi_c(y_j)`` and, with small alphas, leave-one-out "predicts" the held-out output
+    exactly. When both sides are centered (the default), the closed form therefore uses the model with an
+    unpenalized intercept (:class:`~iokr.linalg.InterceptShift`), which is exactly what refitting the centering on
+    each training side gives: with ``normalize_input=normalize_output=False`` every hold-out value equals that of an
+    IOKR refitted on the training side (output-space errors, and candidate ranks under ``decoding="distance"``).
+    Normalization statistics stay those of the whole training set (each example's norm after global centering),
+    a small difference to full refitting, measured on real data in ``reports/model_selection.md``. With only one
+    side centered there is no intercept form; the values are those of retraining with the global transforms held
+    fixed (and carry the leak above).
+
+    Ties in the mean score go to the first setting in grid order.
 
     Examples
     --------
@@ -241,7 +250,8 @@ class IOKRCV(PathSearchMixin, BaseEstimator):
                 out_params = apply_setting(base, out_setting)
                 side = OutputSide(out_params["output_kernel"], self.center_output, self.normalize_output)
                 targets.append((out_setting, _OutputTarget(side.fit(Y), n)))
-            path = RegularizationPath(gram, alphas, method=self.path_method, name="input kernel")
+            path = RegularizationPath(gram, alphas, method=self.path_method, name="input kernel",
+                                      intercept=self.center_input and self.center_output)
             results = {}
             for j, solver in enumerate(path):
                 shared = {}  # output-independent hold-out algebra at this alpha, shared by all output settings

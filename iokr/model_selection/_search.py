@@ -157,8 +157,12 @@ class RLSCV(PathSearchMixin, RegressorMixin, BaseEstimator):
     Notes
     -----
     Centering/normalization statistics are those of the whole training set, as the closed form needs one Gram:
-    the hold-out value is that of a model retrained on the other examples *with the transform held fixed*. Ties
-    in the mean score go to the first setting in grid order (alphas in the given order).
+    the hold-out value is that of a model retrained on the other examples *with the transform held fixed*.
+    Caution with ``center=True``: globally centered features sum to zero, so a held-out example's centered
+    kernel row is minus the sum of the others' and, for small alphas, its hold-out prediction approaches
+    ``-sum_{j != i} y_j``; prefer ``center=False`` (or :class:`IOKRCV`, which handles centering of both sides
+    exactly through an unpenalized intercept) when selecting alpha. Ties in the mean score go to the first setting
+    in grid order (alphas in the given order).
     """
 
     def __init__(self, alphas=DEFAULT_ALPHAS, kernel="linear", center=False, normalize=False, cv=None,

@@ -65,9 +65,10 @@ def test_distributed_rank_identical_to_local(client, problem, query_block, candi
 def test_distributed_candidate_file(client, problem, tmp_path):
     model, X_test, bits = problem
     f = write_candidate_file(tmp_path / "pool.bin", PackedBinaryFeatures.from_dense(bits), block_rows=128)
-    local_idx, local_scores = model.rank(X_test, CandidateSets.shared(f, len(X_test)), top_k=10), None
+    local = model.rank(X_test, CandidateSets.shared(f, len(X_test)), top_k=10)
     idx, scores = distributed_top_k(client, model, X_test, f, 10, candidate_block=250)
-    np.testing.assert_array_equal(idx, np.array([r.pool_indices for r in local_idx]))
+    np.testing.assert_array_equal(idx, np.array([r.pool_indices for r in local]))
+    np.testing.assert_array_equal(scores, np.array([r.scores for r in local]))
 
 
 def test_changed_file_fails_the_whole_run(client, problem, tmp_path):
@@ -115,3 +116,13 @@ def test_grid_identical_to_local(client):
     np.testing.assert_array_equal(remote["split_scores"], local["split_scores"])
     assert remote["best_index"] == local["best_index"]
     assert remote["split_scores"].shape == (4, 3)
+
+
+def test_repeated_calls_do_not_reuse_released_data(client, problem):
+    # Content-hashed scatter keys made a second call reuse a key whose release was still in flight ("lost
+    # dependencies"); every call must scatter under fresh keys.
+    model, X_test, bits = problem
+    pool = bits.astype(np.float32)
+    results = [distributed_top_k(client, model, X_test, pool, 10)[0] for _ in range(4)]
+    for idx in results[1:]:
+        np.testing.assert_array_equal(idx, results[0])

@@ -317,3 +317,12 @@ def test_two_step_matches_dense_and_retraining(rng):
     Y2[2, 1] = F[2, 1]
     refit = TwoStepRLS(alpha1=a1, alpha2=a2).fit(K1, K2, Y2)
     assert refit.predict(K1, K2)[2, 1] == pytest.approx(F[2, 1], rel=1e-9)
+
+
+@pytest.mark.parametrize("setting", ["A", "B", "C", "D"])
+def test_holdout_stable_when_leverage_is_one(rng, setting):
+    # Identity kernels: a held-out pair carries no information, so every hold-out prediction is exactly 0; with
+    # alpha = 1e-20 the leverage rounds to 1, and 1 - h must come from alpha / (s + alpha), not from 1 - h.
+    Y = rng.normal(size=(4, 5))
+    model = KronRLS(alpha=1e-20).fit(np.eye(4), np.eye(5), Y)
+    np.testing.assert_allclose(model.holdout_predictions(setting), 0.0, atol=1e-12)

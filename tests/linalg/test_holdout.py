@@ -192,3 +192,48 @@ def test_check_alphas_rejects_bad_grids(alphas, match):
 def test_check_holdouts_rejects_bad_sets(holdouts, match):
     with pytest.raises(ValueError, match=match):
         check_holdouts(holdouts, 5)
+
+
+def retrained_with_intercept(K, Y, rows, alpha):
+    """Reference: min ||Y_C - K_CC c - 1 b^T||^2 + alpha c^T K_CC c on the complement, via its KKT system
+    [[K + alpha I, 1], [1^T, 0]] [c; b] = [Y; 0]; predicts K_HC c + b."""
+    train = np.setdiff1d(np.arange(K.shape[0]), rows)
+    m = train.size
+    S = np.zeros((m + 1, m + 1))
+    S[:m, :m] = K[np.ix_(train, train)] + alpha * np.eye(m)
+    S[:m, m] = S[m, :m] = 1.0
+    Yc = Y[train].reshape(m, -1)
+    sol = np.linalg.solve(S, np.vstack([Yc, np.zeros((1, Yc.shape[1]))]))
+    pred = K[np.ix_(rows, train)] @ sol[:m] + sol[m]
+    return pred.reshape((rows.size,) + Y.shape[1:])
+
+
+@pytest.mark.parametrize("method", ["eigen", "cholesky"])
+@pytest.mark.parametrize("n_targets", [None, 3])
+@pytest.mark.parametrize("kind", ["loo", "kfold", "grouped"])
+def test_intercept_holdout_vs_retraining(rng, method, n_targets, kind):
+    K, Y = make_problem(rng, (26, 5), n_targets, np.float64)
+    Y = Y + 3.0  # a non-zero mean, which the intercept must absorb
+    holdouts = check_holdouts(holdout_sets(kind, 26, rng), 26)
+    path = RegularizationPath(K, ALPHAS, method=method, intercept=True)
+    for alpha, solver in zip(ALPHAS, path):
+        for rows, pred in zip(holdouts, holdout_predictions(solver, Y, holdouts)):
+            np.testing.assert_allclose(pred, retrained_with_intercept(K, Y, rows, alpha), rtol=1e-8, atol=1e-10)
+        if kind == "loo":
+            loo = loo_residuals(solver, solver.prepare(Y))
+            expected = np.stack([Y[i] - retrained_with_intercept(K, Y, np.array([i]), alpha)[0] for i in range(26)])
+            np.testing.assert_allclose(loo, expected.reshape(loo.shape), rtol=1e-8, atol=1e-10)
+
+
+def test_intercept_equals_refitted_centering(rng):
+    """Linear features: the intercept model's hold-out equals centering X and Y on each training side's own means."""
+    X = rng.normal(size=(20, 4)) + 2.0
+    Y = rng.normal(size=(20, 2)) - 1.0
+    solver = RegularizationPath(X @ X.T, [0.7], intercept=True).at(0)
+    holdouts = check_holdouts(holdout_sets("kfold", 20, rng), 20)
+    for rows, pred in zip(holdouts, holdout_predictions(solver, Y, holdouts)):
+        train = np.setdiff1d(np.arange(20), rows)
+        mx, my = X[train].mean(axis=0), Y[train].mean(axis=0)
+        Xc = X[train] - mx
+        W = np.linalg.solve(Xc.T @ Xc + 0.7 * np.eye(4), Xc.T @ (Y[train] - my))
+        np.testing.assert_allclose(pred, (X[rows] - mx) @ W + my, rtol=1e-8)

@@ -38,12 +38,24 @@ def fixed_transform_sides(X, Y, input_kernel, output_kernel):
     return gram, out
 
 
-def retrained_coefficients(gram, test, alpha):
-    """Combination weights of the training outputs for the model retrained on the complement: (|H|, n)."""
+def retrained_coefficients(gram, test, alpha, intercept=True):
+    """Combination weights of the training outputs for the model retrained on the complement: (|H|, n).
+
+    With ``intercept`` (both sides centered, the default) the retrained model has an unpenalized intercept, solved
+    through its KKT system ``[[K + alpha I, 1], [1^T, 0]]``: what refitting the centering on the training side gives.
+    """
     n = gram.shape[0]
     train = np.setdiff1d(np.arange(n), test)
+    m = train.size
     W = np.zeros((test.size, n))
-    W[:, train] = np.linalg.solve(gram[np.ix_(train, train)] + alpha * np.eye(train.size), gram[np.ix_(train, test)]).T
+    if not intercept:
+        W[:, train] = np.linalg.solve(gram[np.ix_(train, train)] + alpha * np.eye(m), gram[np.ix_(train, test)]).T
+        return W
+    S = np.zeros((m + 1, m + 1))
+    S[:m, :m] = gram[np.ix_(train, train)] + alpha * np.eye(m)
+    S[:m, m] = S[m, :m] = 1.0
+    maps = np.linalg.solve(S, np.vstack([np.eye(m), np.zeros((1, m))]))  # [c; b] as linear maps of Y_train
+    W[:, train] = gram[np.ix_(test, train)] @ maps[:m] + maps[m]
     return W
 
 
@@ -221,6 +233,46 @@ def test_without_transforms_equals_refitting_iokr(rng, scoring, working_memory):
             ranks = np.array(ranks)
             expected.append(np.mean(1.0 / ranks) if scoring == "mrr" else np.mean(ranks <= 1))
         np.testing.assert_allclose(search.cv_results_["split_test_scores"][j], expected, rtol=1e-10)
+
+
+@pytest.mark.parametrize("output_kernel", ["linear", GaussianTanimoto(gamma=0.5)], ids=["explicit", "kernel"])
+@pytest.mark.parametrize("cv", [None, 4], ids=["loo", "kfold"])
+def test_centering_refitted_per_split_is_exact(rng, output_kernel, cv):
+    """Both sides centered, no normalization: closed form == IOKR refitted (with its own centering) on each split."""
+    X, Y = make_data(rng, (20, 3), 8, np.float64, binary=True)
+    sets = candidate_lists(rng, Y)
+    flags = dict(center_input=True, normalize_input=False, center_output=True, normalize_output=False)
+    holdouts = [np.array([i]) for i in range(20)] if cv is None else [t for _, t in KFold(4).split(X)]
+    for scoring in ("mse", "mrr"):
+        search = IOKRCV(alphas=[1e-3, 0.5], input_kernel="gaussian", output_kernel=output_kernel, cv=cv,
+                        scoring=scoring, **flags).fit(X, Y, candidate_sets=sets)
+        for j, alpha in enumerate([1e-3, 0.5]):
+            expected = []
+            for test in holdouts:
+                train = np.setdiff1d(np.arange(20), test)
+                model = IOKR(alpha=alpha, input_kernel="gaussian", output_kernel=output_kernel, **flags)
+                model.fit(X[train], Y[train])
+                if scoring == "mse":
+                    # ||h(x) - psi(y)||^2 = k(y, y) - (2 <h, psi(y)> - ||h||^2) from the "distance" scores (+ ||h||^2).
+                    inner = IOKR(alpha=alpha, input_kernel="gaussian", output_kernel=output_kernel, decoding="inner",
+                                 **flags).fit(X[train], Y[train])
+                    errors = []
+                    for i in test:
+                        h_y = inner.decision_function(X[i:i + 1], Y[i:i + 1])[0, 0]
+                        h_h = np.sum(inner._coefficients(inner.input_.test_block(X[i:i + 1], slice(None))) *
+                                     (inner._coefficients(inner.input_.test_block(X[i:i + 1], slice(None))) @
+                                      inner.output_.train_gram if not inner.output_.explicit else
+                                      inner._coefficients(inner.input_.test_block(X[i:i + 1], slice(None)))))
+                        k_yy = inner.output_.candidate_block(Y[i:i + 1], "distance")[1][0] * -1.0
+                        errors.append(k_yy - 2 * h_y + h_h)
+                    expected.append(-np.mean(errors))
+                else:
+                    ranks = []
+                    for i, ranking in zip(test, model.rank(X[test], [sets[i] for i in test])):
+                        truth = int(np.flatnonzero((sets[i] == Y[i]).all(axis=1))[0])
+                        ranks.append(true_candidate_rank(ranking.scores[np.argsort(ranking.order)], truth))
+                    expected.append(np.mean(1.0 / np.array(ranks)))
+            np.testing.assert_allclose(search.cv_results_["split_test_scores"][j], expected, rtol=1e-7)
 
 
 def test_bad_input(rng):

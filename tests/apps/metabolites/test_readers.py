@@ -76,6 +76,7 @@ Num Peaks: 2
 
 
 def test_mgf_and_msp_through_matchms(tmp_path):
+    pytest.importorskip("matchms")
     (tmp_path / "a.mgf").write_text(MGF)
     S, report = read_spectra(tmp_path / "a.mgf")
     assert len(S) == 1 and report.skipped[0][1] == "missing precursor m/z"
