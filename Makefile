@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-EXTRAS ?= test,chem,plot
+EXTRAS ?= test,chem,plot,distributed
 
 .PHONY: demo test venv bench clean
 

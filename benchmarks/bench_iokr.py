@@ -22,6 +22,8 @@ import time
 
 import numpy as np
 
+from benchmarks._memory import peak_rss_mib
+
 P_BITS = 2048
 
 
@@ -82,8 +84,6 @@ def sgemm_rate(m, c, p, seed=0):
 
 def throughput(n_queries, n_candidates, top_k, mode, working_memory=1024, n_check=5, seed=0):
     """Run in a child process: streamed top-k (``mode="rank"``) or dense scores (``mode="dense"``)."""
-    import resource
-
     from iokr import IOKR, CandidateSets, PackedBinaryFeatures, config_context
     from iokr.kernels import Gaussian
 
@@ -98,7 +98,7 @@ def throughput(n_queries, n_candidates, top_k, mode, working_memory=1024, n_chec
         packed[start:stop] = np.packbits(rng.random((stop - start, P_BITS), dtype=np.float32) < 0.1, axis=1)
     pool = PackedBinaryFeatures(packed, P_BITS)
     model = IOKR(alpha=1.0, input_kernel=Gaussian(0.01), decoding="cosine").fit(X, Y)
-    baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    baseline = peak_rss_mib()
     with config_context(working_memory=working_memory):
         if mode == "rank":
             sets = CandidateSets.shared(pool, n_queries)
@@ -112,7 +112,7 @@ def throughput(n_queries, n_candidates, top_k, mode, working_memory=1024, n_chec
         else:
             seconds, S = _timed(lambda: model.decision_function(X_test, pool))
             checked = None
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    peak = peak_rss_mib()
     print(json.dumps({"seconds": seconds, "peak_rss_mib": peak, "rss_before_scoring_mib": baseline,
                       "topk_exact": checked}))
 

@@ -16,15 +16,16 @@ Timings on a shared 2-core machine under load from other jobs: ``ours_s`` is wal
 
 from __future__ import annotations
 
-import resource
 import time
 from pathlib import Path
 
 import numpy as np
 
+from benchmarks._memory import peak_rss_mib
+
 
 def _rss_mb():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    return peak_rss_mib()
 
 
 def _naive_ppk(S, T, sigma_mz, sigma_int):

@@ -26,13 +26,14 @@ from __future__ import annotations
 import json
 import math
 import os
-import resource
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+
+from benchmarks._memory import peak_rss_mib
 
 N_BITS = 2765
 
@@ -136,7 +137,7 @@ def child(config):
         out["fit_cpu_seconds"] = time.process_time() - cpu
         out["stats_seconds"] = model.candidate_stats_.seconds
         out["stats_cpu_seconds"] = model.candidate_stats_.cpu_seconds
-        out["peak_rss_gib_after_fit"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+        out["peak_rss_gib_after_fit"] = peak_rss_mib() / 1024.0
         # Model estimation, as repeated for each (alpha, gamma) during model selection: the statistics are reused.
         times = []
         for alpha, gamma in ((0.5, 2.0), (0.1, 0.5)):
@@ -156,7 +157,7 @@ def child(config):
                                                          config["naive_members"])
         out["naive_seconds_measured"] = naive_seconds
         out["naive_members_measured"] = naive_members
-    out["peak_rss_gib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    out["peak_rss_gib"] = peak_rss_mib() / 1024.0
     return out
 
 

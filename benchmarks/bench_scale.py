@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 
 import numpy as np
+
+from benchmarks._memory import peak_rss_mib
 
 P_BITS = 2048
 
@@ -94,10 +95,10 @@ def stream_child(n_queries, n_candidates, top_k, path, working_memory=1024, n_ch
     pool = CandidateFile(path)
     block = min(n_candidates, 10_000)
     rate_before = _sgemm_rate(n_queries, block, P_BITS)
-    baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    baseline = peak_rss_mib()
     with config_context(working_memory=working_memory):
         seconds, rankings = _timed(lambda: model.rank(X_test, CandidateSets.shared(pool, n_queries), top_k=top_k))
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    peak = peak_rss_mib()
     rate_after = _sgemm_rate(n_queries, block, P_BITS)
     sample = np.sort(rng.choice(n_queries, size=n_check, replace=False))
     with config_context(working_memory=working_memory):
@@ -212,7 +213,7 @@ def sketched_rows(quick=False):
     acc = _retrieval_accuracy(model, X[n_big:], Y[n_big:])
     rows.append({"case": f"n={n_big:,} nystrom s=1000 (exact IOKR: {8 * n_big**2 / 2**30:.0f} GiB Gram)",
                  "fit_s": t, "top1": acc["top1"], "top10": acc["top10"],
-                 "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0})
+                 "peak_rss_mib": peak_rss_mib()})
     return rows
 
 

@@ -1,8 +1,8 @@
 """iokr: structured-output prediction and ranking with least-squares kernel methods."""
 
 from ._config import config_context, get_config, set_config
-from .decoding import CandidateSets, PackedBinaryFeatures
-from .estimators import IOKR, MPIOKR, RLS, ConditionalRankRLS, KronRLS, RankRLS, TwoStepRLS
+from .decoding import CandidateFile, CandidateFileWriter, CandidateSets, PackedBinaryFeatures, write_candidate_file
+from .estimators import IOKR, MPIOKR, RLS, ConditionalRankRLS, KronRLS, RankRLS, SketchedIOKR, TwoStepRLS
 from .model_selection import IOKRCV, RLSCV
 from .strings import SegmentedStringKDE, StringKDE
 from .text import ContextFeaturizer, ContextRLSClassifier
@@ -15,6 +15,8 @@ __all__ = [
     "MPIOKR",
     "RLS",
     "RLSCV",
+    "CandidateFile",
+    "CandidateFileWriter",
     "CandidateSets",
     "ConditionalRankRLS",
     "ContextFeaturizer",
@@ -23,10 +25,12 @@ __all__ = [
     "PackedBinaryFeatures",
     "RankRLS",
     "SegmentedStringKDE",
+    "SketchedIOKR",
     "StringKDE",
     "TwoStepRLS",
     "__version__",
     "config_context",
     "get_config",
     "set_config",
+    "write_candidate_file",
 ]

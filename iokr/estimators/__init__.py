@@ -5,5 +5,6 @@ from .kron import ConditionalRankRLS, KronRLS, TwoStepRLS
 from .mpiokr import MPIOKR
 from .rankrls import RankRLS
 from .rls import RLS
+from .sketched import SketchedIOKR
 
-__all__ = ["IOKR", "MPIOKR", "RLS", "ConditionalRankRLS", "KronRLS", "RankRLS", "TwoStepRLS"]
+__all__ = ["IOKR", "MPIOKR", "RLS", "ConditionalRankRLS", "KronRLS", "RankRLS", "SketchedIOKR", "TwoStepRLS"]

@@ -164,7 +164,9 @@ class OutputSide:
         C = self.kernel._check_input(C, name)
         dtype = np.float32 if C.dtype == np.float32 else np.float64
         if self.explicit:
-            R, sq_norms = self.feature_transform.transform_with_norms(self.kernel._features(C), dtype=dtype)
+            # R is only read below (scaled into a new array for cosine), so the untransformed input may be used as is.
+            R, sq_norms = self.feature_transform.transform_with_norms(self.kernel._features(C), dtype=dtype,
+                                                                      copy=False, norms=decoding != "inner")
         else:
             cross = self._cross_block(C)
             R, sq_norms = self.kernel_transform.transform(cross, self.kernel._diag(C))
@@ -172,7 +174,7 @@ class OutputSide:
         if decoding == "distance":
             return R, -sq_norms.astype(R.dtype)
         if decoding == "cosine" and not self.normalize:
-            R *= np.sqrt(_safe_inverse(sq_norms))[:, None].astype(R.dtype)
+            R = R * np.sqrt(_safe_inverse(sq_norms))[:, None].astype(R.dtype)
         return R, None
 
     def candidate_bytes_per_row(self, n_train):

@@ -114,6 +114,16 @@ class IOKR(BaseEstimator):
         tags.input_tags.pairwise = self.input_kernel == "precomputed"
         return tags
 
+    def _check_outputs(self, Y):
+        """``Y`` as a 2-D array of output features (validated in detail by the output kernel)."""
+        if Y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None; pass 'Y', "
+                             "the (n, p) array of output features.")
+        Y = np.asarray(Y)
+        if Y.ndim != 2:
+            raise ValueError(f"'Y' must be a 2-D array of output features (n, p), got shape {Y.shape}.")
+        return Y
+
     def _fit_sides(self, X, Y):
         """Validate, build both sides and return the transformed input Gram."""
         self.input_ = InputSide(self.input_kernel, self.center_input, self.normalize_input)
@@ -140,12 +150,7 @@ class IOKR(BaseEstimator):
         self : IOKR
         """
         alpha = self._check_params()
-        if Y is None:
-            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None; pass 'Y', "
-                             "the (n, p) array of output features.")
-        Y = np.asarray(Y)
-        if Y.ndim != 2:
-            raise ValueError(f"'Y' must be a 2-D array of output features (n, p), got shape {Y.shape}.")
+        Y = self._check_outputs(Y)
         gram = self._fit_sides(X, Y)
         self._fit_coefficients(gram, alpha)
         return self

@@ -20,7 +20,7 @@ from .._config import working_memory_bytes
 from .._validation import check_array_2d, check_finite, check_square_gram
 from ..kernels import make_kernel
 from ..linalg import EigenPath, SampledKroneckerOperator, block_cg
-from ..metrics import _concordance_index_fast, pairwise_rank_loss
+from ..metrics import concordance_index, pairwise_rank_loss
 
 __all__ = ["ConditionalRankRLS", "KronRLS", "TwoStepRLS"]
 
@@ -433,7 +433,7 @@ class KronRLS(_PairwiseRLS):
     _ranking = False
 
     def _default_score(self, Y, P):
-        return _concordance_index_fast(Y.ravel(), P.ravel())
+        return concordance_index(Y.ravel(), P.ravel())
 
     def holdout_predictions(self, setting, alpha=None):
         """Cross-validation predictions on the training pairs, in closed form (complete labels, symmetry=None).

@@ -215,12 +215,7 @@ working_memory
         """Fit on inputs ``X`` (n, d) and output features ``Y`` (n, p); see :class:`IOKR`."""
         alpha = self._check_params()
         self._check_sketch_params()
-        if Y is None:
-            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None; pass 'Y', "
-                             "the (n, p) array of output features.")
-        Y = np.asarray(Y)
-        if Y.ndim != 2:
-            raise ValueError(f"'Y' must be a 2-D array of output features (n, p), got shape {Y.shape}.")
+        Y = self._check_outputs(Y)
         rng = np.random.default_rng(self.random_state)
         kernel = make_kernel(self.input_kernel, "input_kernel")
         X = kernel._check_input(X, "X")

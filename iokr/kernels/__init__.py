@@ -7,6 +7,7 @@
 from ._base import Kernel
 from ._combination import Normalized, Precomputed, WeightedSum
 from ._fingerprint import GaussianTanimoto, Tanimoto
+from ._random_features import RandomFourierFeatures
 from ._transform import FeatureTransform, KernelTransform
 from ._vector import Gaussian, Linear, Polynomial
 
@@ -48,6 +49,7 @@ __all__ = [
     "Normalized",
     "Polynomial",
     "Precomputed",
+    "RandomFourierFeatures",
     "Tanimoto",
     "WeightedSum",
     "make_kernel",

@@ -117,19 +117,30 @@ class FeatureTransform:
         """Transformed copy of ``features`` (m, p), in ``dtype`` (default: float32 stays, else float64)."""
         return self.transform_with_norms(features, dtype)[0]
 
-    def transform_with_norms(self, features, dtype=None):
-        """Transformed copy of ``features`` and the squared norms of its rows (float64, shape (m,)).
+    def transform_with_norms(self, features, dtype=None, *, copy=True, norms=True):
+        """Transformed ``features`` and the squared norms of its rows (float64, shape (m,), or None).
 
-        The copy is transformed in place, so the whole transform reads the input once and writes the copy a few
-        times; scoring of large candidate pools depends on this being cheap.
+        The transform writes one new array and works in place on it, so it reads the input once; scoring of large
+        candidate pools depends on this being cheap.
+
+        Parameters
+        ----------
+        features : ndarray of shape (m, p)
+        dtype : dtype, optional
+            float32 stays float32, anything else becomes float64 by default.
+        copy : bool, default=True
+            With ``copy=False`` and neither centering nor normalization, the input itself is returned when it has
+            the right dtype; the caller must then not modify the result.
+        norms : bool, default=True
+            Compute the squared norms (always computed when normalizing).
         """
         features = np.asarray(features)
         dtype = dtype or (np.float32 if features.dtype == np.float32 else np.float64)
         if self.center:  # one pass that reads the input and writes the centered copy
             out = np.subtract(features, self.mean_.astype(dtype), dtype=dtype)
         else:
-            out = np.array(features, dtype=dtype, copy=True)
-        sq_norms = np.einsum("ij,ij->i", out, out).astype(np.float64)
+            out = np.array(features, dtype=dtype, copy=copy or self.normalize)
+        sq_norms = np.einsum("ij,ij->i", out, out).astype(np.float64) if norms or self.normalize else None
         if self.normalize:
             out *= _inverse_sqrt(sq_norms)[:, None].astype(dtype)
             sq_norms = (sq_norms > 0).astype(np.float64)

@@ -11,6 +11,7 @@ from iokr import IOKR, CandidateSets, config_context
 from iokr.exceptions import EmptyCandidateSetWarning
 from iokr.kernels import Gaussian, GaussianTanimoto, Linear, Normalized, Polynomial, Precomputed, Tanimoto
 from reference import (
+    IOKR_LIKE_SKLEARN_CHECKS,
     center_normalize,
     gaussian_pair,
     gaussian_tanimoto_pair,
@@ -409,36 +410,7 @@ def test_singular_input_gram_is_regularized_without_warning():
 # -- scikit-learn estimator contract ---------------------------------------------------------------------------------
 
 
-SKLEARN_CHECKS = [
-    "check_parameters_default_constructible",
-    "check_no_attributes_set_in_init",
-    "check_estimators_overwrite_params",
-    "check_dont_overwrite_parameters",
-    "check_get_params_invariance",
-    "check_set_params",
-    "check_do_not_raise_errors_in_init_or_set_params",
-    "check_estimator_cloneable",
-    "check_estimator_repr",
-    "check_estimator_tags_renamed",
-    "check_valid_tag_types",
-    "check_fit_score_takes_y",
-    "check_estimators_fit_returns_self",
-    "check_fit_check_is_fitted",
-    "check_n_features_in",
-    "check_fit1d",
-    "check_fit2d_1sample",
-    "check_fit2d_1feature",
-    "check_estimators_empty_data_messages",
-    "check_requires_y_none",
-    "check_supervised_y_no_nan",
-    "check_positive_only_tag_during_fit",
-    "check_estimator_sparse_array",
-    "check_estimator_sparse_matrix",
-    "check_estimator_sparse_tag",
-    "check_nonsquare_error",
-    "check_readonly_memmap_input",
-    "check_inplace_ensure_writeable",
-]
+SKLEARN_CHECKS = IOKR_LIKE_SKLEARN_CHECKS
 # Not applicable (IOKR predicts by decoding over candidates, predict(X, candidate_sets), and decision_function(X, C)
 # needs candidates): every check that calls predict(X) / decision_function(X) / score, e.g. check_estimators_unfitted,
 # the predict half of check_estimators_nan_inf, check_estimators_dtypes, check_estimators_pickle, check_fit_idempotent,

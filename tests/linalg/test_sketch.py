@@ -3,6 +3,7 @@ against the Gaussian kernel, and Falkon-PCG against the exact solution."""
 
 import numpy as np
 import pytest
+from reference import IOKR_LIKE_SKLEARN_CHECKS
 
 from iokr import IOKR
 from iokr.estimators.sketched import SketchedIOKR
@@ -132,36 +133,7 @@ def test_bad_parameters(params, match):
 
 
 # The contract checks that apply to IOKR (see tests/estimators/test_iokr.py for those that do not).
-SKETCHED_SKLEARN_CHECKS = [
-    "check_parameters_default_constructible",
-    "check_no_attributes_set_in_init",
-    "check_estimators_overwrite_params",
-    "check_dont_overwrite_parameters",
-    "check_get_params_invariance",
-    "check_set_params",
-    "check_do_not_raise_errors_in_init_or_set_params",
-    "check_estimator_cloneable",
-    "check_estimator_repr",
-    "check_estimator_tags_renamed",
-    "check_valid_tag_types",
-    "check_fit_score_takes_y",
-    "check_estimators_fit_returns_self",
-    "check_fit_check_is_fitted",
-    "check_n_features_in",
-    "check_fit1d",
-    "check_fit2d_1sample",
-    "check_fit2d_1feature",
-    "check_estimators_empty_data_messages",
-    "check_requires_y_none",
-    "check_supervised_y_no_nan",
-    "check_positive_only_tag_during_fit",
-    "check_estimator_sparse_array",
-    "check_estimator_sparse_matrix",
-    "check_estimator_sparse_tag",
-    "check_nonsquare_error",
-    "check_readonly_memmap_input",
-    "check_inplace_ensure_writeable",
-]
+SKETCHED_SKLEARN_CHECKS = IOKR_LIKE_SKLEARN_CHECKS
 
 
 @pytest.mark.parametrize("check_name", SKETCHED_SKLEARN_CHECKS)

@@ -183,3 +183,37 @@ def hamming_loop(Y_true, Y_pred):
             wrong += bool(a) != bool(b)
             count += 1
     return wrong / count
+
+
+# scikit-learn contract checks that apply to IOKR-like estimators (predict needs candidates, so the checks that
+# call predict(X) or decision_function(X) without them do not; see tests/estimators/test_iokr.py).
+IOKR_LIKE_SKLEARN_CHECKS = [
+    "check_parameters_default_constructible",
+    "check_no_attributes_set_in_init",
+    "check_estimators_overwrite_params",
+    "check_dont_overwrite_parameters",
+    "check_get_params_invariance",
+    "check_set_params",
+    "check_do_not_raise_errors_in_init_or_set_params",
+    "check_estimator_cloneable",
+    "check_estimator_repr",
+    "check_estimator_tags_renamed",
+    "check_valid_tag_types",
+    "check_fit_score_takes_y",
+    "check_estimators_fit_returns_self",
+    "check_fit_check_is_fitted",
+    "check_n_features_in",
+    "check_fit1d",
+    "check_fit2d_1sample",
+    "check_fit2d_1feature",
+    "check_estimators_empty_data_messages",
+    "check_requires_y_none",
+    "check_supervised_y_no_nan",
+    "check_positive_only_tag_during_fit",
+    "check_estimator_sparse_array",
+    "check_estimator_sparse_matrix",
+    "check_estimator_sparse_tag",
+    "check_nonsquare_error",
+    "check_readonly_memmap_input",
+    "check_inplace_ensure_writeable",
+]

@@ -4,7 +4,7 @@ raise instead of returning partial results."""
 import numpy as np
 import pytest
 
-pytest.importorskip("distributed")
+pytest.importorskip("dask.distributed")
 
 from iokr import IOKR  # noqa: E402
 from iokr.decoding import CandidateSets, PackedBinaryFeatures, write_candidate_file  # noqa: E402
