@@ -40,8 +40,15 @@ def _naive_ppk(S, T, sigma_mz, sigma_int):
 
 
 def run(quick=False, data_dir=None):
-    from iokr.apps.metabolites import (CandidateStore, Cleaning, Fingerprinter, MetaboliteIdentifier,
-                                       PeakProductKernel, read_candidate_lists, read_spectra)
+    from iokr.apps.metabolites import (
+        CandidateStore,
+        Cleaning,
+        Fingerprinter,
+        MetaboliteIdentifier,
+        PeakProductKernel,
+        read_candidate_lists,
+        read_spectra,
+    )
     from iokr.apps.metabolites._pipeline import training_set
     from iokr.datasets._metabolites import BUNDLED_METABOLITES
     from iokr.decoding import CandidateSets

@@ -32,8 +32,7 @@ def run(quick=False, data_dir=None):
     from threadpoolctl import threadpool_limits
 
     from iokr.datasets import load_parallel_text
-    from iokr.text import (BagOfWordsKernel, ContextFeaturizer, TransformedContextKernel, WordPositionKernel,
-                           tokenize)
+    from iokr.text import BagOfWordsKernel, ContextFeaturizer, TransformedContextKernel, WordPositionKernel, tokenize
 
     _, english, _ = load_parallel_text()
     texts = [tokenize(t) for t in english]

@@ -44,7 +44,7 @@ def main(argv=None):
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     (out / "core.json").write_text(json.dumps(report, indent=2, default=float) + "\n")
-    lines = ["# Core engine on real data (issue 2)", "", f"Command: `python -m benchmarks.realdata_core --data DATA`", "",
+    lines = ["# Core engine on real data (issue 2)", "", "Command: `python -m benchmarks.realdata_core --data DATA`", "",
              (__doc__ or "").strip().split("\n\n", 2)[-1], "", "## Cross-lingual retrieval (1,189 chapters)", "",
              "| direction | top-1 % | top-5 % | top-10 % | MRR |", "|---|---|---|---|---|"]
     for direction, r in retrieval.items():

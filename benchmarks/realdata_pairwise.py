@@ -26,8 +26,7 @@ import numpy as np
 from iokr.estimators.kron import ConditionalRankRLS, KronRLS, TwoStepRLS
 from iokr.estimators.rankrls import RankRLS
 from iokr.kernels import Gaussian, Linear
-from iokr.metrics import concordance_index
-from iokr.metrics import auc, pairwise_rank_loss
+from iokr.metrics import auc, concordance_index, pairwise_rank_loss
 
 SETTINGS = ("A", "B", "C", "D")
 

@@ -49,8 +49,16 @@ from sklearn.model_selection import StratifiedGroupKFold
 from threadpoolctl import threadpool_limits
 
 from iokr.metrics import auc
-from iokr.text import (BagOfWordsKernel, ContextFeaturizer, ContextRLSClassifier, ContextualWeightingKernel,
-                       CooccurrenceLSA, TransformedContextKernel, WordPositionKernel, tokenize)
+from iokr.text import (
+    BagOfWordsKernel,
+    ContextFeaturizer,
+    ContextRLSClassifier,
+    ContextualWeightingKernel,
+    CooccurrenceLSA,
+    TransformedContextKernel,
+    WordPositionKernel,
+    tokenize,
+)
 
 # Binary confusion sets of Golding & Roth (1999) (and I/me, their/there taken as binary), in their order.
 CONFUSION_SETS = [

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from reference import concordance_pairs, example_f1_loop, hamming_loop, rank_of_true
 from sklearn.metrics import roc_auc_score
 
 from iokr.metrics import (
@@ -13,7 +14,6 @@ from iokr.metrics import (
     top_k_accuracy,
     true_candidate_rank,
 )
-from reference import concordance_pairs, example_f1_loop, hamming_loop, rank_of_true
 
 
 @pytest.mark.parametrize("ties", ["optimistic", "pessimistic", "average"])

@@ -110,7 +110,7 @@ def markdown_report(summary, title="Metabolite identification (IOKR) on PubChem 
               f"sigma_intensity={chosen.get('sigma_intensity')}, output {chosen.get('output_kernel')} "
               f"(gamma={chosen.get('output_gamma')}), alpha={chosen.get('alpha')} chosen by cross-validation",
               f"- fingerprint: {summary.get('fingerprint')}; cleaning: {summary.get('cleaning')}",
-              f"- timings (s, shared 2-core machine under load): "
+              "- timings (s, shared 2-core machine under load): "
               + ", ".join(f"{k}={v:.0f}" for k, v in summary.get("timings_s", {}).items()), "",
               "## Cross-validation (training structures only)", "",
               "| alpha | output_gamma | top-1 | top-5 | top-10 | top-20 |", "|---|---|---|---|---|---|"]

@@ -21,8 +21,8 @@ def register(subparsers):
 
 def run(args):
     from ..datasets._metabolites import BUNDLED_METABOLITES
-    from .metabolites import _load_app, _log, _progress, summary_table
     from ._report import write_report
+    from .metabolites import _load_app, _log, _progress, summary_table
 
     jobs = _load_app()
     out = Path(args.output)

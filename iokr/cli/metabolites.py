@@ -84,6 +84,7 @@ def _load_app():
 
     try:
         import rdkit  # noqa: F401 - imported lazily by the app; checked here for a one-line error
+
         from ..apps.metabolites import _jobs
     except ImportError as exc:
         raise CommandError(f"metabolite identification needs RDKit and matchms ({exc}); "

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 import zipfile
 from pathlib import Path
 
 import numpy as np
 
 from ..exceptions import IOKRDataError
+from ._atomic import atomic_open
 
 FORMAT = "iokr-model"
 FORMAT_VERSION = 1
@@ -87,15 +86,8 @@ def save_model_file(path, arrays, metadata, *, kind):
     meta["sha256"] = _digest(arrays, meta)
     payload = dict(arrays)
     payload[_META] = np.frombuffer(json.dumps(meta, sort_keys=True).encode("utf-8"), dtype=np.uint8)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            np.savez_compressed(handle, **payload)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_open(path, "wb") as handle:
+        np.savez_compressed(handle, **payload)
     return path
 
 

@@ -9,14 +9,6 @@ from ._cg import CGInfo, block_cg
 from ._cholesky import CholeskyFactor, cholesky_shifted, solve_shifted
 from ._chunks import chunk_rows, row_slices
 from ._eigen import EigenPath
-from ._kronecker import (
-    KroneckerEigen,
-    KroneckerOperator,
-    SampledKroneckerOperator,
-    SymmetricKroneckerOperator,
-    WeightedKroneckerSum,
-    commutation_matrix,
-)
 from ._holdout import (
     check_holdouts,
     holdout_coefficients,
@@ -26,6 +18,14 @@ from ._holdout import (
     loo_coefficients,
     loo_residuals,
     sq_norms_in_kernel,
+)
+from ._kronecker import (
+    KroneckerEigen,
+    KroneckerOperator,
+    SampledKroneckerOperator,
+    SymmetricKroneckerOperator,
+    WeightedKroneckerSum,
+    commutation_matrix,
 )
 from ._path import (
     EIGEN_MIN_ALPHAS,

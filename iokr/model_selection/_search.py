@@ -20,7 +20,6 @@ from ..linalg import PATH_METHODS, RegularizationPath, check_alphas, holdout_res
 from ._scoring import check_scoring
 from ._splits import holdout_splits, resolve_groups
 
-
 #: 31 values from 1e-6 to 1e2, log-spaced (``np.logspace(-6, 2, 31)``), as a tuple so the default is immutable.
 DEFAULT_ALPHAS = tuple(np.logspace(-6, 2, 31).tolist())
 

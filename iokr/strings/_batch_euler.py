@@ -14,7 +14,6 @@ from __future__ import annotations
 import numpy as np
 from scipy import sparse
 
-
 #: Graphs walked together: small enough that the per-chunk arrays stay in cache (measured fastest near 1000).
 CHUNK_ROWS = 1024
 

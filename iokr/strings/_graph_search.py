@@ -49,7 +49,7 @@ class GraphSearch:
         """Best path (as id tuple, pads removed) for every number of edges ``1..max_length`` that reaches stop."""
         space = self.space
         cost = self.edge_costs(g, lm_weight)
-        src, dst = space.src, space.dst
+        src = space.src
         V = space.n_nodes
         best = np.full(V, np.inf)
         best[space.start_node] = 0.0

@@ -14,7 +14,6 @@ exists.
 
 from __future__ import annotations
 
-
 import numpy as np
 
 DEFAULT_GRID = np.round(np.arange(0.05, 0.951, 0.05), 2)

@@ -11,10 +11,20 @@
 
 from ._classifier import ContextRLSClassifier
 from ._contexts import ContextFeaturizer, context_offsets
-from ._kernels import (BagOfWordsKernel, ContextKernel, ContextualWeightingKernel, TransformedContextKernel,
-                       WordPositionKernel)
-from ._positional import (bag_of_words_gram, contextual_weighting_gram, one_parameter_gram, psd_factor,
-                          word_position_gram)
+from ._kernels import (
+                       BagOfWordsKernel,
+                       ContextKernel,
+                       ContextualWeightingKernel,
+                       TransformedContextKernel,
+                       WordPositionKernel,
+)
+from ._positional import (
+                       bag_of_words_gram,
+                       contextual_weighting_gram,
+                       one_parameter_gram,
+                       psd_factor,
+                       word_position_gram,
+)
 from ._tokens import tokenize
 from ._word_similarity import CooccurrenceLSA
 

@@ -26,8 +26,13 @@ import scipy.sparse as sp
 from .._validation import check_array_2d
 from ..kernels import Kernel
 from ._contexts import check_window, context_offsets
-from ._positional import (bag_of_words_gram, contextual_weighting_gram, one_parameter_gram, psd_factor,
-                          word_position_gram)
+from ._positional import (
+    bag_of_words_gram,
+    contextual_weighting_gram,
+    one_parameter_gram,
+    psd_factor,
+    word_position_gram,
+)
 
 
 def _spread(A, M, n_pos, n_words):

@@ -4,8 +4,7 @@ import numpy as np
 import pytest
 
 from iokr import IOKR
-from iokr.decoding import CandidateSets, PackedBinaryFeatures
-from iokr.decoding import _bits
+from iokr.decoding import CandidateSets, PackedBinaryFeatures, _bits
 from iokr.kernels import GaussianTanimoto, Tanimoto
 
 

@@ -8,21 +8,21 @@ import warnings
 
 import numpy as np
 import pytest
+from reference import stable_order
 
 from iokr.decoding import (
     TIE_POLICY,
     CandidateSets,
     PackedBinaryFeatures,
     Scorer,
+    _scoring,
     dense_scores,
     order_by_score,
     rankings_from_scores,
     set_scores,
     top_k_scores,
 )
-from iokr.decoding import _scoring
 from iokr.exceptions import EmptyCandidateSetWarning
-from reference import stable_order
 
 
 def _problem(seed, n_queries=13, n_pool=41, width=4, with_offset=True, duplicates=True, dtype=np.float64):

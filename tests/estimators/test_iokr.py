@@ -4,12 +4,6 @@ import warnings
 
 import numpy as np
 import pytest
-from sklearn.base import clone
-from sklearn.exceptions import NotFittedError
-
-from iokr import IOKR, CandidateSets, config_context
-from iokr.exceptions import EmptyCandidateSetWarning
-from iokr.kernels import Gaussian, GaussianTanimoto, Linear, Normalized, Polynomial, Precomputed, Tanimoto
 from reference import (
     IOKR_LIKE_SKLEARN_CHECKS,
     center_normalize,
@@ -24,6 +18,12 @@ from reference import (
     stable_order,
     tanimoto_inner_pair,
 )
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+
+from iokr import IOKR, CandidateSets, config_context
+from iokr.exceptions import EmptyCandidateSetWarning
+from iokr.kernels import Gaussian, GaussianTanimoto, Linear, Normalized, Polynomial, Precomputed, Tanimoto
 
 NO_TRANSFORM = dict(center_input=False, normalize_input=False, center_output=False, normalize_output=False)
 ALL_FLAGS = [

@@ -15,9 +15,9 @@ from scipy import optimize
 from sklearn.base import clone
 
 from iokr.decoding import CandidateSets, PackedBinaryFeatures
+from iokr.estimators._candidate_stats import set_layout, stream_statistics, subsample_sets
 from iokr.estimators.iokr import IOKR
 from iokr.estimators.mpiokr import MPIOKR
-from iokr.estimators._candidate_stats import set_layout, stream_statistics, subsample_sets
 from iokr.exceptions import EmptyCandidateSetWarning
 from iokr.kernels import Kernel, Polynomial, WeightedSum
 

@@ -2,9 +2,9 @@
 
 import numpy as np
 import pytest
+from reference import center_normalize, polynomial2_features
 
 from iokr.kernels import FeatureTransform, KernelTransform, Linear, Polynomial
-from reference import center_normalize, polynomial2_features
 
 FLAGS = [(True, True), (True, False), (False, True), (False, False)]
 

@@ -2,6 +2,16 @@
 
 import numpy as np
 import pytest
+from reference import (
+    gaussian_pair,
+    gaussian_tanimoto_pair,
+    linear_pair,
+    naive_gram,
+    naive_normalized,
+    polynomial_pair,
+    tanimoto_inner_pair,
+    tanimoto_minmax_pair,
+)
 
 from iokr import config_context
 from iokr.kernels import (
@@ -15,16 +25,6 @@ from iokr.kernels import (
     Tanimoto,
     WeightedSum,
     make_kernel,
-)
-from reference import (
-    gaussian_pair,
-    gaussian_tanimoto_pair,
-    linear_pair,
-    naive_gram,
-    naive_normalized,
-    polynomial_pair,
-    tanimoto_inner_pair,
-    tanimoto_minmax_pair,
 )
 
 

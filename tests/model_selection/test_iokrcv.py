@@ -7,7 +7,7 @@ from sklearn.model_selection import GroupKFold, KFold
 from iokr import IOKR
 from iokr.decoding import CandidateSets
 from iokr.estimators._sides import InputSide, OutputSide
-from iokr.kernels import Gaussian, GaussianTanimoto, Linear
+from iokr.kernels import Gaussian, GaussianTanimoto
 from iokr.metrics import true_candidate_rank
 from iokr.model_selection import IOKRCV, HoldoutResult
 

@@ -4,8 +4,14 @@ import numpy as np
 import pytest
 from scipy import linalg
 
-from iokr.text import (BagOfWordsKernel, ContextFeaturizer, ContextRLSClassifier, CooccurrenceLSA,
-                       TransformedContextKernel, WordPositionKernel)
+from iokr.text import (
+    BagOfWordsKernel,
+    ContextFeaturizer,
+    ContextRLSClassifier,
+    CooccurrenceLSA,
+    TransformedContextKernel,
+    WordPositionKernel,
+)
 
 
 def synthetic_task(rng, n):

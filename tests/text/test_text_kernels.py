@@ -3,12 +3,24 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from text_reference import (
+    dense_context,
+    kernel_matrix,
+    position_similarity,
+    positional_transformation,
+    word_transformation,
+)
 
 from iokr import config_context
-from iokr.text import (BagOfWordsKernel, ContextFeaturizer, ContextualWeightingKernel, TransformedContextKernel,
-                       WordPositionKernel, psd_factor, tokenize)
-from text_reference import (dense_context, kernel_matrix, position_similarity, positional_transformation,
-                            word_transformation)
+from iokr.text import (
+    BagOfWordsKernel,
+    ContextFeaturizer,
+    ContextualWeightingKernel,
+    TransformedContextKernel,
+    WordPositionKernel,
+    psd_factor,
+    tokenize,
+)
 
 WORDS = ["the", "a", "than", "then", "more", "is", ",", ".", "it", "rather", "and", "of"]
 

@@ -11,14 +11,13 @@ Candidates are identified by the first InChIKey block (the 2D skeleton): stereoi
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import re
 import sqlite3
 import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import hashlib
 
 import numpy as np
 import scipy.sparse as sp

@@ -14,10 +14,10 @@ import numpy as np
 from ...exceptions import IOKRDataError
 from ._candidates import CandidateStore, read_candidate_lists
 from ._fingerprints import Fingerprinter
+from ._model import MetaboliteIdentifier
 from ._persist import load_identifier, save_identifier
 from ._pipeline import DEFAULT_GRID, Cleaning, cross_validate, evaluate_lists, training_set
 from ._readers import read_spectra
-from ._model import MetaboliteIdentifier
 
 #: Base model settings shared by train and evaluate (the grid's keys are chosen by cross-validation).
 DEFAULT_PARAMS = {"kernels": ("ppk", "ppk_nl", "binned", "binned_nl"), "weights": "alignf", "sigma_mz": 0.005,

@@ -12,7 +12,6 @@ import numpy as np
 from ...exceptions import IOKRDataError
 from ._spectra import Spectra
 
-
 #: Mass of a proton (Da), for the m/z of [M+H]+ ions.
 PROTON_MASS = 1.007276
 

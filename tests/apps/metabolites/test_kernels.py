@@ -1,10 +1,9 @@
 import numpy as np
 import pytest
+from metab_helpers import random_spectra
 
 from iokr import config_context
 from iokr.apps.metabolites import BinnedKernel, PeakProductKernel, normalized_gram
-
-from metab_helpers import random_spectra
 
 
 def _naive_ppk(S, T, sigma_mz, sigma_int, neutral_loss):

@@ -7,8 +7,17 @@ import tarfile
 import numpy as np
 import pytest
 
-from iokr.apps.metabolites import Cleaning, CandidateStore, Fingerprinter, read_candidate_lists, read_spectra
-from iokr.apps.metabolites import MetaboliteIdentifier, alignf_weights, load_identifier, save_identifier
+from iokr.apps.metabolites import (
+    CandidateStore,
+    Cleaning,
+    Fingerprinter,
+    MetaboliteIdentifier,
+    alignf_weights,
+    load_identifier,
+    read_candidate_lists,
+    read_spectra,
+    save_identifier,
+)
 from iokr.apps.metabolites._jobs import evaluate_job
 from iokr.apps.metabolites._pipeline import evaluate_lists, training_set
 from iokr.cli.main import main

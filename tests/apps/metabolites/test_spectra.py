@@ -1,10 +1,9 @@
 import numpy as np
 import pytest
+from metab_helpers import random_spectra
 
 from iokr.apps.metabolites import Spectra, clean_spectra, concatenate, merge_spectra
 from iokr.exceptions import IOKRDataError
-
-from metab_helpers import random_spectra
 
 
 def _naive_clean(mz, inten, precursor, threshold, max_peaks, remove_precursor, tol):
