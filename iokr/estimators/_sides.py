@@ -17,6 +17,23 @@ from ..kernels import FeatureTransform, GaussianTanimoto, KernelTransform, Tanim
 DECODINGS = ("distance", "inner", "cosine")
 
 
+
+def check_decoding(decoding, owner):
+    """Raise a ValueError naming ``owner`` unless ``decoding`` is one of :data:`DECODINGS`."""
+    if decoding not in DECODINGS:
+        raise ValueError(f"The 'decoding' parameter of {owner} must be one of {DECODINGS}. Got {decoding!r} instead.")
+
+
+def check_output_features(Y, owner):
+    """``Y`` as a 2-D array of output features (validated in detail later by the output kernel)."""
+    if Y is None:
+        raise ValueError(f"{owner} requires y to be passed, but the target y is None; pass 'Y', "
+                         "the (n, p) array of output features.")
+    Y = np.asarray(Y)
+    if Y.ndim != 2:
+        raise ValueError(f"'Y' must be a 2-D array of output features (n, p), got shape {Y.shape}.")
+    return Y
+
 def _row_norms(M):
     return np.sqrt(np.einsum("ij,ij->i", M, M, dtype=np.float64))
 

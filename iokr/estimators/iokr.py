@@ -19,7 +19,7 @@ from ..decoding import (
     warn_empty,
 )
 from ..linalg import cholesky_shifted
-from ._sides import DECODINGS, InputSide, OutputSide
+from ._sides import InputSide, OutputSide, check_decoding, check_output_features
 
 
 class IOKR(BaseEstimator):
@@ -98,9 +98,7 @@ class IOKR(BaseEstimator):
     # -- fitting -----------------------------------------------------------------------------------------------
     def _check_params(self):
         alpha = check_positive_scalar(self.alpha, "alpha", type(self).__name__)
-        if self.decoding not in DECODINGS:
-            raise ValueError(f"The 'decoding' parameter of {type(self).__name__} must be one of {DECODINGS}. "
-                             f"Got {self.decoding!r} instead.")
+        check_decoding(self.decoding, type(self).__name__)
         if self.working_memory is not None:
             working_memory_bytes(self.working_memory)  # raises a ValueError naming 'working_memory'
         return alpha
@@ -115,14 +113,7 @@ class IOKR(BaseEstimator):
         return tags
 
     def _check_outputs(self, Y):
-        """``Y`` as a 2-D array of output features (validated in detail by the output kernel)."""
-        if Y is None:
-            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None; pass 'Y', "
-                             "the (n, p) array of output features.")
-        Y = np.asarray(Y)
-        if Y.ndim != 2:
-            raise ValueError(f"'Y' must be a 2-D array of output features (n, p), got shape {Y.shape}.")
-        return Y
+        return check_output_features(Y, type(self).__name__)
 
     def _fit_sides(self, X, Y):
         """Validate, build both sides and return the transformed input Gram."""

@@ -231,9 +231,7 @@ class MPIOKR(IOKR):
         """
         alpha = self._check_params()
         gamma = self._check_mp_params()
-        Y = np.asarray(Y)
-        if Y.ndim != 2:
-            raise ValueError(f"'Y' must be a 2-D array of output features (l, p), got shape {Y.shape}.")
+        Y = self._check_outputs(Y)
         n = Y.shape[0]
         raw_sets = candidate_sets
         sets = self._check_sets(candidate_sets, n, Y.shape[1])

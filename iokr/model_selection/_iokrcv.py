@@ -9,7 +9,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._config import working_memory_bytes
 from ..decoding import CandidateSets, Scorer, as_candidate_sets, set_scores
 from ..estimators import IOKR
-from ..estimators._sides import DECODINGS, InputSide, OutputSide
+from ..estimators._sides import InputSide, OutputSide, check_decoding, check_output_features
 from ..linalg import (
     RegularizationPath,
     holdout_residual_coefficients,
@@ -221,12 +221,8 @@ class IOKRCV(PathSearchMixin, BaseEstimator):
         """
         owner = type(self).__name__
         scoring = check_scoring(self.scoring, owner, _NAMES)
-        if self.decoding not in DECODINGS:
-            raise ValueError(f"The 'decoding' parameter of {owner} must be one of {DECODINGS}. "
-                             f"Got {self.decoding!r} instead.")
-        Y = np.asarray(Y)
-        if Y.ndim != 2:
-            raise ValueError(f"'Y' must be a 2-D array of output features (n, p), got shape {Y.shape}.")
+        check_decoding(self.decoding, owner)
+        Y = check_output_features(Y, owner)
         if needs_candidates(scoring) and candidate_sets is None:
             raise ValueError(f"{owner}: scoring={scoring!r} ranks each example's own output among its candidates; "
                              "pass candidate_sets to fit (one set per training example).")
