@@ -1,22 +1,25 @@
-"""Model selection by closed-form hold-out: IOKRCV / RLSCV against one eigendecomposition and scikit-learn searches.
+"""Model selection by closed-form hold-out: IOKRCV / RLSCV against one eigendecomposition, the per-alpha closed
+form, scikit-learn searches and RLScore.
 
 Rows:
 - iokr_loo: ``IOKRCV(alphas=np.logspace(-6, 2, 31), input_kernel=Gaussian, cv=None, scoring="mse")`` on n = 4000,
   d = 64 Gaussian inputs and 2048-d binary outputs (density 0.1): exact leave-one-out output-space errors for all 31
   alphas plus the final refit. "eigh" is one dense ``scipy.linalg.eigh`` (driver evd) of the n x n Gram, the floor of
-  any eigen route. "gridsearch" is ``GridSearchCV(KernelRidge(kernel="rbf"), {"alpha": 31 values}, cv=5)``, timed on
-  the first ``gs_alphas`` alphas of the grid and extrapolated linearly to 31 (each alpha costs 5 independent fits
-  of the same size, so the cost is linear in the number of alphas). "max_rel_err" compares our LOO residuals of two
-  examples at one alpha with explicit retraining without them (transforms held fixed).
+  any eigen route. "errors_per_alpha" vs "errors_skeleton": the grid of leave-one-out errors on one decomposition by
+  the per-alpha closed form (one n x n x p product per alpha, the naive route) and by the skeleton route
+  (``iokr.linalg.loo_squared_errors``: a few skeleton alphas carry the products, certified to 1e-12 relative), with
+  their largest relative difference. "gridsearch" is ``GridSearchCV(KernelRidge(kernel="rbf"), {"alpha": 31
+  values}, cv=5)``, timed on the first ``gs_alphas`` alphas of the grid and extrapolated linearly to 31 (each alpha
+  costs 5 independent fits of the same size, so the cost is linear in the number of alphas). "max_rel_err" compares
+  our LOO errors of two examples at the selected alpha with explicit retraining without them.
 - rls_loo: single-output RLS, n = 2000, d = 50, Gaussian kernel: fit + exact LOO (``RLSCV`` with one alpha, and with
-  the 31-alpha grid), next to ``RidgeCV`` (exact LOO by GCV, but on the *linear* d = 50 features: a different, much
-  smaller problem, given as the scikit-learn tool for the job) and ``GridSearchCV(KernelRidge(kernel="rbf"), cv=5)``
-  over the 31 alphas (run in full). The RLScore peer (fit + LOO, 1.00 s "on this machine") is quoted from the issue
-  and was NOT run here (RLScore is built by another issue).
+  the 31-alpha grid), next to RLScore HEAD (``rlscore.learner.RLS(X, y, kernel="GaussianKernel", gamma, regparam=1)``
+  then ``leave_one_out()``, imported when its build is on ``PYTHONPATH``; same process, same BLAS threads), to
+  ``RidgeCV`` (exact LOO by GCV, but on the *linear* d = 50 features: a different, much smaller problem, given as the
+  scikit-learn tool for the job) and ``GridSearchCV(KernelRidge(kernel="rbf"), cv=5)`` over the 31 alphas.
 
-Timings are single runs on a shared 2-core machine (other agents were running, load average 12-15), OpenBLAS with 2
-threads. Both wall seconds (``*_s``) and the process's CPU seconds over all threads (``*_cpu_s``) are reported; under
-contention the CPU-time ratios are the stabler comparison.
+Timings are single runs, OpenBLAS with 2 threads; both wall seconds (``*_s``) and the process's CPU seconds over all
+threads (``*_cpu_s``) are reported; on a shared machine the CPU-time ratios are the stabler comparison.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ def _iokr_row(n, p, d, gs_alphas, seed=0):
 
     from iokr.estimators._sides import InputSide, OutputSide
     from iokr.kernels import Gaussian
+    from iokr.linalg import EigenPath, loo_squared_errors
     from iokr.model_selection import IOKRCV
 
     rng = np.random.default_rng(seed)
@@ -70,12 +74,19 @@ def _iokr_row(n, p, d, gs_alphas, seed=0):
         sq = float(((prediction - features[i]) ** 2).sum())
         ours = -cv.cv_results_["split_test_scores"][cv.best_index_, i]
         errors.append(abs(ours - sq) / sq)
+    # The per-alpha closed form (one n x n x p product per alpha) against the skeleton route, on one decomposition.
+    path = EigenPath(gram, deflate_constant=True)
+    t_direct, (direct, _) = _timed(lambda: loo_squared_errors(path, features, ALPHAS, compress=False))
+    t_skeleton, (compressed, skeleton) = _timed(lambda: loo_squared_errors(path, features, ALPHAS))
     search = GridSearchCV(KernelRidge(kernel="rbf", gamma=gamma), {"alpha": list(ALPHAS[:gs_alphas])}, cv=5,
                           n_jobs=1)
     t_gs, _ = _timed(lambda: search.fit(X, Y))
     c_gs = _timed.last_cpu * ALPHAS.size / gs_alphas
     t_gs_full = t_gs * ALPHAS.size / gs_alphas
     return {"row": "iokr_loo", "n": n, "p": p, "d": d, "n_alphas": ALPHAS.size, "path": cv.path_methods_[0],
+            "skeleton_alphas": int(skeleton.indices.size), "errors_per_alpha_s": t_direct,
+            "errors_skeleton_s": t_skeleton, "per_alpha/skeleton": t_direct / t_skeleton,
+            "skeleton_max_rel_diff": float(np.max(np.abs(compressed - direct) / direct)),
             "ours_s": t_ours, "eigh_s": t_eigh, "ours/eigh": t_ours / t_eigh,
             "gridsearch_s": t_gs_full, "gridsearch_timed_alphas": gs_alphas, "gridsearch/ours": t_gs_full / t_ours,
             "ours_cpu_s": c_ours, "eigh_cpu_s": c_eigh, "cpu ours/eigh": c_ours / c_eigh,
@@ -103,9 +114,24 @@ def _rls_row(n, d, seed=0):
     search = GridSearchCV(KernelRidge(kernel="rbf", gamma=gamma), {"alpha": list(ALPHAS)}, cv=5, n_jobs=1)
     t_gs, _ = _timed(lambda: search.fit(X, y))
     c_gs = _timed.last_cpu
+    peer = {}
+    try:
+        from rlscore.learner import RLS as PeerRLS
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        peer["rlscore_note"] = f"RLScore not importable ({exc})"
+    else:
+        def peer_fit_loo():
+            model = PeerRLS(X, y, kernel="GaussianKernel", gamma=gamma, regparam=1.0)
+            return model.leave_one_out()
+
+        t_peer, peer_loo = _timed(peer_fit_loo)
+        ours_sq = -one.cv_results_["split_test_scores"][0]
+        peer_sq = (y - np.ravel(peer_loo)) ** 2
+        peer.update(rlscore_s=t_peer, **{"rlscore/ours_1alpha": t_peer / t_one},
+                    rlscore_max_rel_diff=float(np.max(np.abs(ours_sq - peer_sq) / np.maximum(peer_sq, 1e-300))))
     return {"row": "rls_loo", "n": n, "d": d, "ours_1alpha_s": t_one, "path_1alpha": one.path_methods_[0],
-            "ours_31alphas_s": t_grid, "path_31alphas": grid.path_methods_[0],
-            "rlscore_quoted_s": RLSCORE_FIT_LOO_S, "rlscore/ours_1alpha": RLSCORE_FIT_LOO_S / t_one,
+            "ours_31alphas_s": t_grid, "path_31alphas": grid.path_methods_[0], **peer,
+            "rlscore_quoted_s": RLSCORE_FIT_LOO_S, "rlscore_quoted/ours_1alpha": RLSCORE_FIT_LOO_S / t_one,
             "ridgecv_linear_s": t_ridgecv, "gridsearch_cv5_s": t_gs, "gridsearch/ours_31alphas": t_gs / t_grid,
             "ours_1alpha_cpu_s": c_one, "ours_31alphas_cpu_s": c_grid, "gridsearch_cv5_cpu_s": c_gs,
             "cpu gridsearch/ours_31alphas": c_gs / c_grid, "alpha_": grid.alpha_}

@@ -19,6 +19,7 @@ from ._holdout import (
     loo_residuals,
     sq_norms_in_kernel,
 )
+from ._loo_path import AlphaSkeleton, loo_squared_errors
 from ._kronecker import (
     KroneckerEigen,
     KroneckerOperator,
@@ -39,6 +40,7 @@ from ._path import (
 )
 
 __all__ = [
+    "AlphaSkeleton",
     "CGInfo",
     "CholeskyFactor",
     "CholeskyShift",
@@ -66,6 +68,7 @@ __all__ = [
     "holdout_residuals",
     "loo_coefficients",
     "loo_residuals",
+    "loo_squared_errors",
     "row_slices",
     "solve_shifted",
     "sq_norms_in_kernel",

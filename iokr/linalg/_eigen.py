@@ -33,28 +33,52 @@ class EigenPath:
         Symmetric positive semidefinite matrix; not modified. Decomposed in float64.
     name : str
         Name used in error messages.
+    deflate_constant : bool, default=False
+        Serve the model with an unpenalized intercept instead: its shifted inverse is the limit
+        ``(K + t 1 1^T + alpha I)^{-1} -> V (V^T K V + alpha I)^{-1} V^T`` as ``t -> inf``, with ``V`` an orthonormal
+        basis of the complement of the constant vector. ``V^T K V`` is decomposed (``V`` from one Householder
+        reflection), so the constant direction never enters the solves and no cancellation of its ``1 / alpha``
+        component occurs (the Sherman-Morrison form of :class:`~iokr.linalg.InterceptShift` subtracts it).
 
     Attributes
     ----------
-    eigenvalues : ndarray of shape (n,)
+    eigenvalues : ndarray of shape (n,), or (n - 1,) with ``deflate_constant``
         Eigenvalues (round-off negatives clipped to zero), ascending.
-    eigenvectors : ndarray of shape (n, n)
-        Orthonormal eigenvectors as columns.
+    eigenvectors : ndarray of shape (n, n), or (n, n - 1) with ``deflate_constant``
+        Orthonormal eigenvectors as columns (orthogonal to the constant vector with ``deflate_constant``).
+    deflate_constant : bool
     """
 
-    def __init__(self, gram, *, name="K"):
+    def __init__(self, gram, *, name="K", deflate_constant=False):
         gram = np.asarray(gram)
         if gram.ndim != 2 or gram.shape[0] != gram.shape[1]:
             raise ValueError(f"'{name}' must be a square matrix, got shape {gram.shape}.")
         if not np.isfinite(gram).all():
             raise ValueError(f"'{name}' contains NaN or infinity; cannot decompose it.")
-        values, vectors = sla.eigh(np.array(gram, dtype=np.float64), check_finite=False, driver="evd")
+        self.deflate_constant = bool(deflate_constant)
+        matrix = np.array(gram, dtype=np.float64)
+        if self.deflate_constant and matrix.shape[0] > 0:
+            n = matrix.shape[0]
+            # Householder reflection H = I - beta h h^T with H 1 = -sqrt(n) e_1; H K H = K - h w^T - w h^T.
+            h = np.ones(n)
+            h[0] += np.sqrt(n)
+            beta = 2.0 / float(h @ h)
+            Kh = matrix @ h
+            w = beta * Kh - 0.5 * beta**2 * float(h @ Kh) * h
+            matrix -= np.outer(h, w)
+            matrix -= np.outer(w, h)
+            values, sub = sla.eigh(matrix[1:, 1:], check_finite=False, driver="evd", overwrite_a=True)
+            vectors = np.zeros((n, n - 1))
+            vectors[1:] = sub
+            vectors -= np.outer(beta * h, h[1:] @ sub)  # H [0; U]: columns orthonormal and orthogonal to 1
+        else:
+            values, vectors = sla.eigh(matrix, check_finite=False, driver="evd", overwrite_a=True)
         self.eigenvalues = _psd_clip(values, name)
         self.eigenvectors = vectors
 
     @property
     def n(self):
-        return self.eigenvalues.shape[0]
+        return self.eigenvectors.shape[0]
 
     def project(self, rhs):
         """``Q^T rhs``: do this once per right-hand side, then call :meth:`solve_projected` per alpha."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from scipy import linalg as sla
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
@@ -15,6 +16,7 @@ from ..linalg import (
     holdout_residual_coefficients,
     holdout_residuals,
     loo_residuals,
+    loo_squared_errors,
     sq_norms_in_kernel,
 )
 from ._scoring import (
@@ -50,6 +52,17 @@ class _OutputTarget:
             self.gram = None if side.explicit else side.train_gram
         self._token, self._token_method = None, None
         self._pool_cache = None
+        self._factor = None
+
+    def error_factor(self):
+        """``F`` with ``F F^T = K_y`` (transformed): output-space squared errors are Euclidean norms through ``F``."""
+        if self.explicit:
+            return self.rhs
+        if self._factor is None:
+            values, vectors = sla.eigh(self.gram, check_finite=False, driver="evd")
+            keep = values > 0.0  # round-off negatives of a PSD Gram carry no output-space length
+            self._factor = vectors[:, keep] * np.sqrt(values[keep])
+        return self._factor
 
     def token(self, solver):
         if solver.method != self._token_method:  # one eigen projection serves all alphas of the path
@@ -115,7 +128,12 @@ class IOKRCV(PathSearchMixin, BaseEstimator):
     Parameters
     ----------
     alphas : array-like of shape (n_alphas,), default=DEFAULT_ALPHAS
-    input_kernel, output_kernel, center_input, normalize_input, center_output, normalize_output, decoding
+        Grid of regularization values ``alpha`` searched by closed-form hold-out.
+    input_kernel, output_kernel : Kernel or str, default="linear"
+        As in :class:`~iokr.IOKR`.
+    center_input, normalize_input, center_output, normalize_output : bool, default=True
+        As in :class:`~iokr.IOKR`.
+    decoding : {"distance", "inner", "cosine"}, default="distance"
         As in :class:`~iokr.IOKR`.
     cv : None, int, splitter or iterable, default=None
         ``None``: exact leave-one-out (leave-one-group-out with groups); int: ``KFold`` (``GroupKFold`` with
@@ -130,7 +148,11 @@ class IOKRCV(PathSearchMixin, BaseEstimator):
         Kernel parameters, keys ``"input_kernel__<name>"`` / ``"output_kernel__<name>"`` (or whole kernels under
         ``"input_kernel"`` / ``"output_kernel"``). Each input setting is factored once; output settings reuse it.
     path_method : {"auto", "eigen", "cholesky"}, default="auto"
+        Route of the regularization path: one eigendecomposition of ``K_x`` for the whole grid, or one Cholesky
+        factorization per alpha; ``"auto"`` takes the eigen route for long grids (see
+        :class:`~iokr.linalg.RegularizationPath`).
     working_memory : float, optional
+        Budget in MiB for temporaries of scoring; the global setting by default.
 
     Attributes
     ----------
@@ -145,6 +167,10 @@ class IOKRCV(PathSearchMixin, BaseEstimator):
         Refit on all data with the best setting.
     path_methods_ : list of str
         Route of the regularization path per input setting.
+    skeleton_alphas_ : list of (ndarray or None)
+        Per input setting, the alphas whose ``n x n x p`` products served the whole grid of leave-one-out squared
+        errors (:func:`~iokr.linalg.loo_squared_errors`, certified to 1e-12 relative); None when the grid was
+        evaluated alpha by alpha (ranking scores, k-fold, Cholesky route).
     cv_scheme_ : str
     n_splits_ : int
 
@@ -194,6 +220,10 @@ class IOKRCV(PathSearchMixin, BaseEstimator):
         self.path_method = path_method
         self.working_memory = working_memory
 
+    def __sklearn_tags__(self):
+        # Those of the IOKR it refits: Y is a required 2-D array of output features.
+        return IOKR(input_kernel=self.input_kernel).__sklearn_tags__()
+
     def _base_params(self):
         return dict(input_kernel=self.input_kernel, output_kernel=self.output_kernel, center_input=self.center_input,
                     normalize_input=self.normalize_input, center_output=self.center_output,
@@ -206,6 +236,7 @@ class IOKRCV(PathSearchMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n, d), or (n, n) Gram when ``input_kernel="precomputed"``
+            Training inputs.
         Y : array-like of shape (n, p)
             Output features.
         candidate_sets : CandidateSets or list of n arrays of shape (n_i, p), optional
@@ -218,6 +249,7 @@ class IOKRCV(PathSearchMixin, BaseEstimator):
         Returns
         -------
         self : IOKRCV
+            The fitted search, with :attr:`best_estimator_` refitted on all data.
         """
         owner = type(self).__name__
         scoring = check_scoring(self.scoring, owner, _NAMES)
@@ -236,7 +268,7 @@ class IOKRCV(PathSearchMixin, BaseEstimator):
             truth = true_positions(sets, Y, owner, required=needs_candidates(scoring))
         alphas, holdouts, scheme = self._setup(n, groups, None)
         base = self._base_params()
-        rows, scores, used, self.path_methods_ = [], [], [], []
+        rows, scores, used, self.path_methods_, self.skeleton_alphas_ = [], [], [], [], []
         for in_setting in input_grid:
             in_params = apply_setting(base, in_setting)
             input_side = InputSide(in_params["input_kernel"], self.center_input, self.normalize_input)
@@ -246,10 +278,23 @@ class IOKRCV(PathSearchMixin, BaseEstimator):
                 out_params = apply_setting(base, out_setting)
                 side = OutputSide(out_params["output_kernel"], self.center_output, self.normalize_output)
                 targets.append((out_setting, _OutputTarget(side.fit(Y), n)))
+            intercept = self.center_input and self.center_output
             path = RegularizationPath(gram, alphas, method=self.path_method, name="input kernel",
-                                      intercept=self.center_input and self.center_output)
+                                      intercept=intercept)
             results = {}
-            for j, solver in enumerate(path):
+            skeleton = None
+            if scoring == "mse" and path.method == "eigen" and all(h.size == 1 for h in holdouts):
+                # Squared errors for the whole grid at once: a few skeleton alphas carry the n x n x p products.
+                rows_all = np.concatenate(holdouts)
+                for k, (_, target) in enumerate(targets):
+                    sq, skeleton = loo_squared_errors(path.eigen, target.error_factor(), alphas,
+                                                      working_memory=self.working_memory)
+                    for j in range(alphas.size):
+                        results[(k, j)] = list(-sq[j, rows_all])
+            self.skeleton_alphas_.append(None if skeleton is None else alphas[skeleton.indices])
+            for j, solver in enumerate(path):  # (also raises the path's conditioning warnings)
+                if (0, j) in results:
+                    continue
                 shared = {}  # output-independent hold-out algebra at this alpha, shared by all output settings
                 for k, (out_setting, target) in enumerate(targets):
                     results[(k, j)] = self._split_scores(solver, target, holdouts, scoring, sets, truth, shared)
@@ -330,21 +375,81 @@ class IOKRCV(PathSearchMixin, BaseEstimator):
 
     # -- prediction through the refitted model ----------------------------------------------------------------------
     def predict(self, X, candidate_sets, *, input_diag=None):
-        """Best candidate per query, from :attr:`best_estimator_` (see :meth:`iokr.IOKR.predict`)."""
+        """Predict the best candidate of each query with :attr:`best_estimator_` (see :meth:`iokr.IOKR.predict`).
+
+        Parameters
+        ----------
+        X : array-like of shape (m, d)
+            Query inputs (test-by-train Gram when the input kernel is precomputed).
+        candidate_sets : CandidateSets or list of m arrays of shape (n_q, p)
+            Candidate output features of each query.
+        input_diag : array-like of shape (m,), optional
+            ``k(x, x)`` of the test inputs; needed only with a precomputed, normalized input kernel.
+
+        Returns
+        -------
+        best : ndarray of shape (m, p)
+            Features of each query's best candidate (rows of NaN for queries without candidates).
+        """
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict(X, candidate_sets, input_diag=input_diag)
 
     def rank(self, X, candidate_sets, top_k=None, *, input_diag=None):
-        """Ranked candidates per query, from :attr:`best_estimator_` (see :meth:`iokr.IOKR.rank`)."""
+        """Rank each query's candidates with :attr:`best_estimator_` (see :meth:`iokr.IOKR.rank`).
+
+        Parameters
+        ----------
+        X : array-like of shape (m, d)
+            Query inputs (test-by-train Gram when the input kernel is precomputed).
+        candidate_sets : CandidateSets or list of m arrays of shape (n_q, p)
+            Candidate output features of each query.
+        top_k : int, optional
+            Keep only the best ``top_k`` per query.
+        input_diag : array-like of shape (m,), optional
+            ``k(x, x)`` of the test inputs; needed only with a precomputed, normalized input kernel.
+
+        Returns
+        -------
+        rankings : list of QueryRanking
+            Per query: candidate positions best first, their scores and pool rows.
+        """
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.rank(X, candidate_sets, top_k, input_diag=input_diag)
 
     def decision_function(self, X, C, *, input_diag=None):
-        """Candidate scores from :attr:`best_estimator_` (see :meth:`iokr.IOKR.decision_function`)."""
+        """Score shared candidates with :attr:`best_estimator_` (see :meth:`iokr.IOKR.decision_function`).
+
+        Parameters
+        ----------
+        X : array-like of shape (m, d)
+            Query inputs (test-by-train Gram when the input kernel is precomputed).
+        C : array-like of shape (c, p)
+            Candidate output features shared by all queries.
+        input_diag : array-like of shape (m,), optional
+            ``k(x, x)`` of the test inputs; needed only with a precomputed, normalized input kernel.
+
+        Returns
+        -------
+        S : ndarray of shape (m, c)
+            Score of every candidate for every query (higher is better).
+        """
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.decision_function(X, C, input_diag=input_diag)
 
     def predict_features(self, X, *, input_diag=None):
-        """``h(x)`` in the transformed output feature space, from :attr:`best_estimator_`."""
+        """Predict ``h(x)`` in the transformed output feature space with :attr:`best_estimator_`.
+
+        Parameters
+        ----------
+        X : array-like of shape (m, d)
+            Query inputs (test-by-train Gram when the input kernel is precomputed).
+        input_diag : array-like of shape (m,), optional
+            ``k(x, x)`` of the test inputs; needed only with a precomputed, normalized input kernel.
+
+        Returns
+        -------
+        H : ndarray of shape (m, p)
+            Predicted output features of each query.
+        """
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict_features(X, input_diag=input_diag)

@@ -14,9 +14,16 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ..estimators.rls import RLS, check_targets
+from ..estimators.rls import RLS, check_targets, check_y_given, n_samples
 from ..kernels import make_kernel
-from ..linalg import PATH_METHODS, RegularizationPath, check_alphas, holdout_residuals, loo_residuals
+from ..linalg import (
+    PATH_METHODS,
+    RegularizationPath,
+    check_alphas,
+    holdout_residuals,
+    loo_residuals,
+    loo_squared_errors,
+)
 from ._scoring import check_scoring
 from ._splits import holdout_splits, resolve_groups
 
@@ -135,6 +142,7 @@ class RLSCV(PathSearchMixin, RegressorMixin, BaseEstimator):
     path_method : {"auto", "eigen", "cholesky"}, default="auto"
         Route of the regularization path (see :class:`~iokr.linalg.RegularizationPath`).
     working_memory : float, optional
+        Budget in MiB for temporaries; the global setting by default.
 
     Attributes
     ----------
@@ -177,38 +185,60 @@ class RLSCV(PathSearchMixin, RegressorMixin, BaseEstimator):
         self.path_method = path_method
         self.working_memory = working_memory
 
+    def __sklearn_tags__(self):
+        return RLS(kernel=self.kernel).__sklearn_tags__()
+
     def fit(self, X, y, groups=None):
         """Search the grid, then refit :attr:`best_estimator_` on all of ``X, y``.
 
         Parameters
         ----------
         X : array-like of shape (n, d), or (n, n) Gram when ``kernel="precomputed"``
+            Training inputs.
         y : array-like of shape (n,) or (n, n_targets)
+            Training targets.
         groups : array-like of shape (n,), optional
             Only if not given to the constructor.
 
         Returns
         -------
         self : RLSCV
+            The fitted search, with :attr:`best_estimator_` refitted on all data.
         """
         owner = type(self).__name__
         scoring = check_scoring(self.scoring, owner, {"mse"})
         (kernel_grid,) = expand_grid(self.param_grid, ("kernel",), owner)
         base = dict(kernel=self.kernel, center=self.center, normalize=self.normalize,
                     working_memory=self.working_memory)
-        n = np.shape(X)[0]
+        check_y_given(y, owner)
+        n = n_samples(X)
         alphas, holdouts, scheme = self._setup(n, groups, np.asarray(y))
         rows, scores, used, self.path_methods_ = [], [], [], []
         rows_all = np.concatenate(holdouts)
         bounds = np.cumsum([0] + [h.size for h in holdouts])
         loo = rows_all.size == len(holdouts)  # singleton hold-outs: vectorized leave-one-out values
+        best = (-np.inf, None, None, -1)  # (mean score, fitted model, shifted solver, row): the refit reuses them
         for setting in kernel_grid:
             model = RLS(**apply_setting(base, setting))
             gram = model._fit_gram(X)
             y_checked = check_targets(y, gram.shape[0])
             path = RegularizationPath(gram, alphas, method=self.path_method, name="kernel")
             token, token_method = None, None
+            grid_errors = None
+            if scoring == "mse" and loo and path.method == "eigen":
+                # Squared errors for the whole grid at once (a few skeleton alphas carry the products).
+                grid_errors, _ = loo_squared_errors(path.eigen, y_checked, alphas, working_memory=self.working_memory)
+                grid_errors /= 1 if y_checked.ndim == 1 else y_checked.shape[1]
             for j, solver in enumerate(path):
+                if grid_errors is not None:
+                    per_row = grid_errors[j, rows_all]
+                    split_scores = list(-np.add.reduceat(per_row, bounds[:-1]) / np.diff(bounds))
+                    scores.append(split_scores)
+                    rows.append({**setting, "alpha": float(alphas[j])})
+                    used.append(float(alphas[j]))
+                    if np.mean(split_scores) > best[0]:
+                        best = (float(np.mean(split_scores)), model, solver, len(rows) - 1)
+                    continue
                 if solver.method != token_method:  # the eigen projection serves all alphas of the path
                     token, token_method = solver.prepare(y_checked), solver.method
                 if loo:
@@ -226,13 +256,37 @@ class RLSCV(PathSearchMixin, RegressorMixin, BaseEstimator):
                 scores.append(split_scores)
                 rows.append({**setting, "alpha": float(alphas[j])})
                 used.append(float(alphas[j]))
+                if np.mean(split_scores) > best[0]:
+                    best = (float(np.mean(split_scores)), model, solver, len(rows) - 1)
             self.path_methods_.append(path.method)
         self._finish(rows, scores, used, scheme, len(holdouts))
-        self.best_estimator_ = RLS(**apply_setting(base, self.best_params_)).fit(X, y)
+        # Refit on all data through the best setting's own Gram and factorization (no second kernel or
+        # factorization); ties go to the first setting, as in _finish.
+        _, model, solver, row = best
+        if row == self.best_index_:
+            model.set_params(alpha=self.alpha_)
+            model.jitter_ = 0.0
+            model.dual_coef_ = solver.solve(check_targets(y, solver.n))
+            self.best_estimator_ = model
+        else:  # a tie resolved differently by the two orderings: refit from scratch
+            self.best_estimator_ = RLS(**apply_setting(base, self.best_params_)).fit(X, y)
         self.n_features_in_ = self.best_estimator_.n_features_in_
         return self
 
     def predict(self, X, *, input_diag=None):
-        """Predictions of :attr:`best_estimator_`, shape (m,) or (m, n_targets)."""
+        """Predict targets with :attr:`best_estimator_`.
+
+        Parameters
+        ----------
+        X : array-like of shape (m, d), or (m, n) test-by-train Gram when precomputed
+            Test inputs.
+        input_diag : array-like of shape (m,), optional
+            ``k(x, x)`` of the test inputs; needed only with a precomputed, normalized kernel.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (m,) or (m, n_targets)
+            Predicted targets.
+        """
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict(X, input_diag=input_diag)

@@ -1,0 +1,132 @@
+"""Grid leave-one-out squared errors (skeleton-compressed) against per-alpha closed forms and explicit retraining."""
+
+import numpy as np
+import pytest
+
+from iokr import config_context
+from iokr.linalg import AlphaSkeleton, EigenPath, EigenShift, InterceptShift, loo_residuals, loo_squared_errors
+
+GRID = np.logspace(-6, 2, 31)
+
+
+def gaussian_gram(rng, n, d, gamma, center=True):
+    X = rng.normal(size=(n, d))
+    sq = (X**2).sum(axis=1)
+    K = np.exp(-gamma * np.clip(sq[:, None] + sq[None, :] - 2 * X @ X.T, 0, None))
+    if center:
+        K = K - K.mean(axis=0) - K.mean(axis=1)[:, None] + K.mean()
+    return K
+
+
+def per_alpha_errors(path, Y, alphas):
+    """The per-alpha closed form ``A_i / G_ii`` on the same decomposition: differences are the compression's."""
+    out = []
+    for alpha in alphas:
+        solver = EigenShift(path, alpha)
+        residuals = loo_residuals(solver, solver.prepare(Y))
+        out.append((residuals**2).reshape(path.n, -1).sum(axis=1))
+    return np.array(out)
+
+
+def retrained_errors(K, Y, alpha, rows, intercept):
+    """Leave-one-out by refitting without each row (KKT system with an unpenalized intercept when asked)."""
+    Y2 = Y.reshape(K.shape[0], -1)
+    errors = []
+    for i in rows:
+        keep = np.delete(np.arange(K.shape[0]), i)
+        m = keep.size
+        if intercept:
+            S = np.zeros((m + 1, m + 1))
+            S[:m, :m] = K[np.ix_(keep, keep)] + alpha * np.eye(m)
+            S[:m, m] = S[m, :m] = 1.0
+            sol = np.linalg.solve(S, np.vstack([Y2[keep], np.zeros((1, Y2.shape[1]))]))
+            pred = K[i, keep] @ sol[:m] + sol[m]
+        else:
+            pred = K[i, keep] @ np.linalg.solve(K[np.ix_(keep, keep)] + alpha * np.eye(m), Y2[keep])
+        errors.append(((Y2[i] - pred) ** 2).sum())
+    return np.array(errors)
+
+
+@pytest.mark.parametrize("d, gamma", [(64, 1 / 64), (20, 0.05), (2, 1.0)], ids=["wide", "mid", "low-rank"])
+@pytest.mark.parametrize("intercept", [False, True])
+@pytest.mark.parametrize("p", [1, 7, 150])
+def test_grid_errors_equal_per_alpha_closed_form(rng, d, gamma, intercept, p):
+    K = gaussian_gram(rng, 160, d, gamma)
+    Y = rng.normal(size=(160, p)) if p > 1 else rng.normal(size=160)
+    path = EigenPath(K, deflate_constant=intercept)
+    expected = per_alpha_errors(path, Y, GRID)
+    errors, skeleton = loo_squared_errors(path, Y, GRID)
+    np.testing.assert_allclose(errors, expected, rtol=1e-9)
+    direct, identity = loo_squared_errors(path, Y, GRID, compress=False)
+    assert not identity.compressed
+    np.testing.assert_allclose(errors, direct, rtol=1e-9)
+
+
+@pytest.mark.parametrize("intercept", [False, True])
+def test_grid_errors_equal_retraining(rng, intercept):
+    K = gaussian_gram(rng, 60, 10, 0.1, center=False)
+    Y = rng.normal(size=(60, 4))
+    errors, skeleton = loo_squared_errors(EigenPath(K, deflate_constant=intercept), Y, GRID)
+    assert skeleton.compressed
+    for j in (0, 9, 20, 30):
+        np.testing.assert_allclose(errors[j, :6], retrained_errors(K, Y, GRID[j], range(6), intercept), rtol=1e-8)
+
+
+def test_chunked_equals_unchunked(rng):
+    K = gaussian_gram(rng, 120, 30, 0.03)
+    Y = rng.normal(size=(120, 40))
+    full, _ = loo_squared_errors(EigenPath(K, deflate_constant=True), Y, GRID)
+    # A budget of 0.05 MiB forces several output-column blocks and row chunks.
+    small, _ = loo_squared_errors(EigenPath(K, deflate_constant=True), Y, GRID, working_memory=0.05)
+    with config_context(working_memory=0.05):
+        global_small, _ = loo_squared_errors(EigenPath(K, deflate_constant=True), Y, GRID)
+    np.testing.assert_allclose(small, full, rtol=1e-12)
+    np.testing.assert_allclose(global_small, full, rtol=1e-12)
+
+
+def test_skeleton_certificate_holds_on_every_eigenvalue(rng):
+    s = np.clip(np.linalg.eigvalsh(gaussian_gram(rng, 300, 40, 0.02)), 0, None)
+    skeleton = AlphaSkeleton(s, GRID, rtol=1e-12)
+    assert skeleton.compressed and skeleton.indices.size < GRID.size
+    g = 1.0 / (s[:, None] + GRID[None, :])
+    rebuilt = g[:, skeleton.indices] @ skeleton.coefficients
+    assert np.max(np.abs(rebuilt - g) / g) <= 1e-12
+    assert skeleton.max_relative_error <= 1e-12
+    # Skeleton alphas reproduce themselves exactly.
+    np.testing.assert_array_equal(skeleton.coefficients[:, skeleton.indices], np.eye(skeleton.indices.size))
+
+
+def test_short_grids_and_tight_tolerances_are_not_compressed(rng):
+    s = np.linspace(0, 5, 50)
+    assert not AlphaSkeleton(s, np.array([0.1, 1.0])).compressed
+    tight = AlphaSkeleton(s, GRID, rtol=0.0)
+    assert not tight.compressed
+    np.testing.assert_array_equal(tight.coefficients, np.eye(GRID.size))
+
+
+def test_inputs_not_mutated(rng):
+    K = gaussian_gram(rng, 50, 5, 0.2)
+    Y = rng.normal(size=(50, 3))
+    path = EigenPath(K, deflate_constant=True)
+    before = (Y.copy(), path.eigenvalues.copy(), path.eigenvectors.copy())
+    loo_squared_errors(path, Y, GRID)
+    for a, b in zip(before, (Y, path.eigenvalues, path.eigenvectors)):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("center", [False, True])
+def test_deflated_path_is_the_intercept_model(rng, center):
+    """EigenPath(deflate_constant=True) serves (K + t 1 1^T + alpha I)^{-1} as t -> inf: equal to the
+    Sherman-Morrison form, annihilates the constant vector, and has orthonormal eigenvectors orthogonal to it."""
+    K = gaussian_gram(rng, 70, 6, 0.3, center=center)
+    deflated = EigenPath(K, deflate_constant=True)
+    assert deflated.n == 70 and deflated.eigenvalues.shape == (69,)
+    V = deflated.eigenvectors
+    np.testing.assert_allclose(V.T @ V, np.eye(69), atol=1e-12)
+    np.testing.assert_allclose(V.T @ np.ones(70), 0.0, atol=1e-11)
+    B = rng.normal(size=(70, 3))
+    for alpha in (1e-3, 0.5, 20.0):
+        expected = InterceptShift(EigenShift(EigenPath(K), alpha)).solve(B)
+        np.testing.assert_allclose(deflated.solve(B, alpha), expected, rtol=1e-8, atol=1e-10 * np.abs(expected).max())
+        big_t = np.linalg.solve(K + 1e7 * np.ones((70, 70)) + alpha * np.eye(70), B)
+        np.testing.assert_allclose(deflated.solve(B, alpha), big_t, rtol=1e-4, atol=1e-6 * np.abs(big_t).max())
