@@ -2,7 +2,17 @@
 
 from ._config import config_context, get_config, set_config
 from .decoding import CandidateFile, CandidateFileWriter, CandidateSets, PackedBinaryFeatures, write_candidate_file
-from .estimators import IOKR, MPIOKR, RLS, ConditionalRankRLS, KronRLS, RankRLS, SketchedIOKR, TwoStepRLS
+from .estimators import (
+    IOKR,
+    MPIOKR,
+    RLS,
+    ConditionalRankRLS,
+    KronRLS,
+    PreferenceRankRLS,
+    RankRLS,
+    SketchedIOKR,
+    TwoStepRLS,
+)
 from .model_selection import IOKRCV, RLSCV
 from .strings import SegmentedStringKDE, StringKDE
 from .text import ContextFeaturizer, ContextRLSClassifier
@@ -23,6 +33,7 @@ __all__ = [
     "ContextRLSClassifier",
     "KronRLS",
     "PackedBinaryFeatures",
+    "PreferenceRankRLS",
     "RankRLS",
     "SegmentedStringKDE",
     "SketchedIOKR",

@@ -3,8 +3,8 @@
 from .iokr import IOKR
 from .kron import ConditionalRankRLS, KronRLS, TwoStepRLS
 from .mpiokr import MPIOKR
-from .rankrls import RankRLS
+from .rankrls import PreferenceRankRLS, RankRLS
 from .rls import RLS
 from .sketched import SketchedIOKR
 
-__all__ = ["IOKR", "MPIOKR", "RLS", "ConditionalRankRLS", "KronRLS", "RankRLS", "SketchedIOKR", "TwoStepRLS"]
+__all__ = ["IOKR", "MPIOKR", "RLS", "ConditionalRankRLS", "KronRLS", "PreferenceRankRLS", "RankRLS", "SketchedIOKR", "TwoStepRLS"]

@@ -6,6 +6,9 @@ coefficients ``A`` (same shape) solve ``K1 A K2 + alpha A = Y``, i.e. ``(K2 kron
 ``A = V [(V^T Y U) / (s1 s2^T + alpha)] U^T`` in ``O(n1^3 + n2^3)`` (Proposition 2, Corollary 1).
 Incomplete labels (triplets) are solved by conjugate gradient on the matrix-free pair kernel
 (:class:`iokr.linalg.SampledKroneckerOperator`), with early stopping and optional Tikhonov regularization (Sec. 4.4).
+
+Cross-validation follows the four prediction settings (known/new rows x known/new columns): closed forms where the
+Kronecker structure gives one (``holdout_predictions`` Notes), explicit retraining on the setting's splits otherwise.
 """
 
 from __future__ import annotations
@@ -123,6 +126,159 @@ def _holdout_d(K1, eig2, Y, alpha):
     return out
 
 
+def _holdout_symmetric_a(V, s, Y, A, alpha, sign):
+    """Leave-edge-out predictions of one-domain KronRLS (complete labels): ``(i, j)`` is predicted by the model
+    trained without both directions ``(i, j)`` and ``(j, i)`` (one edge of a symmetric/reciprocal relation).
+
+    With ``M = (K kron K + alpha I)^{-1}`` and ``S = (I + sign P) / 2``, the regularized matrix
+    ``G = (K kron K) S + alpha I`` has ``G^{-1} = S M + (I - S) / alpha``. The ridge hold-out formula
+    ``f_E = y_E - (G^{-1}_EE)^{-1} a_E`` on ``E = {(i, j), (j, i)}`` needs ``m_d = M[(i,j),(i,j)] =
+    ((V o V) D (V o V)^T)_ij`` and ``m_x = M[(i,j),(j,i)] = sum_kl V_ik V_jk V_il V_jl D_kl`` (``D = 1 / (s s^T +
+    alpha)``): ``G^{-1}_EE = [[g, sign (g - 1/alpha)], [sign (g - 1/alpha), g]]`` with ``g = (m_d + sign m_x) / 2 +
+    1 / (2 alpha)``, whose determinant is ``(m_d + sign m_x) / alpha``. ``m_x`` costs ``O(n^4)`` (``n`` products
+    of ``n x n`` matrices). A self-pair ``(i, i)`` is its own edge (``G^{-1}_ee = m_d`` or ``1 / alpha``).
+    """
+    D = 1.0 / (np.outer(s, s) + alpha)
+    VV = V * V
+    m_d = VV @ D @ VV.T
+    m_x = np.empty_like(m_d)
+    for i in range(V.shape[0]):
+        Z = V * V[i]
+        m_x[i] = np.einsum("jk,jk->j", Z @ D, Z)
+    g = 0.5 * (m_d + sign * m_x) + 0.5 / alpha
+    det = (m_d + sign * m_x) / alpha
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = Y - (g * A - sign * (g - 1.0 / alpha) * A.T) / det
+    diag = np.diagonal(m_d) if sign > 0 else np.full(Y.shape[0], 1.0 / alpha)
+    np.fill_diagonal(out, np.diagonal(Y) - np.diagonal(A) / diag)
+    return out
+
+
+def _ranking_hat_parts(V, s1, U, s2, Y, alpha):
+    """Pieces of the hat matrix of conditional ranking seen as regression with one free intercept per row.
+
+    The per-row centered loss ``||(Y - F) C||^2`` equals ``min_b ||Y - F - b 1^T||^2``, so ConditionalRankRLS is
+    KronRLS plus an unpenalized intercept per row; its hat matrix maps ``Y`` to ``H Y = Y J / n2 + V (W o (V^T Y
+    U)) U^T`` (``U, s2`` from ``C K2 C``, ``W = s1 s2^T / (s1 s2^T + alpha)``). Returns ``(V^T H Y, Z = V^T Y, W,
+    Wc = alpha / (s1 s2^T + alpha))``.
+    """
+    grid = np.outer(s1, s2)
+    W, Wc = grid / (grid + alpha), alpha / (grid + alpha)
+    Z = V.T @ Y
+    VtHY = Z.mean(axis=1, keepdims=True) + (W * (Z @ U)) @ U.T
+    return VtHY, Z, W, Wc
+
+
+def _ranking_holdout_a(V, s1, U, s2, Y, alpha):
+    """Leave-one-pair-out of conditional ranking (intercept form): ``f = (H Y - h o Y) / (1 - h)`` with
+    ``h = 1 / n2 + (V o V) W (U o U)^T`` and ``1 - h = (V o V) Wc (U o U)^T - 1 / n2`` (rows of ``V``, ``U`` have
+    unit norm; the constant direction of ``C K2 C`` has ``Wc = 1`` and carries the ``1 / n2``)."""
+    n2 = Y.shape[1]
+    VtHY, _, W, Wc = _ranking_hat_parts(V, s1, U, s2, Y, alpha)
+    VV, UU = V * V, (U * U).T
+    h = VV @ W @ UU + 1.0 / n2
+    return (V @ VtHY - h * Y) / (VV @ Wc @ UU - 1.0 / n2)
+
+
+def _ranking_holdout_c(V, s1, U, s2, Y, alpha):
+    """Leave-one-column-out of conditional ranking (intercept form).
+
+    Holding out column ``j`` from every row leaves each row's intercept determined, and the hold-out identity
+    ``(I - H_SS) f_S = (H y)_S - H_SS y_S`` applies with ``H_SS = I / n2 + V diag(d_j) V^T``,
+    ``d_j = W (U o U)^T e_j``: diagonal in the eigenbasis of ``K1``, so every column costs ``O(n1^2)``.
+    Returns ``(F, d)`` with ``F`` of shape (n1, n2)."""
+    n2 = Y.shape[1]
+    VtHY, Z, W, Wc = _ranking_hat_parts(V, s1, U, s2, Y, alpha)
+    UU = (U * U).T
+    d = W @ UU
+    return V @ ((VtHY - (d + 1.0 / n2) * Z) / (Wc @ UU - 1.0 / n2))
+
+
+def _ranking_holdout_d(K1, K2, eig2, Y, alpha):
+    """Leave-row-and-column-out of conditional ranking: row ``v`` by retraining (``n1`` eigendecompositions of
+    ``K1`` without ``v``), column ``j`` in closed form on that model.
+
+    The model without column ``j`` equals the full model refitted on labels whose column ``j`` is replaced by its
+    hold-out prediction ``f_j`` (:func:`_ranking_holdout_c`), so its dual coefficients are
+    ``A + V [((V^T delta_j) (C U)_j^T) / (s1 s2^T + alpha)] U^T`` with ``delta_j = f_j - y_j``; the new row's score
+    ``K1[v, R] A^(-j) K2[:, j]`` then needs only ``T[k, j] = sum_l ((C U)_jl (K2 U)_jl) / (s1_k s2_l + alpha)``.
+    """
+    n1 = Y.shape[0]
+    U, s2 = eig2.eigenvectors, eig2.eigenvalues
+    CU = U - U.mean(axis=0)
+    K2U = K2 @ U
+    out = np.empty(Y.shape)
+    for v in range(n1):
+        rest = np.delete(np.arange(n1), v)
+        eig1 = EigenPath(K1[np.ix_(rest, rest)], name="K1")
+        V, s1 = eig1.eigenvectors, eig1.eigenvalues
+        Yr = Y[rest]
+        inv = 1.0 / (np.outer(s1, s2) + alpha)
+        A = V @ ((V.T @ (Yr - Yr.mean(axis=1, keepdims=True)) @ U) * inv) @ U.T
+        delta = _ranking_holdout_c(V, s1, U, s2, Yr, alpha) - Yr
+        T = inv @ (CU * K2U).T
+        q = K1[v, rest] @ V
+        out[v] = (K1[v, rest] @ A) @ K2 + q @ ((V.T @ delta) * T)
+    return out
+
+
+def _scheme_splits(setting, rows, cols, one_domain, n_folds, random_state):
+    """Train/test masks over labelled pairs for a prediction setting, by explicit group splits.
+
+    Two domains: A groups by pair (repeats together), B by row, C by column, D by (row group, column group): the
+    model for a test pair saw neither its row nor its column. One domain (nodes x nodes): A groups by unordered
+    edge ``{i, j}``; B / C predict ``(i, j)`` from a model without any pair touching node ``i`` / ``j`` (pairs whose
+    other node is held out too are D pairs and left out of B / C); D removes both nodes.
+    ``n_folds=None`` is leave-one-group-out; otherwise groups are dealt round-robin into ``n_folds`` folds after a
+    seeded permutation.
+    """
+    rng = np.random.default_rng(random_state)
+
+    def fold_of(group_ids):
+        _, inverse = np.unique(group_ids, return_inverse=True)
+        n_groups = inverse.max() + 1
+        k = n_groups if n_folds is None else min(n_folds, n_groups)
+        fold = np.empty(n_groups, dtype=np.intp)
+        fold[rng.permutation(n_groups)] = np.arange(n_groups) % k
+        return fold[inverse.ravel()], k
+
+    if setting == "A":
+        lo, hi = (np.minimum(rows, cols), np.maximum(rows, cols)) if one_domain else (rows, cols)
+        fold, k = fold_of(lo * (max(rows.max(), cols.max()) + 1) + hi)
+        for f in range(k):
+            test = fold == f
+            yield ~test, test
+        return
+    if one_domain:
+        nodes = np.unique(np.concatenate([rows, cols]))
+        node_fold = np.full(max(rows.max(), cols.max()) + 1, -1)
+        node_fold[nodes], k = fold_of(nodes)
+        fr, fc = node_fold[rows], node_fold[cols]
+        if setting in "BC":
+            for f in range(k):
+                out_r, out_c = fr == f, fc == f
+                test = (out_r & ~out_c) if setting == "B" else (out_c & ~out_r)
+                if test.any():
+                    yield ~(out_r | out_c), test
+            return
+        for f in range(k):
+            for g in range(f, k):
+                touched = (fr == f) | (fr == g) | (fc == f) | (fc == g)
+                test = ((fr == f) & (fc == g)) | ((fr == g) & (fc == f))
+                if test.any():
+                    yield ~touched, test
+        return
+    fr, kr = fold_of(rows) if setting in "BD" else (np.zeros(rows.size, np.intp), 1)
+    fc, kc = fold_of(cols) if setting in "CD" else (np.zeros(cols.size, np.intp), 1)
+    for f in range(kr):
+        for g in range(kc):
+            out_r = fr == f if setting in "BD" else np.zeros(rows.size, bool)
+            out_c = fc == g if setting in "CD" else np.zeros(cols.size, bool)
+            test = (fr == f) & (fc == g)
+            if test.any():
+                yield ~(out_r | out_c), test
+
+
 class _PairwiseRLS(BaseEstimator):
     """Shared fit/predict of the Kronecker estimators; subclasses set ``_ranking``."""
 
@@ -179,7 +335,8 @@ class _PairwiseRLS(BaseEstimator):
 
         Returns
         -------
-        self
+        self : object
+            The fitted estimator.
         """
         alpha = self._check_params()
         name = type(self).__name__
@@ -309,11 +466,12 @@ class _PairwiseRLS(BaseEstimator):
         return A if sign is None else 0.5 * (A + sign * A.T)
 
     def predict(self, X1_test, X2_test=None, pairs=None):
-        """Scores of test pairs.
+        """Score test pairs.
 
         Parameters
         ----------
         X1_test : ndarray of shape (m1, n1) if precomputed (test-by-train), else (m1, n_features1)
+            Test row objects.
         X2_test : ndarray of shape (m2, n2) or (m2, n_features2), optional
             Defaults to ``X1_test`` in one-domain (symmetric/reciprocal) mode; required otherwise.
         pairs : tuple (rows, cols) of int arrays of length p, optional
@@ -322,6 +480,7 @@ class _PairwiseRLS(BaseEstimator):
         Returns
         -------
         scores : ndarray of shape (m1, m2), or (p,) when ``pairs`` is given
+            Predicted score of every test pair (or of the given pairs).
         """
         check_is_fitted(self, "dual_coef_")
         K1t = self._test_block(X1_test, 1)
@@ -353,35 +512,104 @@ class _PairwiseRLS(BaseEstimator):
         return out
 
     # ---------------------------------------------------------------------------------------- model selection
-    def _check_alpha_override(self, alpha):
-        if alpha is None:
-            return self.alpha_
-        if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not np.isfinite(alpha) or alpha <= 0:
-            raise ValueError(f"'alpha' must be a float > 0, got {alpha!r}.")
-        return float(alpha)
-
-    def _default_score(self, Y, P):  # pragma: no cover - overridden
+    def _default_score(self, y, p, rows):  # pragma: no cover - overridden
         raise NotImplementedError
 
-    def cv_path(self, alphas, setting, scoring=None):
-        """Cross-validated score of each ``alpha`` under a prediction setting, reusing the eigendecompositions.
+    def _check_cv_args(self, setting, alpha, n_folds):
+        check_is_fitted(self, "dual_coef_")
+        if setting not in SETTINGS:
+            raise ValueError(f"'setting' must be one of {SETTINGS}, got {setting!r}.")
+        if n_folds is not None and (isinstance(n_folds, bool) or not isinstance(n_folds, numbers.Integral)
+                                    or n_folds < 2):
+            raise ValueError(f"'n_folds' must be None (leave one group out) or an int >= 2, got {n_folds!r}.")
+        if alpha is None:
+            return self.alpha_
+        if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not np.isfinite(alpha) or alpha < 0 \
+                or (alpha == 0 and self.max_iter is None):
+            raise ValueError(f"'alpha' must be a float > 0 (or 0 with max_iter set), got {alpha!r}.")
+        return float(alpha)
+
+    def _labelled(self):
+        """Labelled pairs as ``(rows, cols, values)``; all entries (row-major) for complete labels."""
+        if self.complete_:
+            n1, n2 = self.shape_
+            rows, cols = (a.ravel().astype(np.intp) for a in np.indices((n1, n2)))
+            return rows, cols, self.Y_.ravel()
+        return self.rows_, self.cols_, self.values_
+
+    def _retrain_holdout(self, setting, alpha, n_folds, random_state):
+        """Cross-validation predictions by explicit retraining on the splits of :func:`_scheme_splits`.
+
+        Each split refits this estimator (same parameters, precomputed training Grams): in closed form on the
+        sub-matrices when the training pairs form a complete grid (complete labels, settings B-D, ordinary or
+        symmetric regression), otherwise by conjugate gradient on the training triplets. Pairs no split predicts
+        (one domain, settings B / C: both nodes in the same fold) are NaN.
+        """
+        rows, cols, values = self._labelled()
+        out = np.full(values.size, np.nan)
+        for train, test in _scheme_splits(setting, rows, cols, self.one_domain_, n_folds, random_state):
+            if train.any():
+                out[test] = self._refit_predict(alpha, rows[train], cols[train], values[train], rows[test],
+                                                cols[test])
+        return out.reshape(self.shape_) if self.complete_ else out
+
+    def _refit_predict(self, alpha, r, c, v, r_test, c_test):
+        params = {"alpha": alpha, "kernel1": "precomputed", "kernel2": "precomputed", "symmetry": self.symmetry,
+                  "max_iter": self.max_iter, "tol": self.tol}
+        one = self.one_domain_
+        R, C = np.unique(r), np.unique(c)
+        grid = (self.complete_ and alpha > 0 and r.size == R.size * C.size
+                and (not one or (np.array_equal(R, C) and not self._ranking)))
+        if grid:
+            model = type(self)(**params).fit(self.K1_[np.ix_(R, R)], None if one else self.K2_[np.ix_(C, C)],
+                                             self.Y_[np.ix_(R, C)])
+            K1t, K2t = self.K1_[:, R], None if one else self.K2_[:, C]
+        else:
+            model = type(self)(**params).fit(self.K1_, None if one else self.K2_, (r, c, v))
+            K1t, K2t = self.K1_, None if one else self.K2_
+        pred = model.predict(K1t, K2t, pairs=(r_test, c_test))
+        if self._ranking:
+            # The ranking loss leaves each row's offset free: score with the least-squares intercept of the rows
+            # that have training labels (rows new to the model keep the plain kernel score).
+            n1 = self.shape_[0]
+            resid = v - model.predict(K1t, K2t, pairs=(r, c))
+            counts = np.bincount(r, minlength=n1)
+            offset = np.bincount(r, weights=resid, minlength=n1) / np.maximum(counts, 1)
+            pred = pred + offset[r_test]
+        return pred
+
+    def cv_path(self, alphas, setting, scoring=None, n_folds=None, random_state=0):
+        """Cross-validated score of each ``alpha`` under a prediction setting.
 
         Parameters
         ----------
         alphas : sequence of float > 0
+            Regularization values to evaluate.
         setting : {"A", "B", "C", "D"}
             See :meth:`holdout_predictions`.
         scoring : callable, optional
-            ``scoring(Y, P)`` with label and hold-out prediction matrices; higher is better. Defaults to the
-            concordance index over all pairs (KronRLS) or one minus the mean per-row pairwise rank loss
+            ``scoring(y, p)`` on the labelled pairs a split predicted (flat arrays; higher is better). Defaults to
+            the concordance index over all pairs (KronRLS) or one minus the mean per-row pairwise rank loss
             (ConditionalRankRLS).
+        n_folds : int, optional
+            As :meth:`holdout_predictions`.
+        random_state : int, default=0
+            As :meth:`holdout_predictions`.
 
         Returns
         -------
         scores : ndarray of shape (n_alphas,)
+            Cross-validated score of each alpha (higher is better).
         """
-        scoring = self._default_score if scoring is None else scoring
-        return np.array([scoring(self.Y_, self.holdout_predictions(setting, alpha=a)) for a in alphas])
+        check_is_fitted(self, "dual_coef_")
+        rows, _, values = self._labelled()
+        scores = []
+        for a in alphas:
+            P = np.ravel(self.holdout_predictions(setting, alpha=a, n_folds=n_folds, random_state=random_state))
+            keep = ~np.isnan(P)
+            y, p = values[keep], P[keep]
+            scores.append(self._default_score(y, p, rows[keep]) if scoring is None else scoring(y, p))
+        return np.array(scores)
 
 
 class KronRLS(_PairwiseRLS):
@@ -432,36 +660,51 @@ class KronRLS(_PairwiseRLS):
 
     _ranking = False
 
-    def _default_score(self, Y, P):
-        return concordance_index(Y.ravel(), P.ravel())
+    def _default_score(self, y, p, rows):
+        return concordance_index(y, p)
 
-    def holdout_predictions(self, setting, alpha=None):
-        """Cross-validation predictions on the training pairs, in closed form (complete labels, symmetry=None).
+    def holdout_predictions(self, setting, alpha=None, n_folds=None, random_state=0):
+        """Cross-validation predictions on the training pairs under one of the four prediction settings.
 
         Parameters
         ----------
         setting : {"A", "B", "C", "D"}
-            A: leave one pair out (known rows and columns); B: leave one row out (new rows); C: leave one column
+            A: leave the pair out (known rows and columns); B: leave the row out (new rows); C: leave the column
             out (new columns); D: leave the row and the column out (new rows and columns; the training pairs share
-            neither). A-C cost a few ``O(n1 n2 (n1 + n2))`` products; D retrains over the smaller domain
-            (``min(n1, n2)`` eigendecompositions of size ``min(n1, n2) - 1``) with the closed form over the other.
+            neither). In one-domain mode (``symmetry`` set) A leaves out the edge in both directions, and B / C / D
+            leave out every pair touching the row node / the column node / both nodes.
         alpha : float, optional
-            Regularization to evaluate (default: the fitted one); the eigendecompositions are reused.
+            Regularization to evaluate (default: the fitted one).
+        n_folds : int, optional
+            None: leave one group (pair, edge, row, column, node) out. An int: k-fold over those groups, by
+            explicit retraining.
+        random_state : int, default=0
+            Seed of the fold assignment (``n_folds`` only).
 
         Returns
         -------
-        P : ndarray of shape (n1, n2)
-            ``P[i, j]`` is predicted by the model trained without the pairs the setting holds out with ``(i, j)``.
+        P : ndarray of shape (n1, n2), or (q,) aligned with the training triplets for incomplete labels
+            Each entry is predicted by the model trained without the pairs the setting holds out with it; NaN
+            where no split predicts it (one domain, B / C with folds: both nodes in one fold).
+
+        Notes
+        -----
+        Closed forms (complete labels, ``n_folds=None``): with ``symmetry=None``, A-C cost a few
+        ``O(n1 n2 (n1 + n2))`` products and D retrains over the smaller domain (``min(n1, n2)`` eigendecompositions)
+        with the closed form over the other; one-domain A is :func:`_holdout_symmetric_a` (``O(n^4)``). One-domain
+        B / C / D (``n`` / ``n`` / ``n (n + 1) / 2`` refits of the closed form on the remaining nodes), incomplete
+        labels (conjugate gradient per split) and k-fold are computed by explicit retraining.
         """
-        check_is_fitted(self, "dual_coef_")
-        if setting not in SETTINGS:
-            raise ValueError(f"'setting' must be one of {SETTINGS}, got {setting!r}.")
-        if not self.complete_ or self.symmetry is not None:
-            raise NotImplementedError(
-                "Closed-form hold-out needs complete labels and symmetry=None; retrain explicitly on folds instead."
-            )
-        alpha = self._check_alpha_override(alpha)
+        alpha = self._check_cv_args(setting, alpha, n_folds)
+        if n_folds is not None or not self.complete_ or (self.one_domain_ and setting != "A"):
+            return self._retrain_holdout(setting, alpha, n_folds, random_state)
         eig1, eig2 = self.eigen_
+        if self.one_domain_:
+            sign = _SYMMETRY[self.symmetry]
+            V, s = eig1.eigenvectors, eig1.eigenvalues
+            Ysym = 0.5 * (self.Y_ + sign * self.Y_.T)
+            A = _closed_form(V, s, V, s, Ysym, alpha) + (self.Y_ - Ysym) / alpha
+            return _holdout_symmetric_a(V, s, self.Y_, A, alpha, sign)
         if setting == "D":
             # Loop over the smaller domain, closed form over the larger one.
             if self.shape_[0] <= self.shape_[1]:
@@ -476,7 +719,20 @@ class ConditionalRankRLS(_PairwiseRLS):
 
     Minimizes ``sum_v sum_{e, e' in E_v} (y_e - y_e' - f(e) + f(e'))^2 + lambda ||f||^2`` where ``E_v`` are the
     labelled pairs of row node ``v`` (Pahikkala et al. 2013, eq. 6 and 30-33): the columns are ranked conditioned
-    on each row. Parameters and attributes as :class:`KronRLS`.
+    on each row. Attributes as :class:`KronRLS`.
+
+    Parameters
+    ----------
+    alpha : float, default=1.0
+        Regularization ``lambda`` (as in :class:`KronRLS`).
+    kernel1, kernel2 : Kernel, str, default="precomputed"
+        Kernels of the conditioning (row) and ranked (column) domains, as in :class:`KronRLS`.
+    symmetry : {None, "symmetric", "reciprocal"}, default=None
+        One-domain pairwise kernels, as in :class:`KronRLS`.
+    max_iter : int, optional
+        Conjugate-gradient iteration cap for incomplete labels (early stopping).
+    tol : float, default=1e-10
+        Conjugate-gradient relative residual tolerance.
 
     Notes
     -----
@@ -489,30 +745,58 @@ class ConditionalRankRLS(_PairwiseRLS):
 
     _ranking = True
 
-    def _default_score(self, Y, P):
-        rows = np.repeat(np.arange(Y.shape[0]), Y.shape[1])
-        return 1.0 - pairwise_rank_loss(Y.ravel(), P.ravel(), rows)
+    def _default_score(self, y, p, rows):
+        return 1.0 - pairwise_rank_loss(y, p, rows)
 
-    def holdout_predictions(self, setting, alpha=None):
-        """Leave-one-row-out predictions (setting "B": new conditioning nodes), in closed form.
+    def holdout_predictions(self, setting, alpha=None, n_folds=None, random_state=0):
+        """Cross-validation predictions under one of the four settings (see :meth:`KronRLS.holdout_predictions`).
 
-        Returns row-centered predictions of shape (n1, n2): each row is what the model trained without that row
-        predicts, up to the row's mean (rankings within a row are shift invariant). Other settings change the
-        centering matrices and have no shortcut here.
+        The ranking loss leaves a free offset per row; predictions for rows that keep training labels (settings A
+        and C) include the least-squares row intercept of the model that made them, so scores from different
+        hold-out models are comparable within a row. Setting B returns row-centered predictions (a whole row comes
+        from one model); setting D (and B by retraining) the plain kernel scores ``K1 A K2^T``.
+
+        Parameters
+        ----------
+        setting : {"A", "B", "C", "D"}
+            Held-out unit: pair, row, column, or row and column (see :meth:`KronRLS.holdout_predictions`).
+        alpha : float, optional
+            Regularization to evaluate (default: the fitted one).
+        n_folds : int, optional
+            None: leave one group out (closed forms where they exist). An int: k-fold by explicit retraining.
+        random_state : int, default=0
+            Seed of the fold assignment (``n_folds`` only).
+
+        Returns
+        -------
+        P : ndarray of shape (n1, n2), or (q,) aligned with the training triplets for incomplete labels
+            Each entry predicted by the model trained without the pairs the setting holds out with it.
+
+        Notes
+        -----
+        Closed forms (complete labels, ``symmetry=None``, ``n_folds=None``), all from ``K1 = V S1 V^T`` and
+        ``C K2 C = U S2 U^T``: conditional ranking is KronRLS with an unpenalized intercept per row, a penalized
+        least-squares fit, so the model trained without a set ``S`` of pairs equals the full model refitted with
+        ``y_S`` replaced by its own predictions, ``(I - H_SS) f_S = (H y)_S - H_SS y_S``. A: ``H_SS`` is the
+        diagonal of ``H`` (:func:`_ranking_holdout_a`); B: leave-row-out of KronRLS on ``(K1, C K2 C, Y C)``;
+        C: ``H_SS`` for a column is diagonal in the eigenbasis of ``K1`` (:func:`_ranking_holdout_c`); D: ``n1``
+        row refits, each with the closed-form column hold-out (:func:`_ranking_holdout_d`). Other cases (one
+        domain, incomplete labels, ``n_folds``) retrain explicitly on the setting's splits.
         """
-        check_is_fitted(self, "dual_coef_")
-        if setting not in SETTINGS:
-            raise ValueError(f"'setting' must be one of {SETTINGS}, got {setting!r}.")
-        if setting != "B" or not self.complete_ or self.symmetry is not None:
-            raise NotImplementedError(
-                "ConditionalRankRLS has a closed-form hold-out only for setting 'B' with complete labels and "
-                "symmetry=None; retrain explicitly on folds for the other settings."
-            )
-        alpha = self._check_alpha_override(alpha)
+        alpha = self._check_cv_args(setting, alpha, n_folds)
+        if n_folds is not None or not self.complete_ or self.one_domain_:
+            return self._retrain_holdout(setting, alpha, n_folds, random_state)
         eig1, eig2 = self.eigen_
-        _, Yc = self._effective(self.K2_, self.Y_)
-        return _holdout_ab_c(eig1.eigenvectors, eig1.eigenvalues, eig2.eigenvectors, eig2.eigenvalues, Yc, alpha,
-                             "B")
+        V, s1, U, s2 = eig1.eigenvectors, eig1.eigenvalues, eig2.eigenvectors, eig2.eigenvalues
+        Y = self.Y_
+        if setting == "A":
+            return _ranking_holdout_a(V, s1, U, s2, Y, alpha)
+        if setting == "C":
+            return _ranking_holdout_c(V, s1, U, s2, Y, alpha)
+        if setting == "D":
+            return _ranking_holdout_d(self.K1_, self.K2_, eig2, Y, alpha)
+        _, Yc = self._effective(self.K2_, Y)
+        return _holdout_ab_c(V, s1, U, s2, Yc, alpha, "B")
 
 
 class TwoStepRLS(BaseEstimator):
@@ -527,6 +811,8 @@ class TwoStepRLS(BaseEstimator):
     alpha1, alpha2 : float, default=1.0
         Row and column regularization, > 0.
     kernel1, kernel2 : Kernel or str, default="precomputed"
+        Kernels of the row and column domains; with "precomputed", ``X1`` / ``X2`` are Gram matrices in ``fit``
+        and test-by-train blocks in ``predict``.
 
     Attributes
     ----------
@@ -543,7 +829,22 @@ class TwoStepRLS(BaseEstimator):
     _test_block = _PairwiseRLS._test_block
 
     def fit(self, X1, X2, Y):
-        """Fit on Gram matrices / features ``X1`` (n1 rows), ``X2`` (n2 rows) and complete labels ``Y`` (n1, n2)."""
+        """Fit on complete labels.
+
+        Parameters
+        ----------
+        X1 : ndarray of shape (n1, n1) if ``kernel1="precomputed"``, else (n1, n_features1)
+            Row objects.
+        X2 : ndarray of shape (n2, n2) if ``kernel2="precomputed"``, else (n2, n_features2)
+            Column objects.
+        Y : ndarray of shape (n1, n2)
+            Complete label matrix.
+
+        Returns
+        -------
+        self : TwoStepRLS
+            The fitted estimator.
+        """
         from .._validation import check_positive_scalar
 
         a1 = check_positive_scalar(self.alpha1, "alpha1", "TwoStepRLS")
@@ -562,13 +863,39 @@ class TwoStepRLS(BaseEstimator):
         return self
 
     def predict(self, X1_test, X2_test):
-        """Scores of all test pairs, shape (m1, m2)."""
+        """Score all test pairs.
+
+        Parameters
+        ----------
+        X1_test : ndarray of shape (m1, n1) if precomputed (test-by-train), else (m1, n_features1)
+            Test row objects.
+        X2_test : ndarray of shape (m2, n2) if precomputed (test-by-train), else (m2, n_features2)
+            Test column objects.
+
+        Returns
+        -------
+        scores : ndarray of shape (m1, m2)
+            Predicted score of every (row, column) test pair.
+        """
         check_is_fitted(self, "dual_coef_")
         return self._test_block(X1_test, 1) @ self.dual_coef_ @ self._test_block(X2_test, 2).T
 
     def holdout_predictions(self, setting, alpha1=None, alpha2=None):
-        """Closed-form cross-validation predictions (n1, n2) for settings "A" (pair, by self-consistent imputation
-        of the held-out label), "B" (row), "C" (column) and "D" (row and column, exact)."""
+        """Closed-form cross-validation predictions under one of the four settings.
+
+        Parameters
+        ----------
+        setting : {"A", "B", "C", "D"}
+            "A": pair (by self-consistent imputation of the held-out label); "B": row; "C": column; "D": row and
+            column (exact).
+        alpha1, alpha2 : float, optional
+            Row and column regularization to evaluate (default: the fitted ones).
+
+        Returns
+        -------
+        P : ndarray of shape (n1, n2)
+            Each entry predicted by the model trained without the pairs the setting holds out with it.
+        """
         check_is_fitted(self, "dual_coef_")
         if setting not in SETTINGS:
             raise ValueError(f"'setting' must be one of {SETTINGS}, got {setting!r}.")

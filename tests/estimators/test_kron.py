@@ -8,6 +8,7 @@ from iokr.estimators.kron import ConditionalRankRLS, KronRLS
 from iokr.exceptions import ConvergenceWarning
 from iokr.kernels import Gaussian, Linear
 from iokr.linalg import commutation_matrix
+from iokr.metrics import concordance_index
 
 
 def _psd(rng, n, rank=None):
@@ -220,8 +221,6 @@ def test_conditional_ranking_leave_row_out_matches_retraining(rng):
     expected -= expected.mean(axis=1, keepdims=True)
     got = model.holdout_predictions("B")
     np.testing.assert_allclose(got - got.mean(axis=1, keepdims=True), expected, rtol=1e-8, atol=1e-10)
-    with pytest.raises(NotImplementedError):
-        model.holdout_predictions("C")
 
 
 def test_cv_path_scores(data):
@@ -229,8 +228,13 @@ def test_cv_path_scores(data):
     model = KronRLS(alpha=1.0).fit(K1, K2, Y)
     scores = model.cv_path([0.1, 1.0, 10.0], "B")
     assert scores.shape == (3,) and np.all((scores >= 0) & (scores <= 1))
+    P = model.holdout_predictions("B", alpha=10.0)
+    assert scores[2] == pytest.approx(concordance_index(Y.ravel(), P.ravel()), rel=1e-12)
     rank = ConditionalRankRLS(alpha=1.0).fit(K1, K2, Y)
     assert rank.cv_path([0.1, 1.0], "B").shape == (2,)
+    # custom scoring sees the flat labels and predictions
+    got = model.cv_path([1.0], "C", scoring=lambda y, p: -np.mean((y - p) ** 2))
+    assert got[0] == pytest.approx(-np.mean((Y - model.holdout_predictions("C")) ** 2), rel=1e-12)
 
 
 # ------------------------------------------------------------------------------------------------ bad input
@@ -326,3 +330,159 @@ def test_holdout_stable_when_leverage_is_one(rng, setting):
     Y = rng.normal(size=(4, 5))
     model = KronRLS(alpha=1e-20).fit(np.eye(4), np.eye(5), Y)
     np.testing.assert_allclose(model.holdout_predictions(setting), 0.0, atol=1e-12)
+
+
+# ------------------------------------------------------------------ CV in every setting vs dense explicit retraining
+def _dense_refit_predict(K1, K2, r, c, v, r_test, c_test, alpha, ranking, sign=None):
+    """Retrain on the labelled pairs (r, c, v) by a dense solve of (L Kq + alpha I) a = L y and score test pairs.
+
+    Kq is the explicit pair kernel (ordinary, or (K1 K1 + sign K1 K1^T) / 2 in one domain); L centers each row's
+    labels for ranking (identity for regression). Ranking scores of rows with training labels get the row's
+    least-squares intercept (mean training residual), as the estimators document."""
+    def kq(ra, ca, rb, cb):
+        if sign is None:
+            return K1[np.ix_(ra, rb)] * K2[np.ix_(ca, cb)]
+        return 0.5 * (K1[np.ix_(ra, rb)] * K1[np.ix_(ca, cb)] + sign * K1[np.ix_(ra, cb)] * K1[np.ix_(ca, rb)])
+
+    K = kq(r, c, r, c)
+    L = np.eye(r.size)
+    if ranking:
+        for g in np.unique(r):
+            idx = np.flatnonzero(r == g)
+            L[np.ix_(idx, idx)] -= 1.0 / idx.size
+    a = np.linalg.solve(L @ K + alpha * np.eye(r.size), L @ v)
+    pred = kq(r_test, c_test, r, c) @ a
+    if ranking:
+        resid = v - K @ a
+        offset = {g: resid[r == g].mean() for g in np.unique(r)}
+        pred = pred + np.array([offset.get(g, 0.0) for g in r_test])
+    return pred
+
+
+def _held_out(setting, rows, cols, i, j, one_domain):
+    """Pairs the setting removes from training to predict pair (i, j) (leave-one-group-out)."""
+    if not one_domain:
+        return {"A": (rows == i) & (cols == j), "B": rows == i, "C": cols == j, "D": (rows == i) | (cols == j)}[setting]
+    def touches(node):
+        return (rows == node) | (cols == node)
+
+    edge = ((rows == i) & (cols == j)) | ((rows == j) & (cols == i))
+    return {"A": edge, "B": touches(i), "C": touches(j), "D": touches(i) | touches(j)}[setting]
+
+
+def _loo_reference(K1, K2, rows, cols, values, alpha, setting, ranking, sign=None):
+    out = np.empty(rows.size)
+    for e, (i, j) in enumerate(zip(rows, cols)):
+        train = ~_held_out(setting, rows, cols, i, j, sign is not None)
+        out[e] = _dense_refit_predict(K1, K2, rows[train], cols[train], values[train], np.array([i]), np.array([j]),
+                                      alpha, ranking, sign)[0]
+    return out
+
+
+@pytest.mark.parametrize("setting", ["A", "C", "D"])
+@pytest.mark.parametrize("shape", [(6, 5), (4, 7)])
+def test_conditional_ranking_closed_form_cv_matches_retraining(rng, setting, shape):
+    K1, K2 = _psd(rng, shape[0]), _psd(rng, shape[1], rank=3)  # rank-deficient C K2 C: extra null directions
+    Y = rng.normal(size=shape)
+    rows, cols = (a.ravel() for a in np.indices(shape))
+    expected = _loo_reference(K1, K2, rows, cols, Y.ravel(), 0.3, setting, ranking=True).reshape(shape)
+    model = ConditionalRankRLS(alpha=1.0).fit(K1, K2, Y)
+    got = model.holdout_predictions(setting, alpha=0.3)
+    np.testing.assert_allclose(got, expected, rtol=1e-8, atol=1e-10 * np.abs(expected).max())
+
+
+@pytest.mark.parametrize("model_cls", [KronRLS, ConditionalRankRLS])
+@pytest.mark.parametrize("symmetry,sign", [("symmetric", 1), ("reciprocal", -1)])
+@pytest.mark.parametrize("setting", ["A", "B", "C", "D"])
+def test_one_domain_cv_matches_retraining(rng, model_cls, symmetry, sign, setting):
+    """KronRLS setting A is the closed form of _holdout_symmetric_a; the rest retrain (ranking: by CG)."""
+    n = 5
+    K = _psd(rng, n)
+    Y = rng.normal(size=(n, n))
+    rows, cols = (a.ravel() for a in np.indices((n, n)))
+    ranking = model_cls is ConditionalRankRLS
+    expected = _loo_reference(K, K, rows, cols, Y.ravel(), 0.4, setting, ranking=ranking, sign=sign).reshape(n, n)
+    got = model_cls(alpha=0.4, symmetry=symmetry, tol=1e-14).fit(K, None, Y).holdout_predictions(setting)
+    if setting in "BC":
+        # a self-pair (i, i) has both nodes new: a setting-D pair, not predicted under B / C
+        assert np.isnan(np.diagonal(got)).all()
+        off = ~np.eye(n, dtype=bool)
+        got, expected = got[off], expected[off]
+    np.testing.assert_allclose(got, expected, rtol=1e-8, atol=1e-10 * np.abs(expected).max())
+
+
+@pytest.mark.parametrize("model_cls", [KronRLS, ConditionalRankRLS])
+@pytest.mark.parametrize("symmetry,sign", [(None, None), ("reciprocal", -1)])
+@pytest.mark.parametrize("setting", ["A", "B", "C", "D"])
+def test_incomplete_labels_cv_by_retraining(rng, model_cls, symmetry, sign, setting):
+    n1, n2 = 5, 4
+    if symmetry is None:
+        K1, K2 = _psd(rng, n1), _psd(rng, n2)
+    else:
+        K1 = K2 = _psd(rng, n1)
+        n2 = n1
+    rows = rng.integers(0, n1, size=14)
+    cols = rng.integers(0, n2, size=14)
+    rows[1], cols[1] = rows[0], cols[0]  # a repeated pair: held out together in setting A
+    values = rng.normal(size=14)
+    model = model_cls(alpha=0.5, tol=1e-14, symmetry=symmetry).fit(K1, None if symmetry else K2, (rows, cols, values))
+    got = model.holdout_predictions(setting)
+    expected = _loo_reference(K1, K2, rows, cols, values, 0.5, setting, ranking=model_cls is ConditionalRankRLS,
+                              sign=sign)
+    keep = ~np.isnan(got)  # one domain B / C: self-pairs (both nodes new) are not predicted
+    assert keep.sum() >= rows.size - np.sum(rows == cols)
+    np.testing.assert_allclose(got[keep], expected[keep], rtol=1e-8, atol=1e-9 * np.abs(expected).max())
+
+
+@pytest.mark.parametrize("model_cls", [KronRLS, ConditionalRankRLS])
+@pytest.mark.parametrize("setting", ["A", "B", "C", "D"])
+def test_k_fold_splits_follow_the_setting(rng, model_cls, setting):
+    """k-fold by retraining: each prediction comes from a model that saw neither the pair's held-out group(s);
+    checked by replaying the fold assignment against a dense refit on exactly the allowed pairs."""
+    from iokr.estimators.kron import _scheme_splits
+
+    n1, n2 = 6, 5
+    K1, K2 = _psd(rng, n1), _psd(rng, n2)
+    Y = rng.normal(size=(n1, n2))
+    model = model_cls(alpha=0.7, tol=1e-14).fit(K1, K2, Y)
+    got = model.holdout_predictions(setting, n_folds=3, random_state=4).ravel()
+    rows, cols = (a.ravel() for a in np.indices((n1, n2)))
+    expected = np.full(rows.size, np.nan)
+    covered = np.zeros(rows.size, int)
+    for train, test in _scheme_splits(setting, rows, cols, False, 3, 4):
+        # the split removes every pair sharing a held-out row (B, D) or column (C, D) with a test pair
+        if setting in "BD":
+            assert not np.isin(rows[train], rows[test]).any()
+        if setting in "CD":
+            assert not np.isin(cols[train], cols[test]).any()
+        covered[test] += 1
+        expected[test] = _dense_refit_predict(K1, K2, rows[train], cols[train], Y.ravel()[train], rows[test],
+                                              cols[test], 0.7, model_cls is ConditionalRankRLS)
+    assert (covered == 1).all()
+    np.testing.assert_allclose(got, expected, rtol=1e-8, atol=1e-9 * np.abs(expected).max())
+    assert model.cv_path([0.7], setting, n_folds=3, random_state=4).shape == (1,)
+
+
+def test_one_domain_folds_cover_b_and_d(rng):
+    from iokr.estimators.kron import _scheme_splits
+
+    n = 7
+    rows, cols = (a.ravel() for a in np.indices((n, n)))
+    seen = np.zeros(rows.size, int)
+    for train, test in _scheme_splits("D", rows, cols, True, 3, 0):
+        nodes = np.union1d(rows[test], cols[test])
+        assert not (np.isin(rows[train], nodes) | np.isin(cols[train], nodes)).any()
+        seen[test] += 1
+    assert (seen == 1).all()
+    for train, test in _scheme_splits("B", rows, cols, True, 3, 0):
+        assert not np.isin(rows[test], cols[test]).any()  # column nodes of B test pairs stay known
+        assert not (np.isin(rows[train], rows[test]) | np.isin(cols[train], rows[test])).any()
+
+
+def test_cv_argument_errors(data):
+    K1, K2, Y = data
+    model = KronRLS().fit(K1, K2, Y)
+    with pytest.raises(ValueError, match="'n_folds'"):
+        model.holdout_predictions("B", n_folds=1)
+    with pytest.raises(ValueError, match="'alpha'"):
+        model.holdout_predictions("B", alpha=-1.0)
