@@ -9,7 +9,14 @@ from ..io._atomic import atomic_open
 
 
 def write_atomic(path, text):
-    """Write ``text`` to ``path`` through a temporary file and a rename, so readers never see half a file."""
+    """Write ``text`` to ``path`` through a temporary file and a rename, so readers never see half a file.
+
+    ``text`` is a str (written as UTF-8) or bytes (written as is, e.g. a PNG).
+    """
+    if isinstance(text, (bytes, bytearray)):
+        with atomic_open(path, "wb") as handle:
+            handle.write(text)
+        return
     with atomic_open(path, "w", encoding="utf-8") as handle:
         handle.write(text)
 

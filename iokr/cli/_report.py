@@ -1,4 +1,10 @@
-"""PNG and HTML report of a metabolite-identification evaluation: top-k curves against the published model."""
+"""PNG and HTML reports of ranking evaluations: top-k curves, per-query ranks and timing per stage.
+
+One implementation serves every ``evaluate`` command (metabolites, retrieval, multilabel) and the demo:
+:func:`write_evaluation_report` takes rank arrays and timings, draws three figures and writes them, with an HTML page
+that embeds them, through temporary files and renames (an interrupted run leaves the previous report or none).
+Matplotlib is imported only here, when a report is asked for.
+"""
 
 from __future__ import annotations
 
@@ -12,79 +18,212 @@ import numpy as np
 from ._output import write_atomic
 
 MAX_K = 50
+#: File names of the figures (``topk`` keeps the demo's historical name ``report.png``).
+FIGURES = {"topk": "report.png", "ranks": "ranks.png", "timings": "timings.png"}
 
 
-def _curve(ranks, n):
-    ranks = np.nan_to_num(np.asarray(ranks, dtype=np.float64), nan=np.inf)
-    ks = np.arange(1, MAX_K + 1)
-    return ks, np.array([100.0 * np.sum(ranks <= k) / n for k in ks]) if n else np.zeros(MAX_K)
+def _finite_ranks(ranks):
+    """Ranks as float64 with ``None`` / NaN (query whose answer is not among its candidates) as ``inf``."""
+    values = np.array([np.nan if r is None else r for r in np.ravel(ranks)], dtype=np.float64)
+    return np.nan_to_num(values, nan=np.inf)
+
+
+def topk_curve(ranks, n=None, max_k=MAX_K):
+    """Top-k accuracy (%) for ``k = 1 .. max_k``.
+
+    Parameters
+    ----------
+    ranks : array-like of shape (n_queries,)
+        1-based rank of each query's true answer; NaN or None when it is not among the candidates.
+    n : int, optional
+        Denominator (number of queries); ``len(ranks)`` by default.
+
+    Returns
+    -------
+    ks : ndarray of shape (max_k,)
+    accuracy : ndarray of shape (max_k,)
+        Percentage of queries whose answer ranks at most ``k`` (zeros when there are no queries).
+    """
+    values = _finite_ranks(ranks)
+    n = values.size if n is None else n
+    ks = np.arange(1, max_k + 1)
+    if not n:
+        return ks, np.zeros(max_k)
+    return ks, 100.0 * np.array([np.sum(values <= k) for k in ks]) / n
 
 
 def curves(summary):
-    """Top-k curves (k = 1..50) of this run per structure and per spectrum, and of the published scores."""
+    """Top-k curves of a metabolite evaluation: this run per structure and per spectrum, and the published scores."""
+    return {label: topk_curve(ranks, n) for label, (ranks, n) in _metabolite_ranks(summary).items()}
+
+
+def _metabolite_ranks(summary):
     lists = summary["lists"]
     evaluated = [d for d in lists if d.get("n_query_spectra", 0) > 0 and d["n_candidates"] > 0]
-    out = {}
-    struct = [np.nan if d.get("rank") is None else d["rank"] for d in evaluated]
-    out["IOKR, per structure (merged spectra)"] = _curve(struct, len(evaluated))
-    spec = [r for d in evaluated for r in d.get("spectrum_ranks", [])]
-    out["IOKR, per spectrum"] = _curve(spec, len(spec))
+    out = {"IOKR, per structure (merged spectra)": ([d.get("rank") for d in evaluated], len(evaluated))}
+    spectra = [r for d in evaluated for r in d.get("spectrum_ranks", [])]
+    out["IOKR, per spectrum"] = (spectra, len(spectra))
     if any("published_rank" in d for d in lists):
-        pub = [d.get("published_rank", np.nan) for d in lists]
-        out["published IOKR (all lists)"] = _curve(pub, len(lists))
+        out["published IOKR (all lists)"] = ([d.get("published_rank") for d in lists], len(lists))
     return out
 
 
-def write_report(summary, out_dir, title="Metabolite identification: top-k accuracy"):
-    """Write ``report.png`` and ``report.html`` (with the PNG embedded) into ``out_dir``."""
+def _png(fig):
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
+def _figures(rank_sets, timings, title):
+    """The three figures as PNG bytes (``None`` for timings when there are none)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out = {}
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
-    for label, (ks, acc) in curves(summary).items():
+    for label, (ranks, n) in rank_sets.items():
+        ks, acc = topk_curve(ranks, n)
         ax.plot(ks, acc, label=label, drawstyle="steps-post")
     ax.set_xscale("log")
-    ax.set_xlabel("k (rank of the true structure <= k)")
+    ax.set_xlabel("k (rank of the true answer <= k)")
     ax.set_ylabel("top-k accuracy (%)")
     ax.set_ylim(0, 100)
     ax.grid(True, which="both", alpha=0.3)
     ax.set_title(title)
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png")
+    out["topk"] = _png(fig)
     plt.close(fig)
-    png = buffer.getvalue()
-    (out_dir / "report.png").write_bytes(png)
+
+    fig, ax = plt.subplots(figsize=(7, 4), dpi=110)
+    finite = [v[np.isfinite(v)] for v in (_finite_ranks(r) for r, _ in rank_sets.values())]
+    top = max([float(v.max()) for v in finite if v.size] + [2.0])
+    bins = np.unique(np.geomspace(1, top + 1, 30).round())
+    for label, values, (_, n) in zip(rank_sets, finite, rank_sets.values()):
+        if values.size:
+            # Percentages of each curve's own queries, so sets of very different sizes stay comparable.
+            ax.hist(values, bins=bins, weights=np.full(values.size, 100.0 / max(n, 1)), histtype="step",
+                    linewidth=1.5, label=f"{label} ({values.size} ranked of {n})")
+    ax.set_xscale("log")
+    ax.set_xlabel("rank of the true answer (per query; answers not among the candidates omitted)")
+    ax.set_ylabel("% of queries")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(loc="upper right", fontsize=8)
+    ax.set_title("Per-query ranks")
+    fig.tight_layout()
+    out["ranks"] = _png(fig)
+    plt.close(fig)
+
+    stages = {k: float(v) for k, v in (timings or {}).items() if k != "total_s"}
+    if stages:
+        fig, ax = plt.subplots(figsize=(7, 0.8 + 0.4 * len(stages)), dpi=110)
+        names = [k.removesuffix("_s") for k in stages]
+        ax.barh(names, list(stages.values()), color="#4477aa")
+        ax.invert_yaxis()
+        ax.set_xlabel("seconds")
+        total = (timings or {}).get("total_s", sum(stages.values()))
+        ax.set_title(f"Time per stage (total {float(total):.1f} s)")
+        ax.grid(True, axis="x", alpha=0.3)
+        fig.tight_layout()
+        out["timings"] = _png(fig)
+        plt.close(fig)
+    return out
+
+
+def _table(header, rows):
+    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _img(png, alt):
+    return f'<p><img alt="{html.escape(alt)}" src="data:image/png;base64,{base64.b64encode(png).decode()}"></p>'
+
+
+def write_evaluation_report(out_dir, *, title, rank_sets, timings=None, summary_table=None, notes=(),
+                            detail_table=None):
+    """Write the report of a ranking evaluation into ``out_dir``: three PNG figures and ``report.html``.
+
+    Parameters
+    ----------
+    out_dir : str or Path
+        Folder (created if needed).
+    title : str
+    rank_sets : dict of str -> (ranks, n)
+        Per curve: the 1-based rank of every query's true answer (NaN or None when absent from its candidates)
+        and the number of queries the percentages are taken over.
+    timings : dict of str -> float, optional
+        Seconds per stage (keys ending in ``_s``); ``total_s`` is shown in the title, not as a bar.
+    summary_table : (header, rows), optional
+        Headline numbers, shown first.
+    notes : sequence of str
+        Paragraphs (protocol, data) shown under the title.
+    detail_table : (header, rows), optional
+        Per-query (or per-list) ranks, shown last.
+
+    Returns
+    -------
+    paths : dict of str -> Path
+        ``"html"`` and one entry per figure written (``"topk"``, ``"ranks"``, ``"timings"``).
+    """
+    out_dir = Path(out_dir)
+    figures = _figures(rank_sets, timings, title)
+    paths = {}
+    for key, png in figures.items():
+        path = out_dir / FIGURES[key]
+        write_atomic(path, png)
+        paths[key] = path
+    parts = [f"<h1>{html.escape(title)}</h1>"]
+    parts += [f"<p>{html.escape(str(note))}</p>" for note in notes if note]
+    if summary_table is not None:
+        parts.append(_table(*summary_table))
+    parts.append("<h2>Top-k accuracy</h2>" + _img(figures["topk"], "top-k accuracy curves"))
+    parts.append("<h2>Per-query ranks</h2>" + _img(figures["ranks"], "histogram of per-query ranks"))
+    if "timings" in figures:
+        rows = [[k, f"{float(v):.2f}"] for k, v in timings.items()]
+        parts.append("<h2>Timing per stage</h2>" + _img(figures["timings"], "time per stage")
+                     + _table(["stage", "seconds"], rows))
+    if detail_table is not None:
+        parts.append("<h2>Per query</h2>" + _table(*detail_table))
+    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}}td,th{{padding:2px 8px;text-align:right}}
+table{{border-collapse:collapse}}tr:nth-child(even){{background:#f3f3f3}}</style></head><body>
+{"".join(parts)}
+</body></html>
+"""
+    paths["html"] = out_dir / "report.html"
+    write_atomic(paths["html"], page)
+    return paths
+
+
+def write_report(summary, out_dir, title="Metabolite identification: top-k accuracy"):
+    """Report of a metabolite-identification evaluation (``summary`` of ``evaluate_job``).
+
+    Returns
+    -------
+    png, html : Path
+        The top-k figure (``report.png``) and the page (``report.html``); ``ranks.png`` and ``timings.png`` are
+        written beside them.
+    """
     rows = []
     for key, label in (("per_structure", "IOKR (this run), per structure"),
                        ("per_spectrum", "IOKR (this run), per spectrum"),
                        ("published", "published IOKR (list scores)")):
         if key in summary:
-            cells = "".join(f"<td>{summary[key][k]:.1f}</td>" for k in ("top1", "top5", "top10", "top20"))
-            rows.append(f"<tr><th>{html.escape(label)}</th>{cells}</tr>")
-    detail = "".join(
-        f"<tr><td>{html.escape(d['list'])}</td><td>{d['n_candidates']}</td><td>{d.get('n_query_spectra', 0)}</td>"
-        f"<td>{'' if d.get('rank') is None else d['rank']}</td><td>{d.get('published_rank', '')}</td></tr>"
-        for d in summary["lists"])
-    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}}td,th{{padding:2px 8px;text-align:right}}
-table{{border-collapse:collapse}}tr:nth-child(even){{background:#f3f3f3}}</style></head><body>
-<h1>{html.escape(title)}</h1>
-<p>{html.escape(summary.get('protocol', ''))}</p>
-<p>{summary.get('n_lists_with_spectra')} of {summary.get('n_lists')} lists have query spectra;
-{summary.get('n_query_spectra')} query spectra; {summary.get('n_train_structures')} training structures.</p>
-<table><tr><th></th><th>top-1 %</th><th>top-5 %</th><th>top-10 %</th><th>top-20 %</th></tr>{''.join(rows)}</table>
-<p><img alt="top-k curves" src="data:image/png;base64,{base64.b64encode(png).decode()}"></p>
-<h2>Per list</h2><table><tr><th>list</th><th>candidates</th><th>query spectra</th><th>rank (merged)</th>
-<th>published rank</th></tr>{detail}</table></body></html>
-"""
-    write_atomic(out_dir / "report.html", page)
-    return out_dir / "report.png", out_dir / "report.html"
+            rows.append([label] + [f"{summary[key][k]:.1f}" for k in ("top1", "top5", "top10", "top20")])
+    detail = [[d["list"], d["n_candidates"], d.get("n_query_spectra", 0), "" if d.get("rank") is None else d["rank"],
+               d.get("published_rank", "")] for d in summary["lists"]]
+    notes = [summary.get("protocol", ""),
+             (f"{summary.get('n_lists_with_spectra')} of {summary.get('n_lists')} lists have query spectra; "
+              f"{summary.get('n_query_spectra')} query spectra; {summary.get('n_train_structures')} training "
+              "structures. Timings on the machine that ran the evaluation.")]
+    paths = write_evaluation_report(
+        out_dir, title=title, rank_sets=_metabolite_ranks(summary), timings=summary.get("timings_s"),
+        summary_table=(["", "top-1 %", "top-5 %", "top-10 %", "top-20 %"], rows), notes=notes,
+        detail_table=(["list", "candidates", "query spectra", "rank (merged)", "published rank"], detail))
+    return paths["topk"], paths["html"]
 
 
 def markdown_report(summary, title="Metabolite identification (IOKR) on PubChem candidate lists"):

@@ -65,7 +65,8 @@ def register(subparsers):
     evaluate.add_argument("--spectra", required=True, help="spectra in the shared MassBank JSONL format")
     evaluate.add_argument("--candidates", required=True, help=".tar.gz or folder of candidate lists")
     evaluate.add_argument("--output", required=True, help="folder for summary.json (and the model)")
-    evaluate.add_argument("--report", action="store_true", help="also write report.png and report.html")
+    evaluate.add_argument("--report", action="store_true",
+                          help="also write report.html with PNG figures (top-k curves, per-query ranks, timings)")
     _add_model_options(evaluate)
     evaluate.set_defaults(func=run_evaluate)
 
@@ -155,7 +156,7 @@ def run_evaluate(args):
     if args.report:
         from ._report import write_report
 
-        write_report(summary, out_dir)
-        print(f"report: {out_dir / 'report.png'}, {out_dir / 'report.html'}")
+        _, page = write_report(summary, out_dir)
+        print(f"report: {page}")
     print(f"summary written to {out_dir / 'summary.json'}")
     return 0

@@ -7,6 +7,7 @@ language only; IOKR learns source -> target TF-IDF; each test source document ra
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,17 +59,29 @@ def make_split(source, target, train_index, test_index, min_df=2):
     return RetrievalSplit(gram_train, gram_test, diag_test, Y_train, Y_test)
 
 
-def retrieval_ranks(model, split):
+def retrieval_ranks(model, split, timings=None):
     """Fit ``model`` (an IOKR-like estimator with a precomputed input kernel) and rank the aligned documents.
+
+    Parameters
+    ----------
+    model : estimator
+    split : RetrievalSplit
+    timings : dict, optional
+        Seconds spent fitting and ranking are added to its ``"fit_s"`` and ``"rank_s"`` entries.
 
     Returns
     -------
     ranks : ndarray of shape (n_test,)
         1-based rank of each query's translation among all test target documents (ties: average).
     """
+    timings = {} if timings is None else timings
+    t0 = time.perf_counter()
     model.fit(split.gram_train, split.Y_train)
+    t1 = time.perf_counter()
     candidates = CandidateSets.shared(split.Y_test, split.gram_test.shape[0])
     rankings = model.rank(split.gram_test, candidates, input_diag=split.diag_test)
+    timings["fit_s"] = timings.get("fit_s", 0.0) + t1 - t0
+    timings["rank_s"] = timings.get("rank_s", 0.0) + time.perf_counter() - t1
     ranks = np.empty(len(rankings))
     for q, ranking in enumerate(rankings):
         scores = np.empty(ranking.n_candidates)
@@ -99,25 +112,33 @@ def evaluate_retrieval(source, target, *, n_splits=10, alpha=1.0, train_fraction
     Returns
     -------
     summary : dict
-        ``{"top1": (mean, std), "top5": ..., "top10": ..., "mrr": ..., "per_split": [...]}``.
+        ``{"top1": (mean, std), "top5": ..., "top10": ..., "mrr": ..., "per_split": [...], "ranks": [...],
+        "timings_s": {...}}``: ``ranks`` holds every split's per-query ranks (one list per split), ``timings_s``
+        the seconds spent on features (TF-IDF and kernels), fitting and ranking, summed over splits.
     """
     if len(source) != len(target):
         raise ValueError(f"'source' and 'target' must be aligned; got {len(source)} and {len(target)} documents.")
     rng = np.random.default_rng(seed)
     n = len(source)
     n_train = int(round(train_fraction * n))
-    per_split = []
+    per_split, all_ranks = [], []
+    timings = {"features_s": 0.0, "fit_s": 0.0, "rank_s": 0.0}
     for split_number in range(n_splits):
         permutation = rng.permutation(n)
+        t0 = time.perf_counter()
         split = make_split(source, target, permutation[:n_train], permutation[n_train:])
+        timings["features_s"] += time.perf_counter() - t0
         estimator = model if model is not None else IOKR(alpha=alpha, input_kernel="precomputed")
-        ranks = retrieval_ranks(estimator, split)
+        ranks = retrieval_ranks(estimator, split, timings)
         record = {f"top{k}": top_k_accuracy(ranks, k) for k in TOP_K}
         record["mrr"] = mean_reciprocal_rank(ranks)
         per_split.append(record)
+        all_ranks.append(ranks.tolist())
         if progress is not None:
             progress(split_number + 1)
     summary = {key: (float(np.mean([r[key] for r in per_split])), float(np.std([r[key] for r in per_split])))
                for key in per_split[0]}
     summary["per_split"] = per_split
+    summary["ranks"] = all_ranks
+    summary["timings_s"] = timings
     return summary
