@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 EXTRAS ?= test,chem,plot,distributed
 
-.PHONY: demo test venv bench clean
+.PHONY: demo test venv bench fuzz properties clean
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,13 @@ demo: venv
 
 test: venv
 	$(BIN)/python -m pytest -q tests
+
+# Longer hardening campaigns (the CI runs the same tests with the small derandomized "ci" profile).
+fuzz: venv
+	IOKR_HYPOTHESIS_PROFILE=long IOKR_FUZZ_REPORT=reports/fuzz.json $(BIN)/python -m pytest -q tests/fuzz
+
+properties: venv
+	IOKR_HYPOTHESIS_PROFILE=long $(BIN)/python -m pytest -q tests/properties
 
 bench: venv
 	$(BIN)/python -m benchmarks.run --output benchmarks/results

@@ -1,13 +1,26 @@
 """Scale: streamed cosine scoring of 10^7 on-disk fingerprints, popcount vs float Tanimoto, sketched IOKR for large n,
 Dask (2 workers) vs local scoring, with a scaling model for 16 workers.
 
+The issue's target case alone (1,000 queries x 10,000,000 candidates, 2048 bits, cosine, top-100), with its rows merged
+into ``reports/scale.json`` and ``reports/scale.md`` (other rows are kept)::
+
+    python -m benchmarks.bench_scale --pool /tmp/iokr_pool_1e7.bin
+
+writes the 2.56 GB bit-packed pool at ``--pool`` if it is not there (kept for later runs), scores it in a child
+process (``model.rank``, the fused 0/1 path), checks the top-100 of 5 sampled queries against an independent float64
+brute force over all 10^7 candidates, and records the child's peak RSS (``VmHWM``). ``--queries/--candidates``
+change the size (e.g. ``--candidates 100000`` for a smoke run), ``--compare-direct`` also times the path without the
+fused rule in the same process, ``--output DIR`` writes elsewhere. ``python -m benchmarks.run --only scale`` runs
+every section at full size, the target case included (on a temporary pool).
+
 Rows:
 - stream: ``rank(X_t, CandidateSets.shared(CandidateFile), top_k=100)``, 2048-bit fingerprints stored bit-packed in a
   checksummed candidate file (read block by block with ``os.pread``), cosine decoding, float32 BLAS. The rate is the
   flops of the score products (2 m c p) per second, divided by the sgemm rate measured in the same child process on
   the same block shape (1000 x 10,000 x 2048) before and after the run (the better of the two is used). Peak RSS
-  (``ru_maxrss``) of the child covers Python, the model, all blocks and the top-k state. Exactness: the top-100 of
-  sampled queries equals a stable full sort of all their scores.
+  (``VmHWM``) of the child covers Python, the model, all blocks and the top-k state. Exactness: the top-100 of 5
+  sampled queries equals a float64 brute force over the whole pool (byte-table inner products, no float32, stable
+  sort); ``--compare-direct`` also times the path without the fused 0/1 rule.
 - tanimoto: ``k(C, Y_train)`` for binary fingerprints: float64 Tanimoto kernel (the generic path), the popcount path
   (``np.bitwise_count`` on uint64 words) and float32 BLAS intersection counts; equal results checked.
 - sketched: IOKR with a Nystrom input sketch on n synthetic examples vs exact IOKR on a size where both run
@@ -33,6 +46,8 @@ import numpy as np
 from benchmarks._memory import peak_rss_mib
 
 P_BITS = 2048
+#: (queries, candidates, top-k) of the issue's streamed-scoring target.
+TARGET = (1000, 10_000_000, 100)
 
 
 def _timed(fn, repeat=1):
@@ -44,13 +59,18 @@ def _timed(fn, repeat=1):
     return best, out
 
 
-def _sgemm_rate(m, c, p, repeat=3, seed=0):
+def _sgemm_rate(m, c, p, repeat=3, seed=0, cpu=False):
+    """Best sgemm rate (flop/s) on an (m, p) x (p, c) product: wall clock, or CPU time of all threads with ``cpu``."""
     rng = np.random.default_rng(seed)
     A = rng.random((m, p), dtype=np.float32)
     B = rng.random((c, p), dtype=np.float32)
     A @ B[:64].T
-    seconds, _ = _timed(lambda: A @ B.T, repeat=repeat)
-    return 2.0 * m * c * p / seconds
+    best = np.inf
+    for _ in range(repeat):
+        start = time.process_time() if cpu else time.perf_counter()
+        A @ B.T
+        best = min(best, (time.process_time() if cpu else time.perf_counter()) - start)
+    return 2.0 * m * c * p / best
 
 
 def _random_fingerprint_bytes(rng, rows):
@@ -81,10 +101,61 @@ def _model(n_train=2000, d=64, seed=0, decoding="cosine"):
     return IOKR(alpha=1.0, input_kernel=Gaussian(0.01), decoding=decoding).fit(X, Y), rng
 
 
-def stream_child(n_queries, n_candidates, top_k, path, working_memory=1024, n_check=5, out=None):
-    """Child process: write (if needed) and score an on-disk pool; prints one JSON line."""
+def _brute_force_top_k(model, X, pool, top_k, chunk=16384):
+    """Float64 top-``top_k`` of every query over the whole packed pool, computed independently of the scorer.
+
+    Inner products of the 0/1 candidates with ``h(x)`` and with the centering mean come from per-byte lookup tables
+    summed in float64 (no unpacking, no float32), then the explicit formula of each decoding; every chunk's
+    candidates are merged by a stable sort. Memory: ``chunk x n_bytes`` float64 per lookup.
+    """
+    from iokr.decoding import _bits
+
+    out = model.output_
+    H = model.predict_features(X)
+    p = pool.shape[1]
+    mean = out.feature_transform.mean_ if out.center else np.zeros(p)
+    tables = [_bits.byte_dot_table(h) for h in H]
+    mean_table, mean_sq = _bits.byte_dot_table(mean), float(mean @ mean)
+    h_mean = H @ mean
+    h_norm = np.linalg.norm(H, axis=1)
+    best_idx = np.zeros((len(H), 0), dtype=np.int64)
+    best_scores = np.zeros((len(H), 0))
+    for start in range(0, pool.shape[0], chunk):
+        stop = min(start + chunk, pool.shape[0])
+        packed = pool.packed_rows(start, stop)
+        counts = _bits.packed_row_counts(packed, p).astype(np.float64)
+        sq = np.maximum(counts - 2 * _bits.packed_dot(packed, mean_table) + mean_sq, 0.0)
+        inv = np.where(sq > 0, 1 / np.sqrt(np.where(sq > 0, sq, 1)), 0.0)
+        inner = np.stack([_bits.packed_dot(packed, t) for t in tables]) - h_mean[:, None]  # <h, c - m>
+        if out.normalize:
+            inner *= inv[None, :]
+            sq = (sq > 0).astype(np.float64)
+        if model.decoding == "distance":
+            S = 2 * inner - sq[None, :]
+        elif model.decoding == "cosine":
+            S = inner * (1.0 if out.normalize else inv[None, :]) / np.where(h_norm > 0, h_norm, 1)[:, None]
+        else:
+            S = inner
+        idx = np.concatenate([best_idx, np.broadcast_to(np.arange(start, stop), S.shape)], axis=1)
+        scores = np.concatenate([best_scores, S], axis=1)
+        order = np.stack([np.lexsort((i, -sc))[:top_k] for i, sc in zip(idx, scores)])
+        best_idx = np.take_along_axis(idx, order, axis=1)
+        best_scores = np.take_along_axis(scores, order, axis=1)
+    return best_idx, best_scores
+
+
+def stream_child(n_queries, n_candidates, top_k, path, working_memory=1024, n_check=5, out=None,
+                 methods=("fused",)):
+    """Child process: write (if needed) and score an on-disk pool; prints one JSON line.
+
+    ``methods``: ``"fused"`` is ``model.rank`` (bit-packed blocks scored by the fused rule, the library's path);
+    ``"direct"`` scores the same blocks with the binary rule switched off (unpack to float32, finiteness check,
+    centered copy, scaled copy, then the product: the path before the fused rule), for a same-process comparison.
+    """
+    from dataclasses import replace
+
     from iokr import CandidateSets, config_context
-    from iokr.decoding import CandidateFile
+    from iokr.decoding import CandidateFile, top_k_scores
 
     if not os.path.exists(path + ".json"):
         t_write, _ = _timed(lambda: _write_pool(path, n_candidates))
@@ -93,57 +164,105 @@ def stream_child(n_queries, n_candidates, top_k, path, working_memory=1024, n_ch
     model, rng = _model()
     X_test = rng.normal(size=(n_queries, 64))
     pool = CandidateFile(path)
+    if pool.shape[0] != n_candidates:
+        raise ValueError(f"{path} holds {pool.shape[0]} candidates, not {n_candidates}; remove it or pass another path.")
     block = min(n_candidates, 10_000)
-    rate_before = _sgemm_rate(n_queries, block, P_BITS)
     baseline = peak_rss_mib()
-    with config_context(working_memory=working_memory):
-        seconds, rankings = _timed(lambda: model.rank(X_test, CandidateSets.shared(pool, n_queries), top_k=top_k))
-    peak = peak_rss_mib()
-    rate_after = _sgemm_rate(n_queries, block, P_BITS)
-    sample = np.sort(rng.choice(n_queries, size=n_check, replace=False))
-    with config_context(working_memory=working_memory):
-        t_check, S = _timed(lambda: model.decision_function(X_test[sample], pool))
-    exact = []
+    result = {"rss_before_scoring_mib": baseline, "write_seconds": t_write, "file_bytes": os.path.getsize(path),
+              "methods": {}}
+    rankings = None
+    for method in methods:
+        rate_before = _sgemm_rate(n_queries, block, P_BITS)
+        cpu_rate_before = _sgemm_rate(n_queries, block, P_BITS, cpu=True)
+        cpu_start = time.process_time()
+        with config_context(working_memory=working_memory):
+            if method == "fused":
+                seconds, ranked = _timed(lambda: model.rank(X_test, CandidateSets.shared(pool, n_queries),
+                                                            top_k=top_k))
+                indices = np.array([r.pool_indices for r in ranked])
+            elif method == "direct":
+                scorer = replace(model._scorer(X_test, None), binary_rule=None)
+                seconds, (indices, _) = _timed(lambda: top_k_scores(scorer, pool, top_k))
+            else:
+                raise ValueError(f"unknown method {method!r}")
+        cpu_seconds = time.process_time() - cpu_start
+        rate_after = _sgemm_rate(n_queries, block, P_BITS)
+        cpu_rate_after = _sgemm_rate(n_queries, block, P_BITS, cpu=True)
+        key = method if method not in result["methods"] else f"{method}#{len(result['methods']) + 1}"
+        result["methods"][key] = {"seconds": seconds, "sgemm_before": rate_before, "sgemm_after": rate_after,
+                                     "cpu_seconds": cpu_seconds, "sgemm_cpu_before": cpu_rate_before,
+                                     "sgemm_cpu_after": cpu_rate_after, "peak_rss_mib": peak_rss_mib()}
+        if rankings is None:
+            rankings = indices
+        result["methods"][key]["same_as_first"] = bool(np.array_equal(indices, rankings))
+    result["peak_rss_mib"] = peak_rss_mib()
+    sample = np.sort(rng.choice(n_queries, size=min(n_check, n_queries), replace=False))
+    t_check, (brute_idx, brute_scores) = _timed(lambda: _brute_force_top_k(model, X_test[sample], pool, top_k))
+    exact, within = [], []
     for row, q in enumerate(sample):
-        brute = np.lexsort((np.arange(S.shape[1]), -S[row].astype(np.float64)))[:top_k]
-        exact.append(bool(np.array_equal(brute, rankings[q].pool_indices)))
-    result = {"seconds": seconds, "peak_rss_mib": peak, "rss_before_scoring_mib": baseline,
-              "sgemm_before": rate_before, "sgemm_after": rate_after, "topk_exact": all(exact),
-              "n_checked": n_check, "check_seconds": t_check, "write_seconds": t_write,
-              "file_bytes": os.path.getsize(path)}
+        exact.append(bool(np.array_equal(brute_idx[row], rankings[q])))
+        # Near-ties closer than float32 round-off may swap; anything else is a selection error.
+        kth = brute_scores[row, -1]
+        tol = 1e-5 * max(np.abs(brute_scores[row]).max(), 1e-30)
+        missing = np.setdiff1d(brute_idx[row], rankings[q])
+        within.append(bool(missing.size == 0 or np.all(brute_scores[row][np.isin(brute_idx[row], missing)] <= kth + tol)))
+    result.update({"topk_exact": all(exact), "topk_within_roundoff": all(within), "n_checked": int(sample.size),
+                   "check_seconds": t_check})
     print(json.dumps(result), flush=True)
     if out:
         with open(out, "w") as f:
             json.dump(result, f)
 
 
-def stream_row(n_queries, n_candidates, top_k=100, path=None, keep=False):
+def stream_row(n_queries, n_candidates, top_k=100, path=None, keep=False, methods=("fused",)):
+    """Score ``n_queries`` x ``n_candidates`` in a child process; one row per method (see :func:`stream_child`).
+
+    ``path``: an existing or new pool file (``path + ".json"`` is its manifest); a temporary one is written and
+    removed when omitted. ``keep`` keeps a temporary pool.
+    """
     tmp = None
     if path is None:
         tmp = tempfile.mkdtemp(prefix="iokr_scale_")
         path = os.path.join(tmp, "pool.bin")
     code = (f"from benchmarks.bench_scale import stream_child; "
-            f"stream_child({n_queries}, {n_candidates}, {top_k}, {path!r})")
+            f"stream_child({n_queries}, {n_candidates}, {top_k}, {path!r}, methods={tuple(methods)!r})")
     try:
         proc = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    except subprocess.CalledProcessError as exc:
+        raise RuntimeError(f"stream child failed:\n{exc.stderr[-4000:]}") from None
     finally:
         if tmp is not None and not keep:
             for name in ("pool.bin", "pool.bin.json"):
                 if os.path.exists(os.path.join(tmp, name)):
                     os.remove(os.path.join(tmp, name))
+            os.rmdir(tmp)
     result = json.loads(proc.stdout.strip().splitlines()[-1])
-    return stream_result_row(result, n_queries, n_candidates, top_k)
+    return stream_result_rows(result, n_queries, n_candidates, top_k)
 
 
-def stream_result_row(result, n_queries, n_candidates, top_k):
+def stream_result_rows(result, n_queries, n_candidates, top_k):
     flops = 2.0 * n_queries * n_candidates * P_BITS
-    rate = flops / result["seconds"]
-    reference = max(result["sgemm_before"], result["sgemm_after"])
-    return {"case": f"stream {n_queries} x {n_candidates:,} x {P_BITS} bits cosine top-{top_k} (disk, packed)",
-            "ours_s": result["seconds"], "GFLOPs": rate / 1e9, "sgemm_GFLOPs": reference / 1e9,
-            "fraction_of_sgemm": rate / reference, "peak_rss_mib": result["peak_rss_mib"],
-            "scoring_rss_mib": result["peak_rss_mib"] - result["rss_before_scoring_mib"],
-            "topk_exact": result["topk_exact"], "n_checked": result["n_checked"]}
+    rows = []
+    for method, m in result["methods"].items():
+        rate = flops / m["seconds"]
+        reference = max(m["sgemm_before"], m["sgemm_after"])
+        base, _, run = method.partition("#")
+        label = "fused 0/1 sgemm" if base == "fused" else "direct: unpack, check, center, scale (before)"
+        label += f" (run {run})" if run else ""
+        rows.append({"case": f"stream {n_queries} x {n_candidates:,} x {P_BITS} bits cosine top-{top_k} "
+                             f"(disk, packed), {label}",
+                     "ours_s": m["seconds"], "GFLOPs": rate / 1e9, "sgemm_GFLOPs": reference / 1e9,
+                     "fraction_of_sgemm": rate / reference,
+                     "cpu_s": m["cpu_seconds"],
+                     "fraction_of_sgemm_cpu": (flops / m["cpu_seconds"]) / max(m["sgemm_cpu_before"],
+                                                                                m["sgemm_cpu_after"]),
+                     "peak_rss_mib": m["peak_rss_mib"],
+                     "scoring_rss_mib": m["peak_rss_mib"] - result["rss_before_scoring_mib"],
+                     "same_rankings_as_first": m["same_as_first"],
+                     "topk_exact_vs_float64": result["topk_exact"],
+                     "topk_within_roundoff": result["topk_within_roundoff"], "n_checked": result["n_checked"],
+                     "check_s": result["check_seconds"], "pool_write_s": result["write_seconds"]})
+    return rows
 
 
 def tanimoto_rows(n_candidates=20_000, n_train=2000, seed=0):
@@ -197,7 +316,8 @@ def sketched_rows(quick=False):
     X_tr, Y_tr, X_te, Y_te = X[:n_both], Y[:n_both], X[n_both:], Y[n_both:]
     t_exact, exact = _timed(lambda: IOKR(alpha=alpha, input_kernel=Gaussian(gamma)).fit(X_tr, Y_tr))
     acc_exact = _retrieval_accuracy(exact, X_te, Y_te)
-    for solver, s in (("nystrom", 200), ("nystrom", 1000), ("rff", 2000), ("falkon", 500)):
+    for solver, s in (("nystrom", 200), ("greedy", 200), ("cholesky", 200), ("nystrom", 1000), ("rff", 2000),
+                      ("falkon", 500)):
         kwargs = dict(max_iter=200, tol=1e-6) if solver == "falkon" else {}
         t, model = _timed(lambda: SketchedIOKR(alpha=alpha, input_kernel=Gaussian(gamma), solver=solver,
                                                n_components=s, random_state=0, **kwargs).fit(X_tr, Y_tr))
@@ -269,9 +389,9 @@ def run(quick=False, data_dir=None):
     rows += dask_rows(quick)
     rows.append(lost_worker_row())
     if quick:
-        rows.append(stream_row(200, 100_000))
+        rows += stream_row(200, 100_000, methods=("fused", "direct"))
     else:
-        rows.append(stream_row(1000, 10_000_000))
+        rows += stream_row(*TARGET)
     return rows
 
 
@@ -321,3 +441,65 @@ def lost_worker_row(n_queries=50, n_candidates=200_000):
         outcome += "" if killed else " (no worker was killed: tasks finished first)"
     return {"case": f"lost worker: SIGKILL 1 of 2 worker processes while it computes a task of {n_queries} x {n_candidates:,} top-100 "
                     "(16 tasks, retries=2)", "dask_s": seconds, "outcome": outcome}
+
+
+def merge_report_rows(rows, output="reports", name="scale"):
+    """Merge ``rows`` into ``output/name.json`` (rows with the same ``case`` are replaced) and rewrite the
+    streamed-scoring table of ``output/name.md`` between its markers (appended when absent)."""
+    from benchmarks.run import _format_table, machine_info
+
+    os.makedirs(output, exist_ok=True)
+    json_path, md_path = os.path.join(output, f"{name}.json"), os.path.join(output, f"{name}.md")
+    record = {"benchmark": name, "rows": []}
+    if os.path.exists(json_path):
+        with open(json_path) as f:
+            record = json.load(f)
+    stamp = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "load_average_1min": os.getloadavg()[0]}
+    new = [{**row, **stamp} for row in rows]
+    cases = {row["case"] for row in new}
+    record["rows"] = [row for row in record.get("rows", []) if row.get("case") not in cases] + new
+    record["stream_machine"] = machine_info()
+    tmp = json_path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(record, f, indent=2, default=float)
+    os.replace(tmp, json_path)
+    stream = [row for row in record["rows"] if str(row.get("case", "")).startswith("stream ")]
+    begin, end = "<!-- stream rows: begin (benchmarks.bench_scale) -->", "<!-- stream rows: end -->"
+    block = (f"{begin}\n\nTimings on a shared 2-core machine (the 1-minute load average at the end of each run is in "
+             f"the row); `fraction_of_sgemm` divides by the sgemm rate measured in the same process.\n\n"
+             f"{_format_table(stream)}\n{end}")
+    text = open(md_path).read() if os.path.exists(md_path) else f"# {name}\n"
+    if begin in text and end in text:
+        text = text[:text.index(begin)] + block + text[text.index(end) + len(end):]
+    else:
+        text = text.rstrip("\n") + "\n\n## Streamed scoring runs\n\n" + block + "\n"
+    with open(md_path + ".tmp", "w") as f:
+        f.write(text)
+    os.replace(md_path + ".tmp", md_path)
+
+
+def main(argv=None):
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Streamed scoring of an on-disk bit-packed pool (the issue's "
+                                                 "1000 x 10^7 target by default); rows merged into reports/scale.*")
+    parser.add_argument("--queries", type=int, default=TARGET[0])
+    parser.add_argument("--candidates", type=int, default=TARGET[1])
+    parser.add_argument("--top-k", type=int, default=TARGET[2])
+    parser.add_argument("--pool", default=None, help="pool file (written if absent, kept); temporary by default")
+    parser.add_argument("--compare-direct", action="store_true",
+                        help="also time the path without the fused 0/1 rule, in the same process")
+    parser.add_argument("--output", default="reports")
+    args = parser.parse_args(argv)
+    methods = ("fused", "direct") if args.compare_direct else ("fused",)
+    rows = stream_row(args.queries, args.candidates, args.top_k, path=args.pool, keep=args.pool is not None,
+                      methods=methods)
+    merge_report_rows(rows, args.output)
+    from benchmarks.run import _format_table
+
+    print(_format_table(rows), flush=True)
+    return rows
+
+
+if __name__ == "__main__":
+    main()

@@ -63,7 +63,18 @@ def set_config(*, working_memory=None, jitter_schedule=None):
 
 @contextmanager
 def config_context(**changes):
-    """Temporarily change the configuration inside a ``with`` block."""
+    """Temporarily change the configuration inside a ``with`` block.
+
+    Parameters
+    ----------
+    **changes : dict
+        Keyword arguments of :func:`set_config` (``working_memory``, ``jitter_schedule``).
+
+    Yields
+    ------
+    None
+        The previous configuration is restored when the block exits, even on an exception.
+    """
     saved = get_config()
     set_config(**changes)
     try:

@@ -21,7 +21,10 @@ def check_array_2d(value, name, *, dtype=(np.float64, np.float32), allow_empty_r
     if arr.dtype == object:
         raise TypeError(f"'{name}' must be a numeric array, got an array of Python objects.")
     if arr.ndim != 2:
-        raise ValueError(f"'{name}' must be a 2-D array of shape (n_samples, n_features), got shape {arr.shape}.")
+        hint = (" Reshape your data with .reshape(-1, 1) if it has a single feature or .reshape(1, -1) if it is a "
+                "single sample.") if arr.ndim == 1 else ""
+        raise ValueError(f"'{name}' must be a 2-D array of shape (n_samples, n_features), got shape {arr.shape}."
+                         + hint)
     if arr.shape[0] == 0 and not allow_empty_rows:
         raise ValueError(f"'{name}' must have at least one row, got shape {arr.shape}.")
     if arr.shape[1] == 0:
@@ -72,6 +75,8 @@ def check_square_gram(gram, name):
     return gram
 
 
-def check_n_features(arr, expected, name):
+def check_n_features(arr, expected, name, owner=None):
+    """Raise ``ValueError`` unless ``arr`` has the ``expected`` number of columns (scikit-learn's message format)."""
     if arr.shape[1] != expected:
-        raise ValueError(f"'{name}' has {arr.shape[1]} features, but the model was fitted with {expected} features.")
+        raise ValueError(f"{name} has {arr.shape[1]} features, but {owner or 'the model'} is expecting {expected} "
+                         "features as input (the number of features it was fitted with).")

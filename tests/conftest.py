@@ -1,5 +1,29 @@
+import os
+
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Property-based tests (tests/properties): the "ci" profile is small and derandomized, so CI runs the same examples
+# every time and stays within its time budget; IOKR_HYPOTHESIS_PROFILE=long runs a longer randomized campaign.
+settings.register_profile(
+    "ci",
+    max_examples=12,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile(
+    "long",
+    max_examples=150,
+    deadline=None,
+    derandomize=False,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.load_profile(os.environ.get("IOKR_HYPOTHESIS_PROFILE", "ci"))
 
 
 @pytest.fixture

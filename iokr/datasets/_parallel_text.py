@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import zlib
 from pathlib import Path
 
 from ..exceptions import IOKRDataError
@@ -34,15 +35,23 @@ def load_parallel_text(path=None):
     if not path.is_file():
         raise FileNotFoundError(f"No parallel-text file at {path}.")
     ids, english, spanish = [], [], []
-    with gzip.open(path, "rt", encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-                ids.append(str(record["id"]))
-                english.append(" ".join(record["en"]))
-                spanish.append(" ".join(record["es"]))
-            except (ValueError, KeyError, TypeError) as exc:
-                raise IOKRDataError(f"{path}: line {number} is not a valid chapter record ({exc}).") from exc
+    number = 0
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            for number, line in enumerate(handle, 1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                    en, es = record["en"], record["es"]
+                    if not all(isinstance(v, list) and all(isinstance(t, str) for t in v) for v in (en, es)):
+                        raise TypeError("'en' and 'es' must be lists of verse strings")
+                    ids.append(str(record["id"]))
+                    english.append(" ".join(en))
+                    spanish.append(" ".join(es))
+                except (ValueError, KeyError, TypeError) as exc:
+                    raise IOKRDataError(f"{path}: line {number} is not a valid chapter record ({exc}).") from exc
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as exc:  # not gzip, truncated, damaged, not UTF-8
+        raise IOKRDataError(f"{path}: unreadable after line {number} ({type(exc).__name__}: {exc}); expected a "
+                            "gzip-compressed JSONL file.") from None
     return ids, english, spanish

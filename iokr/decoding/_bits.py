@@ -165,3 +165,62 @@ def unpack_words(words, n_features):
     """float32 0/1 rows of shape (n, n_features) from packed ``uint64`` words."""
     as_bytes = np.ascontiguousarray(words, dtype=np.uint64).view(np.uint8)
     return np.unpackbits(as_bytes, axis=1, count=n_features).astype(np.float32)
+
+
+# -- bit-packed candidate blocks for the streamed scorer ----------------------------------------------------------
+# Rows packed by ``np.packbits`` (big-endian bit order: bit 7 of byte b is feature 8 b). Padding bits of the last byte
+# are ignored wherever counts are taken, so a pool whose padding is not zero still scores as its first p features.
+
+#: ``_BYTE_BITS[v]`` is byte ``v`` as eight 0/1 floats in ``np.unpackbits`` order.
+_BYTE_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).astype(np.float64)
+
+
+def unpack_into(packed, out):
+    """Unpack uint8 rows into a preallocated float32 buffer (no float temporary).
+
+    Parameters
+    ----------
+    packed : ndarray of uint8, shape (n, n_bytes)
+        Rows as produced by ``np.packbits(bits, axis=1)``.
+    out : ndarray of float32, shape (n, 8 * n_bytes)
+        Receives the 0/1 values of every bit, padding bits included (the caller gives them zero weight).
+
+    Returns
+    -------
+    out : ndarray of float32, shape (n, 8 * n_bytes)
+    """
+    np.copyto(out, np.unpackbits(packed, axis=1), casting="unsafe")
+    return out
+
+
+def packed_row_counts(packed, n_features):
+    """Set bits among the first ``n_features`` bits of every packed row; int64 of shape (n,).
+
+    For 0/1 rows this is the squared norm ``||c||^2``, read from 1 bit per feature instead of a float pass.
+    """
+    packed = np.asarray(packed, dtype=np.uint8)
+    counts = np.bitwise_count(packed).sum(axis=1, dtype=np.int64)
+    spare = 8 * packed.shape[1] - int(n_features)
+    if spare and packed.shape[0]:
+        counts -= np.bitwise_count(packed[:, -1] & np.uint8((1 << spare) - 1)).astype(np.int64)
+    return counts
+
+
+def byte_dot_table(weights):
+    """Lookup table ``T[b, v] = sum_k bit_k(v) w[8 b + k]`` of shape (n_bytes, 256), float64.
+
+    With it the inner products ``<c, w>`` of packed 0/1 rows with a fixed vector ``w`` (the centering mean) are sums
+    of ``n_bytes`` table entries per row (:func:`packed_dot`), exact to float64 round-off and without unpacking.
+    """
+    weights = np.asarray(weights, dtype=np.float64).ravel()
+    n_bytes = (weights.size + 7) // 8
+    padded = np.zeros(8 * n_bytes)
+    padded[:weights.size] = weights
+    return np.ascontiguousarray((_BYTE_BITS @ padded.reshape(n_bytes, 8).T).T)
+
+
+def packed_dot(packed, table):
+    """``<c_i, w>`` for packed 0/1 rows ``c_i``, from a :func:`byte_dot_table` of ``w``; float64 of shape (n,)."""
+    packed = np.asarray(packed, dtype=np.uint8)
+    n_bytes = packed.shape[1]
+    return table[np.arange(n_bytes)[None, :], packed].sum(axis=1)

@@ -47,6 +47,18 @@ class PackedBinaryFeatures:
 
     @classmethod
     def from_dense(cls, bits):
+        """Pack a dense 0/1 matrix.
+
+        Parameters
+        ----------
+        bits : array-like of shape (n, n_features)
+            Zeros and ones.
+
+        Returns
+        -------
+        packed : PackedBinaryFeatures
+            The same rows, 8 features per byte.
+        """
         bits = np.asarray(bits)
         if bits.ndim != 2 or (bits.size and not np.isin(bits, (0, 1)).all()):
             raise ValueError("'bits' must be a 2-D array of zeros and ones.")
@@ -54,6 +66,7 @@ class PackedBinaryFeatures:
 
     @property
     def shape(self):
+        """Shape ``(n_rows, n_features)`` of the unpacked matrix."""
         return (self.packed.shape[0], self.n_features)
 
     def __len__(self):
@@ -118,7 +131,20 @@ class CandidateSets:
 
     @classmethod
     def from_arrays(cls, sets, deduplicate=True):
-        """Build from one (n_i, n_features) array per query; identical rows are pooled once when ``deduplicate``."""
+        """Build from one array of candidate rows per query.
+
+        Parameters
+        ----------
+        sets : list of array-like of shape (n_i, n_features)
+            Candidates of each query.
+        deduplicate : bool, default=True
+            Pool identical rows once (queries then index the same pool row).
+
+        Returns
+        -------
+        candidate_sets : CandidateSets
+            A pool of candidate rows and one index array per query.
+        """
         sets = [np.asarray(s) for s in sets]
         if not sets:
             raise ValueError("'candidate_sets' must hold at least one query's candidates, got an empty list.")
@@ -141,31 +167,59 @@ class CandidateSets:
 
     @classmethod
     def shared(cls, pool, n_queries):
-        """Every one of ``n_queries`` queries has the whole pool as candidates (in pool order)."""
+        """Give every query the whole pool as candidates (in pool order).
+
+        Parameters
+        ----------
+        pool : array-like of shape (n_pool, n_features)
+            Candidate rows (ndarray, memmap, :class:`PackedBinaryFeatures` or :class:`CandidateFile`).
+        n_queries : int
+            Number of queries.
+
+        Returns
+        -------
+        candidate_sets : CandidateSets
+            Sets that all index the whole pool.
+        """
         all_rows = np.arange(pool.shape[0])
         return cls(pool, [all_rows] * int(n_queries))
 
     @property
     def n_queries(self):
+        """Number of queries (candidate sets)."""
         return len(self.indices)
 
     @property
     def n_features(self):
+        """Features per candidate."""
         return self.pool.shape[1]
 
     @property
     def sizes(self):
+        """Candidates per query, shape (n_queries,)."""
         return np.array([idx.size for idx in self.indices], dtype=np.intp)
 
     @property
     def empty_queries(self):
+        """Indices of the queries without candidates."""
         return np.flatnonzero(self.sizes == 0)
 
     def __len__(self):
         return self.n_queries
 
     def candidates(self, query):
-        """Features of one query's candidates, shape (n_q, n_features)."""
+        """Return the features of one query's candidates.
+
+        Parameters
+        ----------
+        query : int
+            Query index.
+
+        Returns
+        -------
+        features : ndarray of shape (n_q, n_features) or PackedBinaryFeatures
+            The query's candidate rows (packed when the pool is packed).
+        """
         return np.asarray(self.pool[self.indices[query]]) if not isinstance(self.pool, PackedBinaryFeatures) else \
             self.pool[self.indices[query]]
 

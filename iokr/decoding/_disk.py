@@ -77,8 +77,14 @@ class CandidateFileWriter:
         self._file = open(self.path, "wb")
 
     def append(self, rows):
-        """Append candidate rows: shape (n, n_features) (0/1 when ``packed``), or packed uint8 rows when ``packed``
-        and a :class:`PackedBinaryFeatures` is given."""
+        """Append candidate rows.
+
+        Parameters
+        ----------
+        rows : array-like of shape (n, n_features) or PackedBinaryFeatures
+            Candidate features (0/1 when ``packed``); a :class:`PackedBinaryFeatures` is appended as packed bytes
+            (packed files only).
+        """
         if isinstance(rows, PackedBinaryFeatures):
             if not self.packed or rows.n_features != self.n_features:
                 raise ValueError("PackedBinaryFeatures can only be appended to a packed file with the same n_features.")
@@ -129,9 +135,25 @@ class CandidateFileWriter:
 
 
 def write_candidate_file(path, pool, *, packed=None, block_rows=65536, dtype=None):
-    """Write ``pool`` (ndarray, memmap or :class:`PackedBinaryFeatures`) to ``path`` and return a :class:`CandidateFile`.
+    """Write a candidate pool to disk and open it as a :class:`CandidateFile`.
 
-    ``packed`` defaults to True for :class:`PackedBinaryFeatures`, False otherwise.
+    Parameters
+    ----------
+    path : str or path-like
+        Data file; the manifest goes to ``path + ".json"``.
+    pool : ndarray, memmap or PackedBinaryFeatures of shape (n_rows, n_features)
+        The candidate rows, written block by block.
+    packed : bool, optional
+        Store 0/1 rows bit-packed; True for a :class:`PackedBinaryFeatures` pool, False otherwise by default.
+    block_rows : int, default=65536
+        Rows per checksummed block.
+    dtype : dtype, optional
+        Stored dtype of unpacked rows; the pool's dtype (float32 for a packed pool) by default.
+
+    Returns
+    -------
+    candidate_file : CandidateFile
+        The written pool, opened for reading.
     """
     is_packed = isinstance(pool, PackedBinaryFeatures)
     packed = is_packed if packed is None else bool(packed)
@@ -145,6 +167,53 @@ def write_candidate_file(path, pool, *, packed=None, block_rows=65536, dtype=Non
             else:
                 writer.append(np.asarray(pool[start:stop]))
     return CandidateFile(path)
+
+
+def _read_manifest(path):
+    """The manifest at ``path``, checked field by field; IOKRDataError naming the file and the first bad field."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            manifest = json.load(f)
+    except (OSError, ValueError) as exc:  # ValueError: bad JSON or bad UTF-8
+        raise IOKRDataError(f"Cannot read the manifest of candidate file {path!r}: {exc}") from exc
+    if not isinstance(manifest, dict):
+        raise IOKRDataError(f"{path!r} is not a candidate-file manifest: expected a JSON object, got "
+                            f"{type(manifest).__name__}.")
+    if manifest.get("format") != FORMAT:
+        raise IOKRDataError(f"{path!r} is not an {FORMAT} manifest (format={manifest.get('format')!r}).")
+
+    def field(name, ok, expected):
+        if name not in manifest:
+            raise IOKRDataError(f"Manifest {path!r} lacks the field {name!r}.")
+        value = manifest[name]
+        if not ok(value):
+            raise IOKRDataError(f"Manifest {path!r}: field {name!r} must be {expected}, got {value!r}.")
+        return value
+
+    def count(v, low=0):
+        return isinstance(v, int) and not isinstance(v, bool) and v >= low
+
+    def numeric_dtype(v):
+        try:
+            dt = np.dtype(v)
+        except (TypeError, ValueError, SyntaxError):  # SyntaxError: NumPy parses comma strings with literal_eval
+            return False
+        return dt.kind in "biuf" and dt.itemsize > 0
+
+    out = {"format": FORMAT}
+    out["dtype"] = field("dtype", lambda v: isinstance(v, str) and numeric_dtype(v), "a numeric NumPy dtype string")
+    for name in ("n_rows", "row_width", "n_features"):
+        out[name] = field(name, count, "a non-negative int")
+    out["block_rows"] = field("block_rows", lambda v: count(v, 1), "a positive int")
+    out["packed"] = field("packed", lambda v: isinstance(v, bool), "true or false")
+    out["crc32"] = field("crc32", lambda v: isinstance(v, list) and all(count(c) and c < 2**32 for c in v),
+                         "a list of CRC-32 values (ints in [0, 2**32))")
+    width = (out["n_features"] + 7) // 8 if out["packed"] else out["n_features"]
+    if out["row_width"] != width or (out["packed"] and np.dtype(out["dtype"]) != np.uint8):
+        raise IOKRDataError(f"Manifest {path!r}: field 'row_width' ({out['row_width']}) and dtype "
+                            f"{out['dtype']!r} do not match n_features={out['n_features']} "
+                            f"(packed={out['packed']}).")
+    return {**manifest, **out}
 
 
 class CandidateFile:
@@ -173,19 +242,12 @@ class CandidateFile:
             raise ValueError(f"'verify' must be one of {VERIFY_MODES}, got {verify!r}.")
         self.path = os.fspath(path)
         self.verify = verify
-        try:
-            with open(_manifest_path(self.path)) as f:
-                manifest = json.load(f)
-        except (OSError, ValueError) as exc:
-            raise IOKRDataError(f"Cannot read the manifest of candidate file {self.path!r}: {exc}") from exc
-        if manifest.get("format") != FORMAT:
-            raise IOKRDataError(f"{_manifest_path(self.path)!r} is not an {FORMAT} manifest "
-                                f"(format={manifest.get('format')!r}).")
+        manifest = _read_manifest(_manifest_path(self.path))
         self.manifest = manifest
         self.stored_dtype = np.dtype(manifest["dtype"])
-        self.n_rows, self.row_width = int(manifest["n_rows"]), int(manifest["row_width"])
-        self.n_features, self.packed = int(manifest["n_features"]), bool(manifest["packed"])
-        self.block_rows = int(manifest["block_rows"])
+        self.n_rows, self.row_width = manifest["n_rows"], manifest["row_width"]
+        self.n_features, self.packed = manifest["n_features"], manifest["packed"]
+        self.block_rows = manifest["block_rows"]
         self.crc32 = list(manifest["crc32"])
         self.row_bytes = self.row_width * self.stored_dtype.itemsize
         expected_blocks = -(-self.n_rows // self.block_rows) if self.n_rows else 0
@@ -195,7 +257,10 @@ class CandidateFile:
         self._open()
 
     def _open(self):
-        self._fd = os.open(self.path, os.O_RDONLY)
+        try:
+            self._fd = os.open(self.path, os.O_RDONLY)
+        except OSError as exc:
+            raise IOKRDataError(f"Cannot open candidate file {self.path!r}: {exc.strerror or exc}.") from None
         st = os.fstat(self._fd)
         expected = self.n_rows * self.row_bytes
         if st.st_size != expected:
@@ -211,10 +276,12 @@ class CandidateFile:
 
     @property
     def shape(self):
+        """Shape ``(n_rows, n_features)`` of the pool as read."""
         return (self.n_rows, self.n_features)
 
     @property
     def dtype(self):
+        """Dtype of the rows as read: float32 for packed files, the stored dtype otherwise."""
         return np.dtype(np.float32) if self.packed else self.stored_dtype
 
     def __len__(self):
@@ -257,7 +324,18 @@ class CandidateFile:
         return data
 
     def packed_rows(self, start, stop):
-        """Raw packed uint8 rows ``[start, stop)`` (packed files only), verified like every read."""
+        """Read raw packed uint8 rows ``[start, stop)`` (packed files only), verified like every read.
+
+        Parameters
+        ----------
+        start, stop : int
+            Row range, ``0 <= start <= stop <= n_rows``.
+
+        Returns
+        -------
+        rows : ndarray of shape (stop - start, row_width), uint8
+            The rows as stored (8 features per byte).
+        """
         if not self.packed:
             raise ValueError(f"{self.path!r} is not a packed candidate file.")
         return self._read_rows(start, stop)
@@ -301,6 +379,7 @@ class CandidateFile:
 
     # -- lifecycle ------------------------------------------------------------------------------------------------
     def close(self):
+        """Close the file descriptor (reading afterwards is an error)."""
         if getattr(self, "_fd", None) is not None:
             os.close(self._fd)
             self._fd = None

@@ -16,7 +16,7 @@ import numpy as np
 
 from .._config import get_config
 from ..decoding import CandidateFile, QueryRanking, top_k_scores
-from ..decoding._scoring import _merge_top_k, _plan
+from ..decoding._scoring import _merge_top_k, _plan, packed_reader
 from ._cluster import DistributedRunError, gather_all, hold
 
 
@@ -38,6 +38,11 @@ class _PoolRange:
 
     def __len__(self):
         return self.stop - self.start
+
+    def _packed_reader(self):
+        """Packed rows of the range when the pool is bit-packed, so tasks score it as a local run does."""
+        read = packed_reader(self.pool)
+        return None if read is None else (lambda a, b: read(self.start + a, self.start + b))
 
     def __getitem__(self, rows):
         if not isinstance(rows, slice):

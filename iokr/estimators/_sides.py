@@ -12,7 +12,8 @@ import numpy as np
 
 from .._validation import check_array_2d, check_finite, check_n_features, check_square_gram
 from ..decoding import _bits
-from ..kernels import FeatureTransform, GaussianTanimoto, KernelTransform, Tanimoto, make_kernel
+from ..decoding._scoring import BinaryRule
+from ..kernels import FeatureTransform, GaussianTanimoto, KernelTransform, Linear, Tanimoto, make_kernel
 
 DECODINGS = ("distance", "inner", "cosine")
 
@@ -54,12 +55,15 @@ class InputSide:
         Input kernel, or ``"precomputed"``.
     center, normalize : bool
         Feature-space centering around the training mean, then unit norm.
+    owner : str, optional
+        Name of the estimator, for error messages.
     """
 
-    def __init__(self, kernel, center, normalize):
+    def __init__(self, kernel, center, normalize, owner=None):
         self.kernel = make_kernel(kernel, "input_kernel")
         self.transform = KernelTransform(center, normalize)
         self.precomputed = self.kernel == "precomputed"
+        self.owner = owner
 
     def fit_gram(self, X):
         """Validate ``X`` and return the transformed training Gram (n, n), float64."""
@@ -81,8 +85,10 @@ class InputSide:
         if self.precomputed:
             if X_test.shape[1] != self.n_train:
                 raise ValueError(
-                    f"With input_kernel='precomputed', 'X' must be the (n_test, n_train) kernel between test and "
-                    f"training inputs; got {X_test.shape[1]} columns for {self.n_train} training inputs."
+                    f"X has {X_test.shape[1]} features, but {getattr(self, 'owner', None) or 'the model'} is "
+                    f"expecting {self.n_train} features as input: with a precomputed kernel, 'X' must be the "
+                    f"(n_test, n_train) kernel between test and training inputs; got {X_test.shape[1]} columns for "
+                    f"{self.n_train} training inputs."
                 )
             if self.transform.normalize:
                 if input_diag is None:
@@ -95,7 +101,7 @@ class InputSide:
                     raise ValueError(f"'input_diag' must have shape ({X_test.shape[0]},), got {input_diag.shape}.")
                 check_finite(input_diag, "input_diag")
         else:
-            check_n_features(X_test, self.n_features_in, "X")
+            check_n_features(X_test, self.n_features_in, "X", getattr(self, "owner", None))
         return X_test, input_diag
 
     def test_block(self, X_test, rows, input_diag=None):
@@ -193,6 +199,29 @@ class OutputSide:
         if decoding == "cosine" and not self.normalize:
             R = R * np.sqrt(_safe_inverse(sq_norms))[:, None].astype(R.dtype)
         return R, None
+
+    def binary_rule(self, decoding):
+        """:meth:`candidate_block` for 0/1 candidates in affine form (a :class:`~iokr.decoding._scoring.BinaryRule`).
+
+        Applies when the candidate representation is the candidate itself up to centering and a per-candidate
+        factor, i.e. a plain linear output kernel; ``None`` otherwise. The factors reproduce
+        :meth:`candidate_block`: ``1 / ||c - m||`` for normalized outputs or cosine decoding (0 for ``c == m``),
+        ``-||R[c]||^2`` as the offset of distance decoding.
+        """
+        if not self.explicit or type(self.kernel) is not Linear:
+            return None
+        normalize = self.normalize
+
+        def terms(sq_norms):
+            if normalize:  # R = (c - m) / ||c - m||, of squared norm 1 (0 for c == m)
+                unit = (sq_norms > 0).astype(np.float64)
+                return np.sqrt(_safe_inverse(sq_norms)), (-unit if decoding == "distance" else None)
+            if decoding == "cosine":
+                return np.sqrt(_safe_inverse(sq_norms)), None
+            return None, (-sq_norms if decoding == "distance" else None)
+
+        mean = self.feature_transform.mean_ if self.center else None
+        return BinaryRule(mean, terms, needs_norms=normalize or decoding != "inner")
 
     def candidate_bytes_per_row(self, n_train):
         width = self.n_features if self.explicit else n_train

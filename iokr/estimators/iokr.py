@@ -117,7 +117,7 @@ class IOKR(BaseEstimator):
 
     def _fit_sides(self, X, Y):
         """Validate, build both sides and return the transformed input Gram."""
-        self.input_ = InputSide(self.input_kernel, self.center_input, self.normalize_input)
+        self.input_ = InputSide(self.input_kernel, self.center_input, self.normalize_input, type(self).__name__)
         self.output_ = OutputSide(self.output_kernel, self.center_output, self.normalize_output)
         gram = self.input_.fit_gram(X)
         self.output_.fit(Y)
@@ -133,12 +133,14 @@ class IOKR(BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n, d), or (n, n) Gram when ``input_kernel="precomputed"``
+            Training inputs.
         Y : array-like of shape (n, p)
             Output features (fingerprints, label vectors, TF-IDF ...).
 
         Returns
         -------
         self : IOKR
+            The fitted estimator.
         """
         alpha = self._check_params()
         Y = self._check_outputs(Y)
@@ -175,18 +177,29 @@ class IOKR(BaseEstimator):
         def candidate_block(C):
             return self.output_.candidate_block(C, self.decoding, candidates_name)
 
+        # Output sides without an affine 0/1 form (e.g. MP-IOKR's basis) score every pool through candidate_block.
+        binary_rule = getattr(self.output_, "binary_rule", None)
         return Scorer(X.shape[0], max(width, self.input_.n_train), query_block, candidate_block,
-                      self.output_.candidate_bytes_per_row(self.input_.n_train))
+                      self.output_.candidate_bytes_per_row(self.input_.n_train),
+                      binary_rule=binary_rule(self.decoding) if binary_rule is not None else None)
 
     def predict_features(self, X, *, input_diag=None):
-        """``h(x)`` in the (transformed) output feature space.
+        """Predict ``h(x)`` in the (transformed) output feature space.
 
         Only for output kernels with explicit features. The space is that of the training outputs after the
         output centering/normalization (``center_output`` / ``normalize_output``).
 
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, d), or (n_queries, n) test-by-train Gram when precomputed
+            Query inputs.
+        input_diag : array-like of shape (n_queries,), optional
+            ``k(x, x)`` of the test inputs; needed only with a precomputed, normalized input kernel.
+
         Returns
         -------
         H : ndarray of shape (n_queries, p)
+            Predicted output features of each query.
         """
         check_is_fitted(self, "output_")
         if not self.output_.explicit:
@@ -198,11 +211,12 @@ class IOKR(BaseEstimator):
         return self._coefficients(self.input_.test_block(X, slice(None), input_diag))
 
     def decision_function(self, X, C, *, input_diag=None):
-        """Scores of candidates ``C`` shared by all queries (higher is better).
+        """Score candidates ``C`` shared by all queries (higher is better).
 
         Parameters
         ----------
         X : array-like of shape (m, d), or (m, n) test-by-train Gram when precomputed
+            Query inputs.
         C : array-like of shape (c, p)
             Candidate output features (ndarray, memmap or :class:`~iokr.decoding.PackedBinaryFeatures`).
         input_diag : array-like of shape (m,), optional
@@ -211,6 +225,7 @@ class IOKR(BaseEstimator):
         Returns
         -------
         S : ndarray of shape (m, c)
+            Score of every candidate for every query.
         """
         if getattr(C, "ndim", None) != 2:
             C = np.asarray(C)
@@ -228,9 +243,13 @@ class IOKR(BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (m, d)
+            Query inputs (test-by-train Gram when precomputed).
         candidate_sets : CandidateSets or list of m arrays of shape (n_q, p)
+            Candidate output features of each query.
         top_k : int, optional
             Keep only the best ``top_k`` per query.
+        input_diag : array-like of shape (m,), optional
+            ``k(x, x)`` of the test inputs; needed only with a precomputed, normalized input kernel.
 
         Returns
         -------
@@ -252,7 +271,16 @@ class IOKR(BaseEstimator):
         return rankings_from_scores(set_scores(scorer, sets, self.working_memory), sets, top_k)
 
     def predict(self, X, candidate_sets, *, input_diag=None):
-        """Best candidate per query.
+        """Predict the best candidate of each query.
+
+        Parameters
+        ----------
+        X : array-like of shape (m, d)
+            Query inputs (test-by-train Gram when precomputed).
+        candidate_sets : CandidateSets or list of m arrays of shape (n_q, p)
+            Candidate output features of each query.
+        input_diag : array-like of shape (m,), optional
+            ``k(x, x)`` of the test inputs; needed only with a precomputed, normalized input kernel.
 
         Returns
         -------

@@ -40,10 +40,15 @@ class MPIOKR(IOKR):
     ----------
     alpha : float, default=1.0
         ``lambda`` of objective (4), no hidden scaling.
-    input_kernel, output_kernel, center_input, normalize_input, center_output, normalize_output, decoding,
-    working_memory :
+    input_kernel, output_kernel : Kernel or str, default="linear"
+        As in :class:`IOKR`.
+    center_input, normalize_input, center_output, normalize_output : bool, default=True
         As in :class:`IOKR`. The centering/normalization is fitted on the training examples only and applied to
         candidates and test points; the magnitude-preserving centering acts on top of it.
+    decoding : {"distance", "inner", "cosine"}, default="distance"
+        As in :class:`IOKR`.
+    working_memory : float, optional
+        As in :class:`IOKR`.
     approximation : {"known", "joint", "separate"}, default="known"
         ``"known"``: candidate inputs are given (``candidate_inputs``; Proposition 3). ``"joint"``: candidate inputs
         are approximated by a reverse IOKR ``g(y) = Phi_S (gamma I + K_Y)^{-1} k_Y(y)`` on the whole input kernel
@@ -215,6 +220,7 @@ class MPIOKR(IOKR):
         Parameters
         ----------
         X : array-like of shape (l, d), or (l, l) Gram when ``input_kernel="precomputed"`` (approximated inputs)
+            Training inputs.
         Y : array-like of shape (l, p)
             Training output features.
         candidate_sets : list of l arrays of shape (n_i, p), or CandidateSets with l sets
@@ -228,6 +234,7 @@ class MPIOKR(IOKR):
         Returns
         -------
         self : MPIOKR
+            The fitted estimator.
         """
         alpha = self._check_params()
         gamma = self._check_mp_params()

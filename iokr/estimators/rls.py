@@ -11,6 +11,24 @@ from ..linalg import cholesky_shifted, row_slices
 from ._sides import InputSide
 
 
+def check_y_given(y, owner):
+    """Raise the ValueError scikit-learn expects from a supervised estimator called with ``y=None``."""
+    if y is None:
+        raise ValueError(f"{owner} requires y to be passed, but the target y is None; pass 'y' of shape (n,) or "
+                         "(n, n_targets).")
+
+
+def n_samples(X):
+    """Number of examples of ``X`` (any sequence or array-like) without converting it when it has a length."""
+    shape = getattr(X, "shape", None)
+    if shape is not None and len(shape):  # arrays and sparse matrices (whose len() is ambiguous)
+        return shape[0]
+    try:
+        return len(X)
+    except TypeError:  # array-likes that only define __array__
+        return np.asarray(X).shape[0]
+
+
 def check_targets(y, n, name="y"):
     """Validate regression targets: finite, 1-D (n,) or 2-D (n, k), returned as float64."""
     y = np.asarray(y)
@@ -63,15 +81,35 @@ class RLS(RegressorMixin, BaseEstimator):
         self.normalize = normalize
         self.working_memory = working_memory
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True  # y of shape (n, n_targets) is fitted by the same solve
+        tags.input_tags.pairwise = isinstance(self.kernel, str) and self.kernel == "precomputed"
+        return tags
+
     def _fit_gram(self, X):
-        self.input_ = InputSide(self.kernel, self.center, self.normalize)
+        self.input_ = InputSide(self.kernel, self.center, self.normalize, type(self).__name__)
         gram = self.input_.fit_gram(X)
         self.n_features_in_ = self.input_.n_features_in
         return gram
 
     def fit(self, X, y):
-        """Fit on ``X`` of shape (n, d) (or an (n, n) Gram when precomputed) and ``y`` of shape (n,) or (n, k)."""
+        """Fit the kernel ridge regression.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, d), or (n, n) Gram when ``kernel="precomputed"``
+            Training inputs.
+        y : array-like of shape (n,) or (n, k)
+            Training targets.
+
+        Returns
+        -------
+        self : RLS
+            The fitted estimator.
+        """
         alpha = check_positive_scalar(self.alpha, "alpha", type(self).__name__)
+        check_y_given(y, type(self).__name__)
         gram = self._fit_gram(X)
         y = check_targets(y, gram.shape[0])
         self._set_coefficients(gram, y, alpha)
@@ -83,7 +121,20 @@ class RLS(RegressorMixin, BaseEstimator):
         self.dual_coef_ = factor.solve(y)
 
     def predict(self, X, *, input_diag=None):
-        """Predictions of shape (m,) or (m, n_targets), computed in row chunks under the memory budget."""
+        """Predict targets, in row chunks under the memory budget.
+
+        Parameters
+        ----------
+        X : array-like of shape (m, d), or (m, n) test-by-train Gram when precomputed
+            Test inputs.
+        input_diag : array-like of shape (m,), optional
+            ``k(x, x)`` of the test inputs; needed only with a precomputed, normalized kernel.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (m,) or (m, n_targets)
+            Predicted targets.
+        """
         check_is_fitted(self, "dual_coef_")
         X, input_diag = self.input_.check_test(X, input_diag)
         m = X.shape[0]

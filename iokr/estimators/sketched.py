@@ -10,11 +10,19 @@ from .._validation import check_finite, check_n_features, check_positive_scalar
 from ..kernels import Gaussian, Kernel, KernelTransform, make_kernel
 from ..kernels._random_features import RandomFourierFeatures
 from ..linalg import row_slices
-from ..linalg._sketch import falkon_solve, nystrom_whitening, ridge_primal, sparse_sketch, subsample_indices
+from ..linalg._sketch import (
+    falkon_solve,
+    greedy_landmarks,
+    nystrom_whitening,
+    pivoted_cholesky_landmarks,
+    ridge_primal,
+    sparse_sketch,
+    subsample_indices,
+)
 from ._sides import InputSide, OutputSide
 from .iokr import IOKR
 
-SOLVERS = ("nystrom", "sparse", "rff", "falkon")
+SOLVERS = ("nystrom", "greedy", "cholesky", "sparse", "rff", "falkon")
 
 
 class _SketchedFeatures(Kernel):
@@ -49,7 +57,24 @@ class _SketchedFeatures(Kernel):
         return np.einsum("ij,ij->i", Z, Z)
 
 
-def _sketch_features(kernel, X, solver, n_components, sparsity, rng, working_memory):
+def _landmarks(kernel, X, solver, n_components, rng, targets, working_memory):
+    """Training indices of the Nystrom landmarks: uniform, pivoted Cholesky of ``K``, or greedy on ``targets``."""
+    n = X.shape[0]
+    if solver == "nystrom":
+        return subsample_indices(n, n_components, rng)
+
+    def columns(idx):
+        idx = np.atleast_1d(np.asarray(idx, dtype=np.int64))
+        return np.asarray(kernel._block(X, X[idx]), dtype=np.float64)
+
+    if solver == "cholesky":
+        chosen = pivoted_cholesky_landmarks(columns, np.asarray(kernel._diag(X), dtype=np.float64), n_components)
+    else:
+        chosen = greedy_landmarks(columns, targets, n_components, working_memory)
+    return np.sort(chosen)
+
+
+def _sketch_features(kernel, X, solver, n_components, sparsity, rng, working_memory, targets=None):
     """Fit a feature map of ``kernel`` on ``X`` for ``solver``; returns (feature kernel, training features)."""
     n = X.shape[0]
     if solver == "rff":
@@ -65,7 +90,7 @@ def _sketch_features(kernel, X, solver, n_components, sparsity, rng, working_mem
         K_ss = np.asarray(S @ cross)
         W = nystrom_whitening(K_ss)
         return _SketchedFeatures(kernel, X, W, S), cross @ W
-    landmarks = subsample_indices(n, n_components, rng)
+    landmarks = _landmarks(kernel, X, solver, n_components, rng, targets, working_memory)
     points = X[landmarks]
     cross = np.asarray(kernel(X, points, working_memory=working_memory), dtype=np.float64)
     W = nystrom_whitening(cross[landmarks])
@@ -128,12 +153,28 @@ class SketchedIOKR(IOKR):
 
     Parameters
     ----------
-    alpha, input_kernel, output_kernel, center_input, normalize_input, center_output, normalize_output, decoding, \
-working_memory
-        As in :class:`~iokr.estimators.iokr.IOKR` (``input_kernel="precomputed"`` is not supported).
-    solver : {"nystrom", "sparse", "rff", "falkon"}, default="nystrom"
-        - ``"nystrom"``: sub-sampling input sketch of ``n_components`` landmarks; ridge on Nystrom features,
-          ``O(n s^2)`` time and ``O(n s)`` memory.
+    alpha : float, default=1.0
+        As in :class:`~iokr.IOKR`.
+    input_kernel, output_kernel : Kernel or str, default="linear"
+        As in :class:`~iokr.IOKR` (``input_kernel="precomputed"`` is not supported).
+    center_input, normalize_input, center_output, normalize_output : bool, default=True
+        As in :class:`~iokr.IOKR`.
+    decoding : {"distance", "inner", "cosine"}, default="distance"
+        As in :class:`~iokr.IOKR`.
+    working_memory : float, optional
+        As in :class:`~iokr.IOKR`.
+    solver : {"nystrom", "greedy", "cholesky", "sparse", "rff", "falkon"}, default="nystrom"
+        - ``"nystrom"``: sub-sampling input sketch of ``n_components`` landmarks drawn uniformly; ridge on Nystrom
+          features, ``O(n s^2)`` time and ``O(n s)`` memory.
+        - ``"greedy"``: Nystrom features on landmarks chosen by the largest-residual incremental basis (Cortes et
+          al. 2005, eq. 9-10): the next landmark is the training point whose transformed output features are worst
+          fitted by least squares on the input-kernel columns of the landmarks so far. Needs explicit output
+          features (a linear output kernel, or ``output_components``). Deterministic. Extra memory: the residual,
+          ``n x p`` float64 (``p`` output features), and an ``n x s`` orthonormal basis; time
+          ``O(s n (p + s))``.
+        - ``"cholesky"``: Nystrom features on the pivots of an incomplete Cholesky factorization of the input
+          kernel (largest residual diagonal first; stops early when the kernel is numerically of lower rank).
+          Deterministic; ``O(n s^2)`` time, ``n x s`` extra memory.
         - ``"sparse"``: p-sparsified input sketch (``sparsity``); needs ``k(x, X)`` for all training points, so it is
           for moderate ``n``.
         - ``"rff"``: ``n_components`` random Fourier features (Gaussian input kernel only).
@@ -153,6 +194,7 @@ working_memory
     tol : float, default=1e-8
         Relative residual at which CG stops.
     random_state : int or None, default=None
+        Seed of the landmark sampling, sketches and random features.
 
     Attributes
     ----------
@@ -212,7 +254,20 @@ working_memory
             raise ValueError(f"{name} computes kernel blocks itself; 'input_kernel' cannot be 'precomputed'.")
 
     def fit(self, X, Y):
-        """Fit on inputs ``X`` (n, d) and output features ``Y`` (n, p); see :class:`IOKR`."""
+        """Fit the sketched (or preconditioned) regression; see :class:`IOKR`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, d)
+            Training inputs.
+        Y : array-like of shape (n, p)
+            Output features.
+
+        Returns
+        -------
+        self : SketchedIOKR
+            The fitted estimator.
+        """
         alpha = self._check_params()
         self._check_sketch_params()
         Y = self._check_outputs(Y)
@@ -228,7 +283,7 @@ working_memory
             self._fit_falkon(kernel, X, alpha, rng)
         else:
             feature_kernel, Phi = _sketch_features(kernel, X, self.solver, self.n_components, self.sparsity, rng,
-                                                   self.working_memory)
+                                                   self.working_memory, self._greedy_targets())
             self.input_ = _FeatureInput(feature_kernel, None, X.shape[0], X.shape[1])
             diag = self.input_.diag(X)
             transform = _FeatureTransform(self.center_input, self.normalize_input).fit(Phi, diag)
@@ -242,6 +297,16 @@ working_memory
             else:  # kernel output path: c(x)^T = phi(x)^T (Phi^T Phi + alpha I)^{-1} Phi^T, width n
                 self._projector, self.jitter_ = ridge_primal(Phi, np.eye(Phi.shape[0]), alpha)
         return self
+
+    def _greedy_targets(self):
+        """The transformed training output features that ``solver="greedy"`` fits (None for other solvers)."""
+        if self.solver != "greedy":
+            return None
+        if not self.output_.explicit:
+            raise ValueError(f"solver='greedy' selects landmarks by the residual of the output features, so it needs "
+                             f"explicit output features; {type(self.output_.kernel).__name__} has none. Use a linear "
+                             "output kernel or set 'output_components' (an output sketch).")
+        return self.output_.train_features
 
     def _fit_output(self, Y, rng):
         output = OutputSide(self.output_kernel, self.center_output, self.normalize_output)

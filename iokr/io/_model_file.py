@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import zipfile
 from pathlib import Path
 
 import numpy as np
 
 from ..exceptions import IOKRDataError
 from ._atomic import atomic_open
+from ._npz import read_npz
 
 FORMAT = "iokr-model"
 FORMAT_VERSION = 1
@@ -106,24 +106,24 @@ def load_model_file(path, *, kind=None):
     metadata : dict
     """
     path = Path(path)
-    if not path.is_file():
-        raise ModelFileError(f"Model file {path} does not exist.")
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {name: data[name] for name in data.files}
-    except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError, zipfile.LargeZipFile) as exc:
-        raise ModelFileError(f"Model file {path} is truncated or corrupted (not a readable model archive: "
-                             f"{type(exc).__name__}).") from None
+    arrays = read_npz(path, what="Model file", error=ModelFileError)
     if _META not in arrays:
         raise ModelFileError(f"Model file {path} has no iokr metadata; it was not written by iokr.")
+    raw_meta = arrays.pop(_META)
+    if raw_meta.dtype != np.uint8 or raw_meta.ndim != 1:
+        raise ModelFileError(f"Model file {path} has corrupted metadata (member {_META!r} must be 1-D uint8, got "
+                             f"{raw_meta.dtype} of shape {raw_meta.shape}).")
     try:
-        meta = json.loads(arrays.pop(_META).tobytes().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise ModelFileError(f"Model file {path} has corrupted metadata.") from None
+        meta = json.loads(raw_meta.tobytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ModelFileError(f"Model file {path} has corrupted metadata (not UTF-8 JSON: {exc}).") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise ModelFileError(f"Model file {path} is not an iokr model file.")
     version = meta.get("format_version")
-    if not isinstance(version, int) or version > FORMAT_VERSION:
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise ModelFileError(f"Model file {path} has an invalid format version {version!r} (expected an int from 1 "
+                             f"to {FORMAT_VERSION}); the file is corrupted.")
+    if version > FORMAT_VERSION:
         raise ModelFileError(f"Model file {path} has format version {version!r}; this iokr "
                              f"({_library_version()}) reads versions up to {FORMAT_VERSION}. Upgrade iokr.")
     if meta.get("sha256") != _digest(arrays, meta):

@@ -14,6 +14,12 @@ from __future__ import annotations
 import numpy as np
 
 
+#: Centered squared norms under this fraction of the mean diagonal of a float32 Gram count as zero: below it the
+#: float32 rounding of ``k(x, x) - 2 mean_j k(x, x_j) + mean k`` (a few ``eps32 = 1.2e-7`` times ``d`` terms) can
+#: decide the direction of the normalized vector.
+ZERO_NORM_RTOL_FLOAT32 = 1e-4
+
+
 class KernelTransform:
     """Feature-space centering around the training mean, then unit-norm scaling, in kernel form.
 
@@ -38,11 +44,15 @@ class KernelTransform:
 
     def fit_transform(self, gram):
         """Fit on the training Gram (n, n) and return its transform (float64, new array)."""
+        # The centered diagonal cancels k(x, x) against the means, so its rounding error is that of the Gram's own
+        # precision: a float32 Gram (float32 inputs) resolves much less than a float64 one.
+        relative_tol = ZERO_NORM_RTOL_FLOAT32 if getattr(gram, "dtype", None) == np.float32 else 1e-10
         gram = np.array(gram, dtype=np.float64, copy=True)
         # Centering a point that sits at the training mean leaves rounding noise on its diagonal; normalizing by
-        # the square root of that noise would blow it up to O(1), so such points are treated as zero vectors.
-        self.diag_tol_ = 1e-10 * max(float(np.abs(np.diag(gram)).mean()) if gram.size else 0.0,
-                                     np.finfo(np.float64).tiny)
+        # the square root of that noise would blow it up to O(1) (and break positive semidefiniteness), so such
+        # points are treated as zero vectors.
+        self.diag_tol_ = relative_tol * max(float(np.abs(np.diag(gram)).mean()) if gram.size else 0.0,
+                                            np.finfo(np.float64).tiny)
         if self.center:
             self.train_row_means_ = gram.mean(axis=1)
             self.train_mean_ = float(self.train_row_means_.mean())

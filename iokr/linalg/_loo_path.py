@@ -85,7 +85,9 @@ class AlphaSkeleton:
         g = 1.0 / (s[:, None] + alphas[None, :])
         eps = np.finfo(np.float64).eps
         chosen, errors = [], np.full(m, np.inf)
-        while len(chosen) < m - 1:
+        # No more skeleton alphas than sampled eigenvalues: beyond that the least squares is underdetermined (and
+        # the QR factor not square), while len(s) of them already interpolate every alpha exactly on the sample.
+        while len(chosen) < min(m - 1, s.size):
             chosen.append(int(np.argmax(errors)))
             basis = g[:, chosen]
             coefficients = np.zeros((len(chosen), m))

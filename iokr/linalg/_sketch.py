@@ -138,3 +138,124 @@ def falkon_solve(matmat, rhs, features, alpha, *, rtol=1e-8, max_iter=100, x0=No
     precond = NystromPreconditioner(features, alpha)
     shifted = lambda V: matmat(V) + alpha * V  # noqa: E731
     return block_cg(shifted, rhs, x0=x0, rtol=rtol, max_iter=max_iter, preconditioner=precond, warn=warn)
+
+
+# -- landmark (basis) selection -------------------------------------------------------------------------------------
+# Kernel-agnostic: the caller passes ``columns(idx) -> K[:, idx]`` (float64, shape (n, len(idx))) and, for the pivoted
+# Cholesky, the diagonal of ``K``. Used for the Nystrom landmarks of SketchedIOKR and the basis of the string
+# regressors (iokr.strings._basis), with one implementation.
+
+LANDMARK_METHODS = ("random", "cholesky", "greedy")
+
+
+def pivoted_cholesky_landmarks(columns, diag, n_landmarks, tol=1e-12):
+    """Pivots of an incomplete (pivoted) Cholesky factorization of ``K``: largest residual diagonal first.
+
+    After ``k`` steps ``G G^T = K_{*S} K_SS^{-1} K_{S*}`` for the pivots ``S`` (Bach & Jordan 2002), and the residual
+    diagonal is that of the Schur complement ``K - G G^T``. Stops early when it falls below ``tol * max(diag)``
+    (the remaining columns are then in the span of the chosen ones up to that tolerance).
+
+    Parameters
+    ----------
+    columns : callable
+        ``columns(idx)`` returns ``K[:, idx]``, shape (n, len(idx)).
+    diag : ndarray of shape (n,)
+        Diagonal of ``K``.
+    n_landmarks : int
+        Maximum number of pivots.
+    tol : float, default=1e-12
+        Relative residual at which to stop.
+
+    Returns
+    -------
+    pivots : ndarray of int64, shape (r,), r <= n_landmarks
+        In the order they were chosen.
+
+    Notes
+    -----
+    Memory: the factor ``G`` of shape (n, n_landmarks), float64.
+    """
+    d = np.array(diag, dtype=np.float64, copy=True).ravel()
+    n = d.size
+    n_landmarks = int(min(n_landmarks, n))
+    scale = max(float(d.max(initial=0.0)), np.finfo(float).tiny)
+    G = np.zeros((n, n_landmarks))
+    pivots = []
+    for k in range(n_landmarks):
+        j = int(np.argmax(d))
+        if d[j] <= tol * scale:
+            break
+        col = np.asarray(columns(j), dtype=np.float64).reshape(n, -1)[:, 0] - G[:, :k] @ G[j, :k]
+        G[:, k] = col / np.sqrt(d[j])
+        d -= G[:, k] ** 2
+        d[j] = -np.inf  # never pick a pivot twice (round-off could leave it positive)
+        pivots.append(j)
+    return np.asarray(pivots, dtype=np.int64)
+
+
+def greedy_landmarks(columns, targets, n_landmarks, working_memory=None):
+    """Largest-residual incremental basis (Cortes, Mohri & Weston 2005, eq. 9-10).
+
+    At every step the training point whose targets are worst fitted by least squares on the chosen kernel columns,
+    ``argmax_i ||y_i - P_S y_i||^2`` with ``P_S`` the projection on ``span K_{*S}``, joins the basis. ``Q`` holds an
+    orthonormal basis of the chosen columns (Gram-Schmidt, re-orthogonalized once), and the residual
+    ``R = Y - Q Q^T Y`` is downdated by one rank-one term per step (Smola & Bartlett 2001). A column already in the
+    span (relative norm after orthogonalization below ``1e-10``) is marked as visited and not added.
+
+    Parameters
+    ----------
+    columns : callable
+        ``columns(idx)`` returns ``K[:, idx]``, shape (n, len(idx)).
+    targets : ndarray of shape (n, p)
+        The outputs to fit (e.g. the transformed output features).
+    n_landmarks : int
+        Maximum number of basis points.
+    working_memory : float, optional
+        Budget in MiB for the row chunks of the residual update.
+
+    Returns
+    -------
+    landmarks : ndarray of int64, shape (r,), r <= n_landmarks
+        In the order they were chosen.
+
+    Notes
+    -----
+    Memory: the residual ``R`` (n, p) and the basis ``Q`` (n, n_landmarks), both float64; the rank-one update and
+    the residual norms are computed in row chunks, so no other (n, p) temporary is formed. Time:
+    ``O(n_landmarks n (p + n_landmarks))`` plus ``n_landmarks`` kernel columns.
+    """
+    from ._chunks import row_slices
+
+    Y = np.asarray(targets, dtype=np.float64)
+    if Y.ndim != 2:
+        raise ValueError(f"'targets' must be a 2-D array (n, p), got shape {Y.shape}.")
+    n, p = Y.shape
+    n_landmarks = int(min(n_landmarks, n))
+    R = np.array(Y, dtype=np.float64, copy=True)
+    Q = np.zeros((n, n_landmarks))
+    chosen = np.zeros(n, dtype=bool)
+    selected = []
+    chunks = list(row_slices(n, 16 * max(p, 1), working_memory))
+    residual = np.einsum("ij,ij->i", R, R)
+    while len(selected) < n_landmarks:
+        score = np.where(chosen, -np.inf, residual)
+        j = int(np.argmax(score))
+        if not np.isfinite(score[j]):
+            break
+        chosen[j] = True
+        q = np.array(np.asarray(columns(j), dtype=np.float64).reshape(n, -1)[:, 0])
+        norm0 = np.linalg.norm(q)
+        r = len(selected)
+        for _ in range(2):  # twice is enough (Kahan-Parlett re-orthogonalization)
+            q -= Q[:, :r] @ (Q[:, :r].T @ q)
+        norm = np.linalg.norm(q)
+        if norm <= 1e-10 * max(norm0, np.finfo(float).tiny):
+            continue  # column already in the span: visited, but adds no basis vector
+        q /= norm
+        Q[:, r] = q
+        selected.append(j)
+        z = q @ R
+        for rows in chunks:
+            R[rows] -= q[rows, None] * z[None, :]
+            residual[rows] = np.einsum("ij,ij->i", R[rows], R[rows])
+    return np.asarray(selected, dtype=np.int64)

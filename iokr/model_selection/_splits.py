@@ -45,7 +45,7 @@ def holdout_splits(cv, n, groups=None, y=None, owner="estimator"):
     if cv is None:
         if groups is None:
             if n < 2:
-                raise ValueError(f"{owner}: leave-one-out needs at least 2 training examples, got {n}.")
+                raise ValueError(f"{owner}: leave-one-out needs at least 2 training examples, got n_samples={n}.")
             return [np.array([i]) for i in range(n)], "leave-one-out"
         splitter, scheme = LeaveOneGroupOut(), "leave-one-group-out"
     elif isinstance(cv, numbers.Integral) and not isinstance(cv, bool):

@@ -25,6 +25,7 @@ import numpy as np
 from scipy import linalg as sla
 
 from ..linalg import cholesky_shifted
+from ..linalg._sketch import greedy_landmarks, pivoted_cholesky_landmarks
 
 BASIS_METHODS = ("full", "random", "cholesky", "greedy")
 
@@ -63,55 +64,21 @@ def select_random(columns, m, n_basis, random_state):
 
 
 def select_cholesky(columns, m, n_basis, tol=1e-12):
-    """Pivots of an incomplete Cholesky factorization (largest residual diagonal first)."""
-    d = columns.diag().copy()
-    scale = max(float(d.max()), np.finfo(float).tiny)
-    G = np.zeros((m, n_basis))
-    pivots = []
-    for k in range(n_basis):
-        j = int(np.argmax(d))
-        if d[j] <= tol * scale:
-            break
-        col = columns(j)[:, 0] - G[:, :k] @ G[j, :k]
-        G[:, k] = col / np.sqrt(d[j])
-        d -= G[:, k] ** 2
-        d[j] = -np.inf  # never pick a pivot twice (round-off could leave it positive)
-        pivots.append(j)
-    return np.asarray(pivots, dtype=np.int64)
+    """Pivots of an incomplete Cholesky factorization (largest residual diagonal first).
+
+    See :func:`iokr.linalg._sketch.pivoted_cholesky_landmarks` (the one implementation, shared with the Nystrom
+    landmarks of :class:`~iokr.estimators.sketched.SketchedIOKR`).
+    """
+    return pivoted_cholesky_landmarks(columns, columns.diag(), n_basis, tol)
 
 
 def select_greedy(columns, Y, n_basis):
     """Largest-residual incremental selection (eq. 9-10) with Gram-Schmidt rank-one updates.
 
-    ``Q`` holds an orthonormal basis of the selected columns of ``K``; the least-squares residual is
-    ``R = Y - Q Q^T Y`` and is downdated by one outer product per step.
+    See :func:`iokr.linalg._sketch.greedy_landmarks` (the one implementation, shared with the Nystrom landmarks of
+    :class:`~iokr.estimators.sketched.SketchedIOKR`); memory is the (m, N2) residual and the (m, n_basis) basis.
     """
-    m = Y.shape[0]
-    R = np.array(Y, dtype=np.float64, copy=True)
-    Q = np.zeros((m, n_basis))
-    chosen = np.zeros(m, dtype=bool)
-    selected = []
-    residual = np.einsum("ij,ij->i", R, R)
-    for k in range(n_basis):
-        score = np.where(chosen, -np.inf, residual)
-        j = int(np.argmax(score))
-        if not np.isfinite(score[j]):
-            break
-        chosen[j] = True
-        q = columns(j)[:, 0]
-        norm0 = np.linalg.norm(q)
-        r = len(selected)
-        for _ in range(2):  # twice is enough (Kahan-Parlett re-orthogonalization)
-            q -= Q[:, :r] @ (Q[:, :r].T @ q)
-        norm = np.linalg.norm(q)
-        if norm <= 1e-10 * max(norm0, np.finfo(float).tiny):
-            continue  # column already in the span: skip without adding a basis vector
-        q /= norm
-        Q[:, r] = q
-        selected.append(j)
-        R -= np.outer(q, q @ R)
-        residual = np.einsum("ij,ij->i", R, R)
-    return np.asarray(selected, dtype=np.int64)
+    return greedy_landmarks(columns, Y, n_basis)
 
 
 def fit_subset(C, basis, Y, alpha):

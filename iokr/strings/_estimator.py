@@ -152,11 +152,14 @@ class StringKDE(BaseEstimator):
         Parameters
         ----------
         X : sequence of inputs of length m, or ndarray of shape (m, m) with ``input_kernel="precomputed"``
+            Training inputs (what the input kernel takes).
         y : sequence of m strings (``str`` or sequences of symbols)
+            Training output strings.
 
         Returns
         -------
         self : StringKDE
+            The fitted estimator.
         """
         self._check_params()
         symbols, self.str_output_ = check_strings(y, "y", reserved=(self.start, self.stop))
@@ -194,7 +197,18 @@ class StringKDE(BaseEstimator):
 
     # -- predict --------------------------------------------------------------------------------------------------
     def predict_counts(self, X):
-        """Real-valued predicted n-gram counts, ndarray of shape (n_samples, n_columns) (see ``output_space_``)."""
+        """Predict real-valued n-gram counts.
+
+        Parameters
+        ----------
+        X : inputs (as in :meth:`fit`), n_samples of them
+            Test inputs.
+
+        Returns
+        -------
+        counts : ndarray of shape (n_samples, n_columns)
+            Predicted count of every n-gram column of ``output_space_``.
+        """
         check_is_fitted(self, "regressor_")
         return self.regressor_.predict(X)
 
@@ -247,7 +261,17 @@ class StringKDE(BaseEstimator):
             if self.language_model_ is not None and self.lm_weight > 0:
                 s -= self.lm_weight * self.language_model_.log_prob(ids)
             scores.append(s)
-        order = np.argsort(scores, kind="stable")
+        # Pre-images with the same n-gram counts have the same objective up to rounding, and the rounding changes
+        # with the batch and chunk sizes of the regression: scores within a relative 1e-9 are ties, broken by the
+        # symbol ids so that a query's prediction does not depend on the other queries of the batch.
+        tol = 1e-9 * max(1.0, g_norm2, max((abs(s) for s in scores), default=0.0))
+        order = sorted(range(len(candidates)), key=lambda i: scores[i])
+        groups, start = [], 0
+        for j in range(1, len(order) + 1):
+            if j == len(order) or scores[order[j]] - scores[order[j - 1]] > tol:
+                groups.append(sorted(order[start:j], key=lambda i: candidates[i]))
+                start = j
+        order = [i for group in groups for i in group]
         return [candidates[i] for i in order], [scores[i] for i in order]
 
     def predict(self, X, return_alternatives=None):
@@ -256,12 +280,14 @@ class StringKDE(BaseEstimator):
         Parameters
         ----------
         X : inputs (as in :meth:`fit`), n_samples of them
+            Test inputs.
         return_alternatives : int, optional
             When given, return for each input up to this many alternative pre-images, best first.
 
         Returns
         -------
         y_pred : list of n_samples strings, or list of n_samples lists of strings with ``return_alternatives``
+            The pre-image (decoded string) of each input.
         """
         check_is_fitted(self, "regressor_")
         k = None
@@ -295,5 +321,18 @@ class StringKDE(BaseEstimator):
         return out
 
     def score(self, X, y):
-        """Letter accuracy ``1 - sum ED / sum |y|`` of the predictions (see :func:`iokr.strings.letter_accuracy`)."""
+        """Return the letter accuracy of the predictions (see :func:`iokr.strings.letter_accuracy`).
+
+        Parameters
+        ----------
+        X : inputs (as in :meth:`fit`), n_samples of them
+            Test inputs.
+        y : sequence of n_samples strings
+            True output strings.
+
+        Returns
+        -------
+        score : float
+            ``1 - sum ED / sum |y|`` (edit distances between predicted and true strings).
+        """
         return letter_accuracy(y, self.predict(X))

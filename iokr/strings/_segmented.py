@@ -36,8 +36,12 @@ class SegmentedStringKDE(BaseEstimator):
         Order of the language model; None decodes each position independently (argmax).
     lm_weight : float, default=1.0
         Weight of the language model's log-probability.
-    basis, n_basis, random_state
+    basis : {"full", "random", "cholesky", "greedy"}, default="full"
         Training approximation, as in :class:`StringKDE`.
+    n_basis : int, optional
+        Basis size for the approximations, as in :class:`StringKDE`.
+    random_state : int, optional
+        Seed of ``basis="random"``.
 
     Attributes
     ----------
@@ -66,7 +70,20 @@ class SegmentedStringKDE(BaseEstimator):
             raise ValueError(f"The 'lm_weight' parameter of {name} must be a float >= 0. Got {self.lm_weight!r}.")
 
     def fit(self, X, y):
-        """Fit on segment sequences ``X`` (list of (L_i, n_features) arrays) and strings ``y``, ``len(y_i) = L_i``."""
+        """Fit the segment regression and the language model.
+
+        Parameters
+        ----------
+        X : list of ndarray of shape (L_i, n_features)
+            Segment feature vectors of each input sequence.
+        y : sequence of str (or sequences of symbols)
+            Output strings, ``len(y[i]) == L_i``.
+
+        Returns
+        -------
+        self : SegmentedStringKDE
+            The fitted estimator.
+        """
         self._check_params()
         X = _check_sequences(X, "X")
         symbols, self.str_output_ = check_strings(y, "y")
@@ -99,7 +116,18 @@ class SegmentedStringKDE(BaseEstimator):
         return self
 
     def segment_scores(self, X):
-        """Regression outputs per segment: list of (L_i, |alphabet|) arrays."""
+        """Compute the regression outputs of every segment.
+
+        Parameters
+        ----------
+        X : list of ndarray of shape (L_i, n_features)
+            Segment feature vectors of each input sequence.
+
+        Returns
+        -------
+        scores : list of ndarray of shape (L_i, n_symbols)
+            Score of every alphabet symbol for every segment.
+        """
         check_is_fitted(self, "regressor_")
         X = _check_sequences(X, "X", self.n_features_in_)
         lengths = [x.shape[0] for x in X]
@@ -107,7 +135,20 @@ class SegmentedStringKDE(BaseEstimator):
         return np.split(G, np.cumsum(lengths)[:-1])
 
     def decode(self, scores, lm_weight=None):
-        """Strings from per-segment scores (as from :meth:`segment_scores`), with the given LM weight."""
+        """Decode strings from per-segment scores by Viterbi (argmax without a language model).
+
+        Parameters
+        ----------
+        scores : list of ndarray of shape (L_i, n_symbols)
+            Per-segment scores, as from :meth:`segment_scores`.
+        lm_weight : float, optional
+            Weight of the language model (default: ``self.lm_weight``).
+
+        Returns
+        -------
+        y_pred : list of str (or tuples of symbols)
+            One predicted string per sequence, one symbol per segment.
+        """
         w = self.lm_weight if lm_weight is None else lm_weight
         out = []
         for S in scores:
@@ -120,9 +161,33 @@ class SegmentedStringKDE(BaseEstimator):
         return out
 
     def predict(self, X):
-        """Predicted strings, one symbol per segment."""
+        """Predict strings, one symbol per segment.
+
+        Parameters
+        ----------
+        X : list of ndarray of shape (L_i, n_features)
+            Segment feature vectors of each input sequence.
+
+        Returns
+        -------
+        y_pred : list of str (or tuples of symbols)
+            One predicted string per sequence, one symbol per segment.
+        """
         return self.decode(self.segment_scores(X))
 
     def score(self, X, y):
-        """Letter accuracy of the predictions."""
+        """Return the letter accuracy of the predictions.
+
+        Parameters
+        ----------
+        X : list of ndarray of shape (L_i, n_features)
+            Segment feature vectors of each input sequence.
+        y : sequence of str (or sequences of symbols)
+            True output strings.
+
+        Returns
+        -------
+        score : float
+            ``1 - sum ED / sum |y|`` (see :func:`iokr.strings.letter_accuracy`).
+        """
         return letter_accuracy(y, self.predict(X))

@@ -51,6 +51,7 @@ class ContextRLSClassifier(ClassifierMixin, BaseEstimator):
     fit_intercept : bool, default=True
         Add the constant kernel 1 (a regularized bias ``b = sum_i a_i``).
     random_state : int, default=0
+        Seed of the fold shuffling when ``cv`` is an int.
 
     Attributes
     ----------
@@ -103,6 +104,7 @@ class ContextRLSClassifier(ClassifierMixin, BaseEstimator):
         Parameters
         ----------
         X : sparse matrix of shape (n, n_features)
+            Context word-position matrices (from :class:`ContextFeaturizer`).
         y : array-like of shape (n,)
             Exactly two classes.
         groups : array-like of shape (n,), optional
@@ -111,6 +113,7 @@ class ContextRLSClassifier(ClassifierMixin, BaseEstimator):
         Returns
         -------
         self : ContextRLSClassifier
+            The fitted classifier.
         """
         owner = type(self).__name__
         kernel = BagOfWordsKernel() if self.kernel is None else self.kernel
@@ -153,10 +156,20 @@ class ContextRLSClassifier(ClassifierMixin, BaseEstimator):
         return self
 
     def decision_function(self, X, *, path="primal"):
-        """Real-valued scores ``f(x)`` (> 0 predicts ``classes_[1]``), shape (m,).
+        """Compute real-valued scores ``f(x)`` (> 0 predicts ``classes_[1]``).
 
-        ``path="primal"`` is the sparse dot product ``X @ coef_ + intercept_``; ``path="dual"`` evaluates
-        ``k(X, X_train) dual_coef_ + intercept_`` (same values; kept to check the primal path).
+        Parameters
+        ----------
+        X : sparse matrix of shape (m, n_features)
+            Context word-position matrices, featurized like the training contexts.
+        path : {"primal", "dual"}, default="primal"
+            ``"primal"``: the sparse dot product ``X @ coef_ + intercept_``; ``"dual"``:
+            ``k(X, X_train) dual_coef_ + intercept_`` (same values; kept to check the primal path).
+
+        Returns
+        -------
+        scores : ndarray of shape (m,)
+            Decision value of each context.
         """
         check_is_fitted(self, "coef_")
         X = self.kernel_._check_input(X, "X")
@@ -170,5 +183,17 @@ class ContextRLSClassifier(ClassifierMixin, BaseEstimator):
         raise ValueError(f"'path' must be 'primal' or 'dual'. Got {path!r} instead.")
 
     def predict(self, X):
-        """Predicted labels, shape (m,)."""
+        """Predict class labels.
+
+        Parameters
+        ----------
+        X : sparse matrix of shape (m, n_features)
+            Context word-position matrices, featurized like the training contexts.
+
+        Returns
+        -------
+        labels : ndarray of shape (m,)
+            Predicted class of each context (one of ``classes_``).
+        """
+        check_is_fitted(self, "coef_")  # before reading classes_ (an AttributeError otherwise)
         return self.classes_[(self.decision_function(X) > 0).astype(np.intp)]

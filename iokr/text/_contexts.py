@@ -92,10 +92,12 @@ class ContextFeaturizer(BaseEstimator):
         Parameters
         ----------
         texts : iterable of list of str
+            Tokenized texts.
 
         Returns
         -------
         self : ContextFeaturizer
+            The fitted featurizer.
         """
         owner = type(self).__name__
         check_window(self.window, owner)
@@ -111,10 +113,22 @@ class ContextFeaturizer(BaseEstimator):
 
     @property
     def n_positions(self):
+        """Number of relative positions in a context (``2 * window``)."""
         return 2 * check_window(self.window)
 
     def encode(self, tokens):
-        """Word indices of a token list, unknown words mapped to 0 (``<unk>``); shape (len(tokens),)."""
+        """Map tokens to word indices, unknown words to 0 (``<unk>``).
+
+        Parameters
+        ----------
+        tokens : list of str
+            One tokenized text.
+
+        Returns
+        -------
+        indices : ndarray of shape (len(tokens),), int64
+            Vocabulary index of each token.
+        """
         check_is_fitted(self, "vocabulary_")
         get = self.vocabulary_.get
         return np.fromiter((get(t, 0) for t in tokens), dtype=np.int64, count=len(tokens))

@@ -328,7 +328,7 @@ def test_non_finite_inputs_are_rejected(bad):
 def test_shape_and_feature_count_errors():
     X, Y, X_test, C = _data(11)
     model = IOKR().fit(X, Y)
-    with pytest.raises(ValueError, match="'X' has 3 features, but the model was fitted with 4 features"):
+    with pytest.raises(ValueError, match="X has 3 features, but IOKR is expecting 4 features as input"):
         model.decision_function(X_test[:, :3], C)
     with pytest.raises(ValueError, match=r"'C' must have shape \(n_candidates, 10\), got \(15, 9\)"):
         model.decision_function(X_test, C[:, :9])

@@ -102,3 +102,25 @@ def test_point_at_training_mean_is_a_zero_vector_after_normalization():
     assert diag[0] == 0.0
     assert np.all(block == 0.0)
 
+
+
+def test_float32_point_near_the_mean_stays_psd_and_bounded():
+    # Regression (found by tests/properties/test_prop_iokr.py::test_float32_close_to_float64): a float32 input
+    # 2.4e-4 from the training mean has a true centered squared norm (5.8e-8) under the float32 rounding of the
+    # Gram's centering; normalizing that noise gave similarities of 1.33 and a Gram that is not PSD, so
+    # IOKR(alpha=0.5).fit raised LinAlgError. The float32 threshold treats such a point as the zero vector.
+    from iokr import IOKR
+
+    X = np.array([[-1.1097178], [0.58458674], [0.5068626], [2.4228733], [0.36080733], [0.27720597]], np.float32)
+    transform = KernelTransform(center=True, normalize=True)
+    gram = transform.fit_transform(Linear()(X))
+    assert np.abs(gram).max() <= 1.0 + 1e-5
+    assert np.linalg.eigvalsh(gram).min() >= -1e-5
+    assert transform.train_diag_[2] == 0.0
+    Y = np.random.default_rng(0).normal(size=(6, 2)).astype(np.float32)
+    scores = IOKR(alpha=0.5).fit(X, Y).decision_function(X, Y)
+    assert np.isfinite(scores).all()
+    # float64 inputs resolve the same point: it keeps its (normalized) direction
+    transform64 = KernelTransform(center=True, normalize=True)
+    transform64.fit_transform(Linear()(X.astype(np.float64)))
+    assert transform64.train_diag_[2] > 0.0

@@ -130,3 +130,26 @@ def test_deflated_path_is_the_intercept_model(rng, center):
         np.testing.assert_allclose(deflated.solve(B, alpha), expected, rtol=1e-8, atol=1e-10 * np.abs(expected).max())
         big_t = np.linalg.solve(K + 1e7 * np.ones((70, 70)) + alpha * np.eye(70), B)
         np.testing.assert_allclose(deflated.solve(B, alpha), big_t, rtol=1e-4, atol=1e-6 * np.abs(big_t).max())
+
+
+@pytest.mark.parametrize("distinct", [1, 3, 7])
+def test_spectrum_with_few_distinct_eigenvalues(rng, distinct):
+    # Regression (found by tests/test_sklearn_contract.py): a low-rank Gram has few distinct eigenvalues, so the
+    # sampled spectrum had fewer rows than skeleton alphas and the QR factor was not square ("expected square
+    # matrix" from RLSCV() on 3 features). The skeleton must still reproduce every alpha on the whole spectrum.
+    s = np.repeat(np.concatenate([[0.0], np.logspace(-2, 2, distinct - 1)]), 7)
+    skeleton = AlphaSkeleton(s, GRID)
+    g = 1.0 / (s[:, None] + GRID[None, :])
+    assert np.max(np.abs(g[:, skeleton.indices] @ skeleton.coefficients - g) / g) <= 1e-9
+
+
+def test_rlscv_default_grid_on_a_rank_deficient_gram_matches_explicit_loo(rng):
+    from iokr import RLS, RLSCV
+
+    X, y = rng.normal(size=(21, 3)), rng.normal(size=21)
+    search = RLSCV().fit(X, y)  # the default alpha grid, linear kernel: a rank-3 Gram
+    for j in (0, len(search.cv_results_["params"]) // 2, -1):
+        alpha = search.cv_results_["param_alpha"][j]
+        errors = [(RLS(alpha=alpha).fit(np.delete(X, i, 0), np.delete(y, i)).predict(X[i:i + 1])[0] - y[i]) ** 2
+                  for i in range(21)]
+        np.testing.assert_allclose(search.cv_results_["mean_test_score"][j], -np.mean(errors), rtol=1e-7)

@@ -217,3 +217,81 @@ IOKR_LIKE_SKLEARN_CHECKS = [
     "check_readonly_memmap_input",
     "check_inplace_ensure_writeable",
 ]
+
+
+# -- scikit-learn checks that cannot apply, with the reason (tests/test_sklearn_contract.py xfails them) -------------
+
+_NEEDS_CANDIDATES = (
+    "predict(X, candidate_sets) and decision_function(X, C) need candidates; the check calls them with X alone. "
+    "The property behind it is tested directly (tests/estimators/test_iokr.py, tests/properties/test_prop_iokr.py)"
+)
+_OBJECT_ARRAYS = (
+    "object arrays are refused on purpose with a TypeError naming the parameter: an object array may hide strings, "
+    "dicts or mixed types, so the library never converts one element by element (convert with X.astype(float))"
+)
+_FIT_CHECKS = [  # checks that call fit(X, y) with a 2-D numeric X and a numeric y (legacy + API sets, sklearn 1.9)
+    "check_complex_data", "check_dict_unchanged", "check_dont_overwrite_parameters", "check_dtype_object",
+    "check_estimator_sparse_array", "check_estimator_sparse_matrix", "check_estimator_sparse_tag",
+    "check_estimators_dtypes", "check_estimators_empty_data_messages", "check_estimators_fit_returns_self",
+    "check_estimators_nan_inf", "check_estimators_overwrite_params", "check_estimators_pickle",
+    "check_f_contiguous_array_estimator", "check_fit1d", "check_fit2d_1feature", "check_fit2d_1sample",
+    "check_fit2d_predict1d", "check_fit_check_is_fitted", "check_fit_idempotent", "check_fit_score_takes_y",
+    "check_methods_sample_order_invariance", "check_methods_subset_invariance", "check_n_features_in",
+    "check_n_features_in_after_fitting", "check_pipeline_consistency", "check_positive_only_tag_during_fit",
+    "check_readonly_memmap_input",
+]
+
+
+def _all(checks, reason, **overrides):
+    return {**{check: reason for check in checks}, **overrides}
+
+
+# IOKR, SketchedIOKR, IOKRCV: fit(X, Y) follows the contract; decoding needs candidates. Together with
+# IOKR_LIKE_SKLEARN_CHECKS (the checks that apply) this covers every check sklearn generates for them.
+IOKR_LIKE_NOT_APPLICABLE = {
+    **{check: _NEEDS_CANDIDATES for check in [
+        "check_estimators_unfitted", "check_n_features_in_after_fitting", "check_estimators_dtypes",
+        "check_estimators_pickle", "check_f_contiguous_array_estimator", "check_methods_sample_order_invariance",
+        "check_methods_subset_invariance", "check_dict_unchanged", "check_fit_idempotent", "check_fit2d_predict1d",
+        "check_estimators_nan_inf"]},
+    "check_complex_data": "the check passes a 1-D y, but Y must be a 2-D array of output features (complex X and Y "
+                          "are refused with 'Complex data not supported': test_iokr.py::test_complex_inputs_are_rejected)",
+    "check_dtype_object": _OBJECT_ARRAYS,
+}
+
+SKLEARN_NOT_APPLICABLE = {
+    "IOKR": IOKR_LIKE_NOT_APPLICABLE,
+    "SketchedIOKR": IOKR_LIKE_NOT_APPLICABLE,
+    "IOKRCV": IOKR_LIKE_NOT_APPLICABLE,
+    "MPIOKR": _all(_FIT_CHECKS + ["check_requires_y_none"],
+                   "fit(X, Y, candidate_sets) needs the candidate set of every training example (the "
+                   "magnitude-preserving loss compares each output with its candidates); the check calls fit(X, y)",
+                   check_estimators_unfitted=_NEEDS_CANDIDATES),
+    "KronRLS": _all(_FIT_CHECKS, "pairwise learning: fit(X1, X2, Y) takes the objects of two domains and an "
+                                 "(n1, n2) label matrix or (rows, cols, values) triplets; the check calls fit(X, y)"),
+    "ConditionalRankRLS": _all(_FIT_CHECKS, "pairwise learning: fit(X1, X2, Y) as KronRLS; the check calls fit(X, y)"),
+    "TwoStepRLS": _all(_FIT_CHECKS + ["check_estimators_unfitted"],
+                       "pairwise learning: fit(X1, X2, Y) and predict(X1_test, X2_test) take both domains; the check "
+                       "calls fit(X, y) and predict(X)"),
+    "StringKDE": _all(_FIT_CHECKS, "y are output strings (sequences of symbols) and X what the input kernel takes "
+                                   "(strings by default); the check passes numeric y"),
+    "SegmentedStringKDE": _all([c for c in _FIT_CHECKS if c != "check_fit1d"],
+                               "X is a list of (L_i, n_features) segment arrays and y strings with one symbol per "
+                               "segment; the check passes a 2-D array and numeric y"),
+    "ContextRLSClassifier": _all(
+        [c for c in _FIT_CHECKS if c not in ("check_fit1d", "check_estimators_empty_data_messages",
+                                               "check_complex_data")]
+        + ["check_classifier_data_not_an_array", "check_classifiers_classes", "check_classifiers_one_label",
+           "check_classifiers_regression_target", "check_classifiers_train", "check_requires_y_none",
+           "check_supervised_y_2d"],
+        "X must be the sparse word-position matrices of ContextFeaturizer (n_words x 2 window columns) for the "
+        "context kernel; the check passes dense arrays with arbitrary columns, refused before y is looked at",
+        check_dtype_object=_OBJECT_ARRAYS),
+    "RLS": {"check_dtype_object": _OBJECT_ARRAYS},
+    "RLSCV": {"check_dtype_object": _OBJECT_ARRAYS},
+    "RankRLS": {"check_dtype_object": _OBJECT_ARRAYS,
+                "check_n_features_in_after_fitting": "RankRLS.predict refuses a wrong feature count with its own "
+                                                     "message ('X' has k features, but the model was fitted with d), "
+                                                     "not scikit-learn's 'X has k features, but RankRLS is expecting "
+                                                     "d features as input' (iokr/estimators/rankrls.py)"},
+}

@@ -11,6 +11,7 @@ Candidates are identified by the first InChIKey block (the 2D skeleton): stereoi
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import io
 import re
@@ -23,6 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...exceptions import IOKRDataError
+from ...io import read_npz
 from ._fingerprints import Fingerprinter, inchikey, molecular_formula, parse_structure
 
 _NAME = re.compile(r"scoring_list=(?P<formula>[^_]+)_spec=(?P<spec>.+?)_id=(?P<key>[A-Z]{14}-[A-Z]{10}-[A-Z])")
@@ -201,6 +203,18 @@ def _inchi_key(text):
         return None
 
 
+def _store_errors(method):
+    """Report a store file that SQLite cannot read (damaged pages, not a database) as IOKRDataError."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.DatabaseError as exc:
+            raise IOKRDataError(f"Candidate store {self.path} cannot be read ({exc}); the file is damaged: "
+                                "delete it to rebuild the cache.") from None
+    return wrapper
+
+
 class CandidateStore:
     """Structures keyed by molecular formula, with fingerprints computed once and cached (SQLite, no server).
 
@@ -230,12 +244,12 @@ class CandidateStore:
             self.db.execute("CREATE INDEX IF NOT EXISTS by_formula ON structures (formula)")
             params = repr(sorted(self.fingerprinter.params().items()))
             row = self.db.execute("SELECT value FROM meta WHERE key='fingerprint'").fetchone()
+            if row is None:
+                self.db.execute("INSERT INTO meta VALUES ('fingerprint', ?)", (params,))
+                self.db.commit()
         except sqlite3.DatabaseError as exc:
             raise IOKRDataError(f"Candidate store {self.path} is not a usable SQLite database ({exc}).") from None
-        if row is None:
-            self.db.execute("INSERT INTO meta VALUES ('fingerprint', ?)", (params,))
-            self.db.commit()
-        elif row[0] != params:
+        if row is not None and row[0] != params:
             raise IOKRDataError(f"Candidate store {self.path} caches fingerprints {row[0]}, not {params}; "
                                 "use another store file.")
         self.n_computed = 0
@@ -247,25 +261,26 @@ class CandidateStore:
         Returns the number of cached structures (0, and nothing attached, when the cache holds other fingerprint
         parameters).
         """
-        try:
-            with np.load(path, allow_pickle=False) as data:
-                if str(data["params"]) != repr(sorted(self.fingerprinter.params().items())):
-                    return 0
-                digest = data["digest"]
-                self._cache = {
-                    "index": {d: i for i, d in enumerate(digest.tolist())}, "key14": data["key14"],
-                    "formula": data["formula"],
-                    "indptr": data["indptr"], "cols": data["cols"].astype(np.int64), "vals": data["vals"],
-                    "n_features": int(data["n_features"]),
-                }
-        except (OSError, KeyError, ValueError) as exc:
-            raise IOKRDataError(f"Fingerprint cache {path} is unreadable ({type(exc).__name__}).") from None
+        data = read_npz(path, what="Fingerprint cache")
+        missing = [k for k in _CACHE_MEMBERS if k not in data]
+        if missing:
+            raise IOKRDataError(f"Fingerprint cache {path} lacks the arrays {missing}.")
+        if data["params"].ndim != 0 or str(data["params"]) != repr(sorted(self.fingerprinter.params().items())):
+            return 0
+        _check_cache(path, data, self.fingerprinter.n_features)
+        digest = data["digest"]
+        self._cache = {
+            "index": {d: i for i, d in enumerate(digest.tolist())}, "key14": data["key14"],
+            "formula": data["formula"], "indptr": data["indptr"].astype(np.int64),
+            "cols": data["cols"].astype(np.int64), "vals": data["vals"], "n_features": self.fingerprinter.n_features,
+        }
         return digest.size
 
     def _from_cache(self, text):
         if self._cache is None:
             return None
-        i = self._cache["index"].get(_digest(text))
+        # NumPy's S8 strips trailing NUL bytes from stored digests: compare without them.
+        i = self._cache["index"].get(_digest(text).rstrip(b"\x00"))
         if i is None:
             return None
         c = self._cache
@@ -284,11 +299,16 @@ class CandidateStore:
         n = self.fingerprinter.n_features
         if not blobs:
             return np.zeros((0, n), dtype=np.float32)
-        raw = np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(len(blobs), -1)
+        width = (n + 7) // 8 if self.fingerprinter.binary else n
+        if any(not isinstance(b, bytes) or len(b) != width for b in blobs):
+            raise IOKRDataError(f"Candidate store {self.path} holds fingerprints that are not {width} bytes long; "
+                                "the file is damaged: delete it to rebuild the cache.")
+        raw = np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(len(blobs), width)
         if self.fingerprinter.binary:
             return np.unpackbits(raw, axis=1, count=n).astype(np.float32)
         return raw.astype(np.float32)
 
+    @_store_errors
     def add(self, structures):
         """Parse and fingerprint the structures not cached yet."""
         unique = list(dict.fromkeys(s for s in structures if isinstance(s, str)))
@@ -320,6 +340,7 @@ class CandidateStore:
         self.db.executemany("INSERT OR REPLACE INTO structures VALUES (?, ?, ?, ?, ?, ?)", rows)
         self.db.commit()
 
+    @_store_errors
     def _fetch(self, structures, columns):
         self.add(structures)
         found = {}
@@ -348,6 +369,7 @@ class CandidateStore:
         blobs = [r[1] if r and r[0] else self._encode(np.zeros(n, dtype=np.float32)) for r in rows]
         return self._decode(blobs)
 
+    @_store_errors
     def by_formula(self, formula):
         """Unique structures (by first InChIKey block) with this formula: ``(keys, texts, fingerprints)``."""
         rows = self.db.execute("SELECT key14, text, fp FROM structures WHERE formula = ? AND ok = 1 "
@@ -359,15 +381,46 @@ class CandidateStore:
                 keep.append(r)
         return [r[0] for r in keep], [r[1] for r in keep], self._decode([r[2] for r in keep])
 
+    @_store_errors
     def formulas(self):
         return [r[0] for r in self.db.execute("SELECT DISTINCT formula FROM structures WHERE ok = 1")]
 
+    @_store_errors
     def __len__(self):
         return self.db.execute("SELECT COUNT(*) FROM structures").fetchone()[0]
 
     def close(self):
         self.db.close()
 
+
+
+_CACHE_MEMBERS = ("digest", "key14", "formula", "indptr", "cols", "vals", "params", "n_features")
+
+
+def _check_cache(path, data, n_features):
+    """Shapes, dtypes and ranges of a fingerprint cache's arrays; IOKRDataError naming the first bad member."""
+    def bad(name, expected):
+        a = data[name]
+        raise IOKRDataError(f"Fingerprint cache {path}: array {name!r} must be {expected}, got dtype {a.dtype} "
+                            f"and shape {a.shape}.")
+
+    n = data["digest"].shape[0] if data["digest"].ndim == 1 else -1
+    if n < 0 or data["digest"].dtype != np.dtype("S8"):
+        bad("digest", "a 1-D array of 8-byte digests (S8)")
+    for name in ("key14", "formula"):
+        if data[name].shape != (n,) or data[name].dtype.kind != "U":
+            bad(name, f"a 1-D string array of length {n}")
+    nf = data["n_features"]
+    if nf.ndim != 0 or nf.dtype.kind not in "iu" or int(nf) != n_features:
+        bad("n_features", f"the integer {n_features} (the fingerprint length)")
+    indptr, cols, vals = data["indptr"], data["cols"], data["vals"]
+    if indptr.shape != (n + 1,) or indptr.dtype.kind not in "iu" or indptr[0] != 0 or np.any(np.diff(indptr) < 0):
+        bad("indptr", f"a non-decreasing 1-D integer array of length {n + 1} starting at 0")
+    if cols.ndim != 1 or cols.dtype.kind not in "iu" or cols.shape[0] != indptr[-1] \
+            or (cols.size and cols.max() >= n_features):
+        bad("cols", f"a 1-D integer array of length indptr[-1] with values below {n_features}")
+    if vals.shape != cols.shape or vals.dtype != np.uint8:
+        bad("vals", "a uint8 array shaped like 'cols'")
 
 
 def _digest(text):

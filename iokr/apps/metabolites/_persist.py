@@ -66,18 +66,38 @@ def load_identifier(path):
         params["kernels"] = tuple(params["kernels"])
         params["weights"] = tuple(params["weights"])
         n_feat = int(meta["n_output_features"])
+        if n_feat != fingerprinter.n_features:
+            raise ValueError(f"'n_output_features' is {n_feat} but the fingerprint has {fingerprinter.n_features}")
         if "Y_packed" in arrays:
             Y = np.unpackbits(arrays["Y_packed"], axis=1, count=n_feat).astype(np.float64)
         else:
             Y = arrays["Y_counts"].astype(np.float64)
         keys, inchis = arrays["train_keys"], arrays["train_inchi"]
         accessions, licenses = arrays["train_accessions"], arrays["train_licenses"]
+        n_train = arrays["train_precursor_mz"].shape[0] if arrays["train_precursor_mz"].ndim == 1 else -1
+        for name in ("train_keys", "train_inchi", "train_accessions", "train_licenses"):
+            if arrays[name].shape != (n_train,) or arrays[name].dtype.kind != "U":
+                raise ValueError(f"array {name!r} must be 1-D text of length {n_train}, got {arrays[name].dtype} "
+                                 f"of shape {arrays[name].shape}")
+        if Y.shape != (n_train, n_feat):
+            raise ValueError(f"the training fingerprints have shape {Y.shape}, expected {(n_train, n_feat)}")
         metadata = [{"inchikey": str(k), "inchi": str(i), "accessions": str(a).split(";"), "license": str(lic)}
                     for k, i, a, lic in zip(keys, inchis, accessions, licenses)]
+        for name in ("train_mz", "train_intensity", "train_precursor_mz", "train_offsets"):
+            if arrays[name].dtype.kind not in ("iu" if name == "train_offsets" else "fiu"):
+                raise ValueError(f"array {name!r} has dtype {arrays[name].dtype}")
         S = Spectra(arrays["train_mz"], arrays["train_intensity"], arrays["train_offsets"],
                     arrays["train_precursor_mz"], metadata)
-    except (KeyError, TypeError, ValueError) as exc:
+        if not (np.isfinite(S.mz).all() and np.isfinite(S.intensity).all() and (S.mz > 0).all()
+                and (S.intensity >= 0).all() and not np.isinf(S.precursor_mz).any()):
+            raise ValueError("the training peaks must be finite with m/z > 0 and intensity >= 0")
+        if not np.isfinite(Y).all():
+            raise ValueError("the training fingerprints are not finite")
+        cleaning.merged(cleaning.single(S[:2]))  # the stored cleaning settings must work on stored spectra
+        model = MetaboliteIdentifier(**params).fit(S, Y)
+    except (KeyError, TypeError, ValueError, IndexError, OverflowError, np.linalg.LinAlgError) as exc:
+        # A file that passed its checksum but whose content the model rejects (written by a modified program, or
+        # hand-edited and re-signed): one clear error instead of a failure deep inside the kernels.
         raise ModelFileError(f"Model file {path} is incomplete or inconsistent ({type(exc).__name__}: {exc}).") \
             from None
-    model = MetaboliteIdentifier(**params).fit(S, Y)
     return model, fingerprinter, cleaning, meta

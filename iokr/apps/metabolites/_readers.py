@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -52,16 +53,25 @@ def _open_text(path):
 def _as_float(value):
     try:
         out = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: JSON integers beyond the float range
         return math.nan
     return out
+
+
+def _text(value):
+    """A metadata field as text: strings kept, numbers written out, anything else (lists, objects, booleans) None."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    return None
 
 
 def _check_peaks(peaks):
     """Peaks as an (n, 2) float array, or a reason string when they are unusable."""
     try:
         arr = np.asarray(peaks, dtype=np.float64)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return "non-numeric peaks"
     if arr.size == 0:
         return "no peaks"
@@ -107,6 +117,7 @@ def read_massbank_jsonl(path, *, require_precursor=True, require_structure=False
         handle = _open_text(path)
     except OSError as exc:
         raise IOKRDataError(f"Cannot read spectra file {path}: {exc.strerror or exc}.") from None
+    line_no = 0
     with handle:
         try:
             for line_no, line in enumerate(handle, 1):
@@ -120,7 +131,7 @@ def read_massbank_jsonl(path, *, require_precursor=True, require_structure=False
                 if not isinstance(rec, dict):
                     report.skip(f"line {line_no}", "invalid JSON")
                     continue
-                rid = rec.get("accession") or f"line {line_no}"
+                rid = _text(rec.get("accession")) or f"line {line_no}"
                 peaks = _check_peaks(rec.get("peaks"))
                 if isinstance(peaks, str):
                     report.skip(rid, peaks)
@@ -134,21 +145,24 @@ def read_massbank_jsonl(path, *, require_precursor=True, require_structure=False
                         report.skip(rid, "missing precursor m/z")
                         continue
                     precursor = math.nan
-                inchikey = rec.get("inchikey_rdkit") or rec.get("inchikey_record") or rec.get("inchikey")
+                inchikey = _text(rec.get("inchikey_rdkit") or rec.get("inchikey_record") or rec.get("inchikey"))
                 if require_structure and not inchikey:
                     report.skip(rid, "missing structure")
                     continue
                 peak_lists.append(peaks)
                 precursors.append(precursor)
                 metadata.append({
-                    "accession": rec.get("accession"), "license": rec.get("license"), "name": rec.get("name"),
-                    "inchikey": inchikey, "inchi": rec.get("inchi"), "smiles": rec.get("smiles"),
-                    "formula": rec.get("formula_rdkit") or rec.get("formula_record") or rec.get("formula"),
-                    "source": rec.get("source_path"),
+                    "accession": _text(rec.get("accession")), "license": _text(rec.get("license")),
+                    "name": _text(rec.get("name")), "inchikey": inchikey, "inchi": _text(rec.get("inchi")),
+                    "smiles": _text(rec.get("smiles")),
+                    "formula": _text(rec.get("formula_rdkit") or rec.get("formula_record") or rec.get("formula")),
+                    "source": _text(rec.get("source_path")),
                 })
                 report.n_read += 1
-        except (OSError, EOFError, UnicodeDecodeError) as exc:
-            raise IOKRDataError(f"Spectra file {path} is truncated or not text ({type(exc).__name__}).") from None
+        except (OSError, EOFError, UnicodeDecodeError, zlib.error) as exc:
+            # zlib.error: a damaged deflate stream inside a gzip file that still has a valid header.
+            raise IOKRDataError(f"Spectra file {path} is truncated or not text, near line {line_no + 1} "
+                                f"({type(exc).__name__}: {exc}).") from None
     return _finish(peak_lists, precursors, metadata, report, path, require_precursor)
 
 
@@ -160,7 +174,7 @@ def _from_matchms(records, path, require_precursor):
             report.skip(f"record {i}", "unparsable record")
             continue
         get = s.get
-        rid = get("spectrum_id") or get("accession") or get("compound_name") or f"record {i}"
+        rid = _text(get("spectrum_id") or get("accession") or get("compound_name")) or f"record {i}"
         peaks = _check_peaks(np.column_stack([s.peaks.mz, s.peaks.intensities]) if s.peaks is not None else [])
         if isinstance(peaks, str):
             report.skip(rid, peaks)
@@ -173,9 +187,9 @@ def _from_matchms(records, path, require_precursor):
             precursor = math.nan
         peak_lists.append(peaks)
         precursors.append(precursor)
-        metadata.append({"accession": rid, "license": get("license"), "name": get("compound_name"),
-                         "inchikey": get("inchikey"), "inchi": get("inchi"), "smiles": get("smiles"),
-                         "formula": get("formula"), "source": str(path)})
+        metadata.append({"accession": rid, "license": _text(get("license")), "name": _text(get("compound_name")),
+                         "inchikey": _text(get("inchikey")), "inchi": _text(get("inchi")),
+                         "smiles": _text(get("smiles")), "formula": _text(get("formula")), "source": str(path)})
         report.n_read += 1
     return _finish(peak_lists, precursors, metadata, report, path, require_precursor)
 
@@ -186,12 +200,20 @@ def _matchms_records(path, fmt):
     except ImportError:  # pragma: no cover - depends on the environment
         raise IOKRDataError("Reading MGF/MSP needs matchms: pip install 'iokr[chem]'.") from None
     loader = load_from_mgf if fmt == "mgf" else load_from_msp
-    try:
-        for s in loader(str(path)):
+    records = loader(str(path))
+    n_parsed = 0
+    while True:
+        try:
             # matchms harmonizes metadata keys on load (PEPMASS -> precursor_mz, InChI/SMILES fields, names).
-            yield s
-    except (ValueError, KeyError, IndexError) as exc:
-        raise IOKRDataError(f"Cannot parse {fmt.upper()} file {path}: {exc}") from None
+            s = next(records)
+        except StopIteration:
+            return
+        except Exception as exc:  # noqa: BLE001 - matchms/pyteomics raise assorted errors (PyteomicsError,
+            # AttributeError, UnicodeDecodeError, ...) on malformed files; only their parsing is wrapped here.
+            raise IOKRDataError(f"Cannot parse {fmt.upper()} file {path} after {n_parsed} records "
+                                f"({type(exc).__name__}: {exc})") from None
+        n_parsed += 1
+        yield s
 
 
 def read_spectra(path, *, require_precursor=True, require_structure=False):
@@ -212,7 +234,13 @@ def read_spectra(path, *, require_precursor=True, require_structure=False):
         fmt = name.rsplit(".", 1)[1]
         spectra, report = _from_matchms(_matchms_records(path, fmt), path, require_precursor)
         if require_structure:
-            keep = [i for i, k in enumerate(spectra.field("inchikey")) if k]
+            keys = spectra.field("inchikey")
+            keep = [i for i, k in enumerate(keys) if k]
+            # Report the dropped records like the JSONL reader does, so n_read stays the number returned.
+            for i, k in enumerate(keys):
+                if not k:
+                    report.skip(spectra.metadata[i].get("accession") or f"record {i}", "missing structure")
+            report.n_read = len(keep)
             if not keep:
                 raise IOKRDataError(f"No spectrum in {path} carries an InChIKey (needed for training).")
             spectra = spectra[np.asarray(keep)]
