@@ -158,6 +158,9 @@ class RLSCV(PathSearchMixin, RegressorMixin, BaseEstimator):
         Refit on all data with the best setting.
     path_methods_ : list of str
         Route taken per kernel setting (``"eigen"`` or ``"cholesky"``).
+    skeleton_alphas_ : list of (ndarray or None)
+        Per kernel setting, the alphas whose products served the whole grid of leave-one-out errors
+        (:func:`~iokr.linalg.loo_squared_errors`); None when the grid was evaluated alpha by alpha.
     cv_scheme_ : str
     n_splits_ : int
 
@@ -213,7 +216,7 @@ class RLSCV(PathSearchMixin, RegressorMixin, BaseEstimator):
         check_y_given(y, owner)
         n = n_samples(X)
         alphas, holdouts, scheme = self._setup(n, groups, np.asarray(y))
-        rows, scores, used, self.path_methods_ = [], [], [], []
+        rows, scores, used, self.path_methods_, self.skeleton_alphas_ = [], [], [], [], []
         rows_all = np.concatenate(holdouts)
         bounds = np.cumsum([0] + [h.size for h in holdouts])
         loo = rows_all.size == len(holdouts)  # singleton hold-outs: vectorized leave-one-out values
@@ -224,11 +227,13 @@ class RLSCV(PathSearchMixin, RegressorMixin, BaseEstimator):
             y_checked = check_targets(y, gram.shape[0])
             path = RegularizationPath(gram, alphas, method=self.path_method, name="kernel")
             token, token_method = None, None
-            grid_errors = None
+            grid_errors, skeleton = None, None
             if scoring == "mse" and loo and path.method == "eigen":
                 # Squared errors for the whole grid at once (a few skeleton alphas carry the products).
-                grid_errors, _ = loo_squared_errors(path.eigen, y_checked, alphas, working_memory=self.working_memory)
+                grid_errors, skeleton = loo_squared_errors(path.eigen, y_checked, alphas,
+                                                           working_memory=self.working_memory)
                 grid_errors /= 1 if y_checked.ndim == 1 else y_checked.shape[1]
+            self.skeleton_alphas_.append(None if skeleton is None else alphas[skeleton.indices])
             for j, solver in enumerate(path):
                 if grid_errors is not None:
                     per_row = grid_errors[j, rows_all]

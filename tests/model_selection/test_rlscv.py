@@ -181,3 +181,19 @@ def test_estimator_contract_basics(rng):
 
     with pytest.raises(NotFittedError):
         RLSCV().predict(X)
+
+
+def test_skeleton_route_is_recorded_and_matches_per_alpha_route(rng):
+    """The grid route (skeleton alphas) and the per-alpha Cholesky route give the same LOO scores."""
+    from iokr.kernels import Gaussian
+
+    X, y = rng.normal(size=(80, 4)), rng.normal(size=(80, 2))
+    alphas = np.logspace(-4, 2, 31)
+    grid = RLSCV(alphas=alphas, kernel=Gaussian(gamma=0.3), path_method="eigen").fit(X, y)
+    per_alpha = RLSCV(alphas=alphas, kernel=Gaussian(gamma=0.3), path_method="cholesky").fit(X, y)
+    assert grid.skeleton_alphas_[0] is not None and per_alpha.skeleton_alphas_ == [None]
+    assert set(grid.skeleton_alphas_[0]) <= set(alphas)
+    np.testing.assert_allclose(grid.cv_results_["mean_test_score"], per_alpha.cv_results_["mean_test_score"],
+                               rtol=1e-8)
+    np.testing.assert_allclose(grid.best_estimator_.dual_coef_, per_alpha.best_estimator_.dual_coef_, rtol=1e-7,
+                               atol=1e-10)
