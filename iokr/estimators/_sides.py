@@ -227,8 +227,12 @@ class OutputSide:
         width = self.n_features if self.explicit else n_train
         return 3 * 8 * width
 
-    def query_representation(self, coefficients_or_features, decoding):
-        """Fold the decoding rule into the query side (``2 h`` for distance, ``h / ||h||`` for cosine)."""
+    def query_representation(self, coefficients_or_features, decoding, *, norm_floor=None):
+        """Fold the decoding rule into the query side (``2 h`` for distance, ``h / ||h||`` for cosine).
+
+        ``norm_floor`` (per query): for cosine, an ``h`` with ``||h|| <= norm_floor`` is rounding noise around 0
+        and is scored as the zero vector.
+        """
         Q = coefficients_or_features
         if decoding == "distance":
             return 2.0 * Q
@@ -237,5 +241,7 @@ class OutputSide:
                 norms = _row_norms(Q)
             else:
                 norms = np.sqrt(np.clip(np.einsum("ij,ij->i", Q @ self.train_gram, Q), 0.0, None))
+            if norm_floor is not None:
+                norms = np.where(norms <= norm_floor, 0.0, norms)
             return Q * np.sqrt(_safe_inverse(norms**2))[:, None]
         return Q

@@ -19,7 +19,10 @@ from ..decoding import (
     warn_empty,
 )
 from ..linalg import cholesky_shifted
-from ._sides import InputSide, OutputSide, check_decoding, check_output_features
+from ._sides import InputSide, OutputSide, _row_norms, check_decoding, check_output_features
+
+#: Relative rounding level of ``||h(x)||`` under which cosine decoding scores a query 0 (see ``_cosine_norm_floor``).
+COSINE_NORM_RTOL = 1e-10
 
 
 class IOKR(BaseEstimator):
@@ -170,9 +173,15 @@ class IOKR(BaseEstimator):
         X, input_diag = self.input_.check_test(X, input_diag)
         width = self.output_.n_features if self.output_.explicit else self.input_.n_train
 
+        norm_floor = self._cosine_norm_floor() if self.decoding == "cosine" else None
+
         def query_block(rows):
-            coefficients = self._coefficients(self.input_.test_block(X, rows, input_diag))
-            return self.output_.query_representation(coefficients, self.decoding)
+            block = self.input_.test_block(X, rows, input_diag)
+            coefficients = self._coefficients(block)
+            if norm_floor is None:
+                return self.output_.query_representation(coefficients, self.decoding)
+            return self.output_.query_representation(coefficients, self.decoding,
+                                                     norm_floor=norm_floor(block, coefficients))
 
         def candidate_block(C):
             return self.output_.candidate_block(C, self.decoding, candidates_name)
@@ -182,6 +191,29 @@ class IOKR(BaseEstimator):
         return Scorer(X.shape[0], max(width, self.input_.n_train), query_block, candidate_block,
                       self.output_.candidate_bytes_per_row(self.input_.n_train),
                       binary_rule=binary_rule(self.decoding) if binary_rule is not None else None)
+
+    def _explicit_weights(self):
+        """``W`` with ``h(x) = test_block(x) @ W`` on the explicit output path (None otherwise)."""
+        return self.dual_coef_ if self.output_.explicit else None
+
+    def _cosine_norm_floor(self):
+        """Per-query rounding level of ``||h(x)||``, under which cosine decoding treats ``h(x)`` as zero.
+
+        ``h(x)`` can be zero in exact arithmetic (degenerate data cancel in ``sum_i c_i psi(y_i)``); normalizing its
+        rounding noise would give scores of +-1 that change with the batch, the chunking and the training order.
+        Explicit path: ``||h|| <= ||k_x|| ||W||_F`` and the error of the product is ``~ n eps`` of that bound.
+        Kernel path: ``||h||^2 = c^T K_y c`` is computed with an absolute error ``~ eps ||c||^2 ||K_y||``.
+        """
+        if not isinstance(self.output_, OutputSide):
+            return None
+        weights = self._explicit_weights()
+        if weights is not None:
+            bound = float(np.linalg.norm(weights))
+            return lambda block, coefficients: COSINE_NORM_RTOL * _row_norms(block) * bound
+        if self.output_.explicit:
+            return None
+        gram_norm = float(np.abs(self.output_.train_gram).sum(axis=1).max()) if self.output_.train_gram.size else 0.0
+        return lambda block, coefficients: np.sqrt(COSINE_NORM_RTOL * gram_norm) * _row_norms(coefficients)
 
     def predict_features(self, X, *, input_diag=None):
         """Predict ``h(x)`` in the (transformed) output feature space.

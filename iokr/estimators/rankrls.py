@@ -18,7 +18,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_array_2d, check_finite, check_positive_scalar, check_square_gram
+from .._validation import check_array_2d, check_finite, check_n_features, check_positive_scalar, check_square_gram
 from ..kernels import make_kernel
 from ..linalg import EigenPath, cholesky_shifted, row_slices
 from ..metrics import concordance_index, pairwise_rank_loss
@@ -37,8 +37,7 @@ def _dual_scores(model, X):
             )
         return K @ model.dual_coef_
     X = check_array_2d(X, "X")
-    if X.shape[1] != model.n_features_in_:
-        raise ValueError(f"'X' has {X.shape[1]} features, but the model was fitted with {model.n_features_in_}.")
+    check_n_features(X, model.n_features_in_, "X", type(model).__name__)
     if model.linear_primal_:
         return X @ model.coef_
     out = np.empty(X.shape[0])

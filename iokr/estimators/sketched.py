@@ -370,6 +370,11 @@ class SketchedIOKR(IOKR):
     def _fit_coefficients(self, gram, alpha):  # pragma: no cover - fit is overridden
         raise NotImplementedError
 
+    def _explicit_weights(self):
+        if self.solver == "falkon":
+            return self.dual_coef_
+        return self.coef_ if self.output_.explicit else None
+
     def _coefficients(self, test_block):
         check_is_fitted(self, "input_")
         if self.solver == "falkon":

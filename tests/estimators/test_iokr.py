@@ -455,3 +455,21 @@ def test_clone_and_nested_params():
     model.fit(X, Y)
     assert model.get_params()["input_kernel__gamma"] == 0.1  # fit does not touch parameters
     assert model.n_features_in_ == 4 and model.n_output_features_ == 10
+
+
+@pytest.mark.parametrize("output_kernel", ["linear", Polynomial(degree=1, gamma=1.0, coef0=0.0)],
+                         ids=["explicit", "kernel"])  # the same linear kernel, with and without explicit features
+def test_cosine_scores_of_a_zero_prediction_do_not_depend_on_the_batch(output_kernel):
+    # Regression (found by tests/properties/test_prop_iokr.py): with one centered and normalized input feature every
+    # input is +-1 and h(x) cancels to rounding noise (~1e-15); cosine decoding normalized that noise to scores of
+    # +-1 that changed with the batch (-0.99633 alone, -0.99902 with another query), the chunking and the training
+    # order. Such h(x) are now scored as the zero vector.
+    X = np.array([[0.34558419], [0.82161814], [0.33043708], [-1.30315723]])
+    u = np.array([[0.1], [-0.7], [-2.0], [-0.6]])
+    Y = u @ np.array([[-0.03, 1.0, -4.7]])
+    X_test = np.array([[1.00672432], [-2.71116248]])
+    model = IOKR(alpha=0.05, decoding="cosine", output_kernel=output_kernel).fit(X, Y)
+    both = model.decision_function(X_test, Y[:2])
+    alone = model.decision_function(X_test[:1], Y[1:2])
+    np.testing.assert_array_equal(both, 0.0)
+    np.testing.assert_array_equal(alone, 0.0)
