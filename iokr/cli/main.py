@@ -11,7 +11,7 @@ import argparse
 import importlib
 import sys
 
-from .. import __version__
+from .. import __version__, set_config
 
 # Subcommand modules, in the order they appear in --help.
 SUBCOMMANDS = ("demo", "retrieval", "multilabel", "metabolites")
@@ -25,6 +25,9 @@ def build_parser():
     parser = argparse.ArgumentParser(prog="iokr", description="Structured-output prediction with least-squares "
                                      "kernel methods.")
     parser.add_argument("--version", action="version", version=f"iokr {__version__}")
+    parser.add_argument("--working-memory", type=float, default=None, metavar="MIB",
+                        help="budget in MiB for the chunked temporaries of every computation (default: the library "
+                             "setting, 1024)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMANDS:
         try:
@@ -44,6 +47,10 @@ def main(argv=None):
         parser.print_help()
         return 2
     try:
+        if args.working_memory is not None:
+            if not args.working_memory > 0:
+                raise CommandError(f"--working-memory must be a number of MiB > 0, got {args.working_memory!r}.")
+            set_config(working_memory=args.working_memory)
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         print("iokr: interrupted", file=sys.stderr)
