@@ -20,18 +20,25 @@ def _log(message):
     print(message, file=sys.stderr, flush=True)
 
 
-def _grid(args):
-    grid = {"alpha": tuple(args.alphas), "input_gamma": (None,), "output_gamma": tuple(args.output_gammas)}
+def _grid(args, default):
+    """The cross-validation grid: the app's default grid, with the values given on the command line."""
+    grid = dict(default)
+    for key, values in (("alpha", args.alphas), ("output_kernel", args.output_kernels),
+                        ("output_gamma", args.output_gammas)):
+        if values is not None:
+            grid[key] = tuple(values)
     return grid
 
 
 def _add_model_options(parser):
     parser.add_argument("--fingerprint", default="morgan_counts+maccs",
                         choices=["morgan_counts", "morgan_bits", "maccs", "morgan_counts+maccs", "morgan_bits+maccs"])
-    parser.add_argument("--alphas", type=float, nargs="+", default=[0.03, 0.1, 0.3, 1.0],
-                        help="regularization values searched by cross-validation")
-    parser.add_argument("--output-gammas", type=float, nargs="+", default=[1.0],
-                        help="Gaussian-Tanimoto output widths searched by cross-validation")
+    parser.add_argument("--alphas", type=float, nargs="+", default=None,
+                        help="regularization values searched by cross-validation (default: the app's grid)")
+    parser.add_argument("--output-kernels", nargs="+", default=None, choices=["gaussian_tanimoto", "tanimoto"],
+                        help="output kernels searched by cross-validation (default: the app's grid)")
+    parser.add_argument("--output-gammas", type=float, nargs="+", default=None,
+                        help="Gaussian-Tanimoto output widths searched by cross-validation (default: the app's grid)")
     parser.add_argument("--folds", type=int, default=3, help="cross-validation folds over training structures")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--store", default=None, help="SQLite candidate store caching parsed structures and "
@@ -76,7 +83,7 @@ def _check_common(args):
 
     if args.folds < 2:
         raise CommandError(f"--folds must be >= 2, got {args.folds}.")
-    if any(a <= 0 for a in args.alphas) or any(g <= 0 for g in args.output_gammas):
+    if any(a <= 0 for a in args.alphas or ()) or any(g <= 0 for g in args.output_gammas or ()):
         raise CommandError("--alphas and --output-gammas must be positive.")
 
 
@@ -97,10 +104,10 @@ def run_train(args):
     _check_common(args)
     jobs = _load_app()
     out = jobs.train_job(args.spectra, args.output, exclude_candidates=args.exclude_candidates,
-                         store_path=args.store, fingerprint=args.fingerprint, grid=_grid(args), n_folds=args.folds,
-                         seed=args.seed, progress=_progress, log=_log)
+                         store_path=args.store, fingerprint=args.fingerprint, grid=_grid(args, jobs.DEFAULT_GRID),
+                         n_folds=args.folds, seed=args.seed, progress=_progress, log=_log)
     print(f"model written to {out['model']} ({out['n_train']} training structures); chosen: "
-          + ", ".join(f"{k}={out['chosen'][k]}" for k in ("alpha", "output_gamma"))
+          + ", ".join(f"{k}={out['chosen'][k]}" for k in ("alpha", "output_kernel", "output_gamma"))
           + f"; MKL weights {[round(w, 3) for w in out['weights']]}")
     return 0
 
@@ -144,7 +151,8 @@ def run_evaluate(args):
     jobs = _load_app()
     out_dir = Path(args.output)
     summary = jobs.evaluate_job(args.spectra, args.candidates, store_path=args.store, fingerprint=args.fingerprint,
-                                grid=_grid(args), n_folds=args.folds, seed=args.seed, progress=_progress, log=_log,
+                                grid=_grid(args, jobs.DEFAULT_GRID), n_folds=args.folds, seed=args.seed,
+                                progress=_progress, log=_log,
                                 model_output=out_dir / "model.npz")
     write_json(out_dir / "summary.json", summary)
     from ._report import markdown_report

@@ -169,14 +169,38 @@ class MetaboliteIdentifier(BaseEstimator):
         self.base_kernels_ = self._base_kernels()
         self.train_raw_diags_ = diags
         output = make_output_kernel(self.output_kernel, self.output_gamma)
-        self.weights_ = self._fit_weights(grams, output, Y)
-        K = self._combined(grams, [self._unit_diag(d) for d in diags])
+        K, self.weights_ = self.combined_training_gram(grams, diags, Y)
         self.iokr_ = IOKR(alpha=self.alpha, input_kernel="precomputed", output_kernel=output,
                           working_memory=self.working_memory).fit(K, Y)
         self.train_spectra_ = spectra
         self.train_outputs_ = Y
         self.n_output_features_ = Y.shape[1]
         return self
+
+    def combined_training_gram(self, grams, diags, Y):
+        """The combined input Gram this model trains on, and its kernel weights (ALIGNF fitted to ``Y``).
+
+        Shared by :meth:`fit` and the closed-form cross-validation, which factors this Gram once for a whole grid
+        of regularization values.
+
+        Parameters
+        ----------
+        grams, diags : lists
+            Output of :meth:`base_grams` on the training spectra (``n x n`` normalized Grams, raw diagonals).
+        Y : ndarray of shape (n, p)
+            Training fingerprints (ALIGNF aligns the input kernels with their output Gram).
+
+        Returns
+        -------
+        K : ndarray of shape (n, n)
+        weights : ndarray of shape (n_kernels,)
+        """
+        self._check_params()
+        output = make_output_kernel(self.output_kernel, self.output_gamma)
+        weights = self._fit_weights(grams, output, np.asarray(Y, dtype=np.float64))
+        unit = [self._unit_diag(d) for d in diags]
+        da = sum(w * d for w, d in zip(weights, unit))
+        return _combine(grams, (da, da), weights, self.input_gamma), weights
 
     def _check_params(self):
         owner = type(self).__name__
