@@ -160,8 +160,10 @@ def loo_squared_errors(path, Y, alphas, *, working_memory=None, rtol=SKELETON_RT
     sq = np.zeros((m, n))
     for start in range(0, Y.shape[1], width):
         Z = U.T @ Y[:, start:start + width]                          # (n, w)
-        solves = np.stack([U @ (Z * g[:, j][:, None]) for j in skeleton.indices])  # (r, n, w)
         w = Z.shape[1]
+        solves = np.empty((r, n, w))                                 # skeleton solves, filled in place
+        for k, j in enumerate(skeleton.indices):
+            np.matmul(U, Z * g[:, j][:, None], out=solves[k])
         for rows in row_slices(n, 8 * (r + m) * w, working_memory):
             block = (skeleton.coefficients.T @ solves[:, rows, :].reshape(r, -1)).reshape(m, -1, w)  # (m, h, w)
             sq[:, rows] += np.einsum("khw,khw->kh", block, block)
