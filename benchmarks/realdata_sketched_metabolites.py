@@ -1,0 +1,325 @@
+"""Sketched IOKR on the MassBank training spectra as single spectra (issue 8, "Large-n training" on real data).
+
+    python -m benchmarks.realdata_sketched_metabolites --data /path/to/shared/data [--output reports]
+        [--store STORE.sqlite] [--n-components 1500] [--output-components 2000] [--subsample 4000]
+
+Protocol: the app's evaluate job (``iokr.apps.metabolites``), except that the model trains on every cleaned single
+spectrum instead of one merged spectrum per structure. Spectra are read and cleaned with the app's readers and
+:class:`~iokr.apps.metabolites._pipeline.Cleaning`; the 60 lists' true structures (first InChIKey block) are
+excluded from training by :func:`~iokr.apps.metabolites._pipeline.training_set` (``merge=False``); the lists are
+scored per structure and per spectrum by :func:`~iokr.apps.metabolites._pipeline.evaluate_lists`.
+
+Model: the app's combined input kernel (4 cosine-normalized base kernels, PPK, neutral-loss PPK, binned, binned
+neutral-loss, with the app's default widths, ``sigma_mz=0.001``) and Tanimoto output kernel, ``alpha = 0.1`` (the
+app's default, chosen by its cross-validation on merged training spectra; not tuned here). ALIGNF weights are fitted
+on a seeded random subsample of 2,000 training spectra (the full ``n x n`` Grams are what the sketch avoids).
+:class:`iokr.estimators.SketchedIOKR` (``solver="nystrom"``) fits ridge regression on Nystrom features of this kernel
+on ``s`` seeded random landmarks: only ``K(X, X_landmarks)`` is computed, in row blocks (the ``n x n`` Gram is never
+formed). Output side: the Tanimoto kernel's kernel-output path would need an ``n x n`` projector, and
+SketchedIOKR's random output sketch (``output_components=m``) loses much accuracy here (table); the training
+fingerprints take at most 4,485 distinct values (one per structure), so the output kernel is given as explicit features exact for IOKR
+decoding (:class:`TrainingOutputFeatures`: Nystrom features on all distinct training fingerprints plus a
+residual-norm coordinate; same scores as the kernel form).
+
+Subsample comparison: on a seeded random subsample of training spectra, exact IOKR (the app's
+:class:`MetaboliteIdentifier`, same kernel weights) vs the sketch, input sketch only and input + output sketch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks._memory import peak_rss_mib
+from iokr.apps.metabolites._candidates import CandidateStore, read_candidate_lists
+from iokr.apps.metabolites._fingerprints import Fingerprinter
+from iokr.apps.metabolites._jobs import DEFAULT_PARAMS
+from iokr.apps.metabolites._kernels import normalized_gram
+from iokr.apps.metabolites._model import MetaboliteIdentifier, _combine, make_output_kernel, make_spectrum_kernel
+from iokr.apps.metabolites._pipeline import DEFAULT_GRID, Cleaning, evaluate_lists, training_set
+from iokr.apps.metabolites._readers import read_spectra
+from iokr.apps.metabolites._spectra import Spectra
+from iokr.estimators.sketched import SketchedIOKR
+from iokr.kernels import Kernel
+from iokr.linalg import row_slices
+from iokr.linalg._sketch import nystrom_whitening
+
+#: The app's model settings at the cross-validated defaults (alpha, output kernel and sigma_mz of DEFAULT_GRID).
+PARAMS = {**DEFAULT_PARAMS, "output_kernel": DEFAULT_GRID["output_kernel"][0],
+          "sigma_mz": DEFAULT_GRID["sigma_mz"][0], "alpha": 0.1}
+
+EXACT_MERGED = {  # reports/metabolites.md: exact IOKR on 4,485 merged training spectra (the app's evaluate job)
+    "per_structure": {"top1": 41.7, "top5": 60.0, "top10": 66.7, "top20": 71.7},
+    "per_spectrum": {"top1": 41.0, "top5": 60.2, "top10": 67.8, "top20": 74.3},
+    "fit_s": 18.0, "peak_rss_mib": 3.1 * 1024,  # final fit; peak RSS of the whole evaluate command (with its CV)
+}
+
+
+class CombinedSpectrumKernel(Kernel):
+    """The app's combined input kernel ``sum_k w_k Kn_k`` on :class:`Spectra` (no input Gaussian), block by block.
+
+    Each block is :func:`normalized_gram` of the app's base kernels, combined as :class:`MetaboliteIdentifier`
+    does (``_combine``); the diagonal is the weighted sum of the unit diagonals (0 for a spectrum without peaks).
+    """
+
+    temporaries_per_entry = 6
+
+    def __init__(self, kernels=("ppk",), weights=(1.0,), sigma_mz=0.005, sigma_intensity=0.25, bin_width=0.01):
+        self.kernels = kernels
+        self.weights = weights
+        self.sigma_mz = sigma_mz
+        self.sigma_intensity = sigma_intensity
+        self.bin_width = bin_width
+
+    def _base(self):
+        return [make_spectrum_kernel(k, self.sigma_mz, self.sigma_intensity, self.bin_width) for k in self.kernels]
+
+    def _check_input(self, X, name):
+        if not isinstance(X, Spectra):
+            raise TypeError(f"{type(self).__name__} works on Spectra objects; '{name}' is {type(X).__name__}.")
+        return X
+
+    def _check_compatible(self, A, B):
+        pass
+
+    def __call__(self, A, B=None, *, working_memory=None):
+        A = self._check_input(A, "A")
+        B = A if B is None else self._check_input(B, "B")
+        base = self._base()
+        diags_b = [k._diag(B) for k in base]
+        out = np.empty((len(A), len(B)))
+        for rows in row_slices(len(A), 8 * max(len(B), 1) * (1 + self.temporaries_per_entry), working_memory):
+            block = A[rows]
+            grams = [normalized_gram(k, block, B, diag_b=d, working_memory=working_memory)[0]
+                     for k, d in zip(base, diags_b)]
+            out[rows] = _combine(grams, None, np.asarray(self.weights, dtype=np.float64), None)
+        return out
+
+    def _block(self, A, B):
+        return self(A, B)
+
+    def _diag(self, A):
+        unit = MetaboliteIdentifier._unit_diag
+        return sum(w * unit(k._diag(A)) for w, k in zip(self.weights, self._base()))
+
+
+class TrainingOutputFeatures(Kernel):
+    """Explicit features of an output kernel, exact for IOKR decoding against the given training outputs.
+
+    ``f(c) = [k(c, U) W, sqrt(k(c, c) - ||k(c, U) W||^2)]`` with ``U`` the distinct training outputs and
+    ``W = nystrom_whitening(k(U, U))``. Since every training output is in ``U``, ``<f(c), f(y_i)> = k(c, y_i)``
+    (the residual coordinate of a training output is 0) and ``||f(c)||^2 = k(c, c)``: the centered and normalized
+    candidate representation, and so every IOKR score, equals the kernel-form one. Products between two candidates
+    are not those of the kernel, but IOKR decoding never uses them. Width: the number of distinct training outputs
+    plus one, instead of ``n``.
+    """
+
+    has_explicit_features = True
+
+    def __init__(self, base=None, points=None, whitening=None):
+        self.base = base
+        self.points = points
+        self.whitening = whitening
+
+    @classmethod
+    def from_outputs(cls, base, Y):
+        points = np.unique(np.asarray(Y), axis=0)
+        return cls(base, points, nystrom_whitening(np.asarray(base(points), dtype=np.float64)))
+
+    def _check_input(self, X, name):
+        return self.base._check_input(X, name)
+
+    def _features(self, A):
+        Z = np.asarray(self.base._block(A, self.points), dtype=np.float64) @ self.whitening
+        residual = np.asarray(self.base._diag(A), dtype=np.float64) - np.einsum("ij,ij->i", Z, Z)
+        out = np.hstack([Z, np.sqrt(np.clip(residual, 0.0, None))[:, None]])
+        return out.astype(np.float32 if A.dtype == np.float32 else np.float64, copy=False)
+
+    def _block(self, A, B):
+        return self._features(A) @ self._features(B).T
+
+    def _diag(self, A):
+        return np.asarray(self.base._diag(A), dtype=np.float64)
+
+
+class SketchedIdentifier(MetaboliteIdentifier):
+    """:class:`MetaboliteIdentifier` whose regression ``iokr_`` is a fitted :class:`SketchedIOKR` on raw spectra.
+
+    The sketched model computes its own test features from the query spectra, so the test kernel is the spectra
+    themselves; scoring is the inherited :meth:`score_sets`.
+    """
+
+    def test_kernel(self, spectra):
+        return spectra, None
+
+
+def _reset_peak_rss():
+    """Reset the process's ``VmHWM`` so each run reports its own peak (Linux; a no-op elsewhere)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
+def _sketched_fit(spectra, Y, weights, n_components, output_components, seed):
+    kernel = CombinedSpectrumKernel(PARAMS["kernels"], tuple(float(w) for w in weights), PARAMS["sigma_mz"],
+                                    PARAMS["sigma_intensity"])
+    _reset_peak_rss()
+    t0 = time.perf_counter()
+    output = make_output_kernel(PARAMS["output_kernel"])
+    if not output_components:  # exact output side (see TrainingOutputFeatures), no output sketch
+        output, output_components = TrainingOutputFeatures.from_outputs(output, Y), None
+    est = SketchedIOKR(alpha=PARAMS["alpha"], input_kernel=kernel, output_kernel=output, solver="nystrom",
+                       n_components=n_components, output_components=output_components, random_state=seed)
+    est.fit(spectra, Y)
+    fit_s = time.perf_counter() - t0
+    model = SketchedIdentifier(**{**PARAMS, "weights": [float(w) for w in weights]})
+    model.iokr_ = est
+    return model, fit_s
+
+
+def _evaluate(model, spectra, lists, store, cleaning):
+    t0 = time.perf_counter()
+    summary = evaluate_lists(model, spectra, lists, store, cleaning)
+    return {"per_structure": summary["per_structure"], "per_spectrum": summary["per_spectrum"],
+            "n_query_spectra": summary["n_query_spectra"], "n_lists_with_spectra": summary["n_lists_with_spectra"],
+            "scoring_s": time.perf_counter() - t0}
+
+
+def _row(label, result):
+    s, p = result["per_structure"], result["per_spectrum"]
+    fit = result.get("fit_s")
+    return (f"| {label} | " + " | ".join(f"{s[f'top{k}']:.1f}" for k in (1, 5, 10, 20)) + " | "
+            + " | ".join(f"{p[f'top{k}']:.1f}" for k in (1, 5, 10, 20))
+            + f" | {'-' if fit is None else f'{fit:.0f}'} | {result.get('peak_rss_mib', float('nan')):.0f} |")
+
+
+def _write(report, out):
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "sketched_metabolites.json").write_text(json.dumps(report, indent=2, default=float) + "\n")
+    training = (f"Training: {report['n_train_spectra']} single spectra of {report['n_train_structures']} structures "
+                f"({report['n_excluded_structures']} evaluated structures excluded, {report['n_unparsable']} "
+                f"unparsable dropped). ALIGNF weights (2,000-spectrum subsample): {report['weights']}.")
+    legend = ("Top-k % on the 60 PubChem candidate lists (ties averaged). Timings on a 2-core machine shared with "
+              "other agents' processes; peak RSS is the process's high-water mark over the fit and scoring of that "
+              "row (VmHWM reset before each fit; it includes the data already loaded).")
+    header = ("| model | struct top-1 | top-5 | top-10 | top-20 | spectrum top-1 | top-5 | top-10 | top-20 | fit (s) "
+              "| peak RSS (MiB) |")
+    lines = ["# Sketched IOKR on MassBank single spectra (issue 8)", "",
+             f"Command: `{report['command']}`", "", (__doc__ or "").split("\n\n", 2)[-1].strip(), "",
+             training, "", legend, "", header, "|---|---|---|---|---|---|---|---|---|---|---|",
+             _row("exact IOKR, 4,485 merged spectra (reports/metabolites.md)", EXACT_MERGED)]
+    for name, result in report["runs"].items():
+        lines.append(_row(name, result))
+    lines += ["", "Fit time excludes reading and fingerprinting; it is the estimator's `fit` (kernel blocks, "
+              "features, ridge). Scoring times (s): "
+              + ", ".join(f"{k}: {v['scoring_s']:.0f}" for k, v in report["runs"].items()) + ".", ""]
+    lines += report.get("notes", [])
+    (out / "sketched_metabolites.md").write_text("\n".join(lines) + "\n")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", required=True, help="the shared data folder (with metabolites/)")
+    parser.add_argument("--output", default="reports")
+    parser.add_argument("--store", default=None, help="a fingerprint store (SQLite) to copy and warm-start from")
+    parser.add_argument("--n-components", type=int, default=1500)
+    parser.add_argument("--output-components", type=int, default=2000,
+                        help="size of SketchedIOKR's random output sketch, compared on the subsample only (0: not run)")
+    parser.add_argument("--subsample", type=int, default=4000, help="size of the exact-vs-sketch comparison (0: off)")
+    parser.add_argument("--skip-full", action="store_true")
+    parser.add_argument("--skip-exact", action="store_true", help="no exact IOKR on the subsample")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--append", action="store_true",
+                        help="keep the runs already in OUTPUT/sketched_metabolites.json (same data and weights)")
+    args = parser.parse_args(argv)
+    data = Path(args.data) / "metabolites"
+    out = Path(args.output)
+    t_start = time.perf_counter()
+    fingerprinter = Fingerprinter("morgan_counts+maccs")
+    store_path = ":memory:"
+    if args.store:
+        store_path = "/tmp/sketched_metabolites_store.sqlite"  # a copy: the given store is never written to
+        shutil.copyfile(args.store, store_path)
+    store = CandidateStore(store_path, fingerprinter)
+    spectra, read_report = read_spectra(data / "massbank_ms2_posMH_permissive.jsonl.gz", require_structure=True)
+    lists = read_candidate_lists(data / "pubchem_candidate_sets_dev.tar.gz", store)
+    exclude = [lst.true_key for lst in lists if lst.true_key]
+    cleaning = Cleaning()
+    train = training_set(spectra, store, cleaning, exclude, merge=False)
+    Y = np.asarray(train.Y, dtype=np.float32)
+    n = len(train.spectra)
+    print(f"read + clean + fingerprint: {time.perf_counter() - t_start:.0f} s; {n} training spectra", flush=True)
+    rng = np.random.default_rng(args.seed)
+    align = np.sort(rng.choice(n, size=min(2000, n), replace=False))
+    t0 = time.perf_counter()
+    probe = MetaboliteIdentifier(**PARAMS)
+    grams, diags = probe.base_grams(train.spectra[align])
+    _, weights = probe.combined_training_gram(grams, diags, Y[align].astype(np.float64))
+    del grams, diags
+    print(f"ALIGNF weights {np.round(weights, 4).tolist()} in {time.perf_counter() - t0:.0f} s", flush=True)
+    report = {
+        "command": "python -m benchmarks.realdata_sketched_metabolites --data DATA "
+                   f"--n-components {args.n_components} --output-components {args.output_components} "
+                   f"--subsample {args.subsample}" + (" --skip-full" if args.skip_full else "")
+                   + (" --skip-exact" if args.skip_exact else ""),
+        "params": {k: (list(v) if isinstance(v, tuple) else v) for k, v in PARAMS.items()},
+        "n_train_spectra": n, "n_train_structures": len(set(train.keys)),
+        "n_excluded_structures": train.n_excluded_structures, "n_unparsable": train.n_unparsable,
+        "weights": [round(float(w), 4) for w in weights], "spectra_read": read_report.summary(),
+        "train_licenses": train.licenses, "seed": args.seed, "runs": {},
+        "notes": ["The machine (2 cores) was shared with other agents' processes during the run."],
+    }
+    previous = out / "sketched_metabolites.json"
+    if args.append and previous.exists():
+        old = json.loads(previous.read_text())
+        report["runs"] = old["runs"]
+        report["command"] = old["command"] + "; then " + report["command"] + " --append"
+    if not args.skip_full:
+        model, fit_s = _sketched_fit(train.spectra, Y, weights, args.n_components, 0, args.seed)
+        result = {"fit_s": fit_s, "fit_peak_rss_mib": peak_rss_mib(), "n": n,
+                  "n_components_used": int(model.iokr_.n_components_)}
+        print(f"sketched fit n={n}: {fit_s:.0f} s, peak RSS {result['fit_peak_rss_mib']:.0f} MiB", flush=True)
+        result.update(_evaluate(model, spectra, lists, store, cleaning))
+        result["peak_rss_mib"] = peak_rss_mib()
+        del model
+        report["runs"][f"sketched, n={n} single spectra, s={args.n_components}, exact output features"] = result
+        print(json.dumps(result, default=float), flush=True)
+        _write(report, out)
+    if args.subsample:
+        sub = np.sort(rng.choice(n, size=min(args.subsample, n), replace=False))
+        S, Ys = train.spectra[sub], Y[sub]
+        if not args.skip_exact:
+            t0 = time.perf_counter()
+            _reset_peak_rss()
+            exact = MetaboliteIdentifier(**{**PARAMS, "weights": [float(w) for w in weights]}).fit(
+                S, Ys.astype(np.float64))
+            result = {"fit_s": time.perf_counter() - t0, "n": sub.size}
+            result.update(_evaluate(exact, spectra, lists, store, cleaning))
+            result["peak_rss_mib"] = peak_rss_mib()
+            del exact
+            report["runs"][f"exact IOKR, n={sub.size} single spectra (subsample)"] = result
+            print(json.dumps(result, default=float), flush=True)
+            _write(report, out)
+        for m in dict.fromkeys((0, args.output_components)):  # 0: exact output features
+            model, fit_s = _sketched_fit(S, Ys, weights, args.n_components, m, args.seed)
+            result = {"fit_s": fit_s, "n": sub.size, "n_components_used": int(model.iokr_.n_components_)}
+            result.update(_evaluate(model, spectra, lists, store, cleaning))
+            result["peak_rss_mib"] = peak_rss_mib()
+            del model
+            label = "exact output features" if not m else f"random output sketch m={m}"
+            report["runs"][f"sketched, n={sub.size} (same subsample), s={args.n_components}, {label}"] = result
+            print(json.dumps(result, default=float), flush=True)
+            _write(report, out)
+    report["total_s"] = time.perf_counter() - t_start
+    _write(report, out)
+
+
+if __name__ == "__main__":
+    main()
