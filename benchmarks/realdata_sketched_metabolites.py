@@ -39,11 +39,10 @@ from benchmarks._memory import peak_rss_mib
 from iokr.apps.metabolites._candidates import CandidateStore, read_candidate_lists
 from iokr.apps.metabolites._fingerprints import Fingerprinter
 from iokr.apps.metabolites._jobs import DEFAULT_PARAMS
-from iokr.apps.metabolites._kernels import normalized_gram
+from iokr.apps.metabolites._kernels import SpectrumKernel, normalized_gram
 from iokr.apps.metabolites._model import MetaboliteIdentifier, _combine, make_output_kernel, make_spectrum_kernel
 from iokr.apps.metabolites._pipeline import DEFAULT_GRID, Cleaning, evaluate_lists, training_set
 from iokr.apps.metabolites._readers import read_spectra
-from iokr.apps.metabolites._spectra import Spectra
 from iokr.estimators.sketched import SketchedIOKR
 from iokr.kernels import Kernel
 from iokr.linalg import row_slices
@@ -60,7 +59,7 @@ EXACT_MERGED = {  # reports/metabolites.md: exact IOKR on 4,485 merged training 
 }
 
 
-class CombinedSpectrumKernel(Kernel):
+class CombinedSpectrumKernel(SpectrumKernel):
     """The app's combined input kernel ``sum_k w_k Kn_k`` on :class:`Spectra` (no input Gaussian), block by block.
 
     Each block is :func:`normalized_gram` of the app's base kernels, combined as :class:`MetaboliteIdentifier`
@@ -78,14 +77,6 @@ class CombinedSpectrumKernel(Kernel):
 
     def _base(self):
         return [make_spectrum_kernel(k, self.sigma_mz, self.sigma_intensity, self.bin_width) for k in self.kernels]
-
-    def _check_input(self, X, name):
-        if not isinstance(X, Spectra):
-            raise TypeError(f"{type(self).__name__} works on Spectra objects; '{name}' is {type(X).__name__}.")
-        return X
-
-    def _check_compatible(self, A, B):
-        pass
 
     def __call__(self, A, B=None, *, working_memory=None):
         A = self._check_input(A, "A")

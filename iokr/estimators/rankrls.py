@@ -46,7 +46,29 @@ def _dual_scores(model, X):
     return out
 
 
-class RankRLS(BaseEstimator):
+class _RankScores:
+    """``decision_function`` / ``predict`` shared by the RankRLS estimators (dual or linear-primal scores)."""
+
+    def decision_function(self, X):
+        """Compute ranking scores.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_test, d), or (n_test, n) test-by-train Gram when the kernel is precomputed
+            Test inputs.
+
+        Returns
+        -------
+        scores : ndarray of shape (n_test,)
+            Ranking score of each test example (higher ranks first).
+        """
+        check_is_fitted(self, "alpha_")
+        return _dual_scores(self, X)
+
+    predict = decision_function
+
+
+class RankRLS(_RankScores, BaseEstimator):
     """Regularized least-squares ranking (magnitude-preserving pairwise squared loss).
 
     Parameters
@@ -199,25 +221,6 @@ class RankRLS(BaseEstimator):
         if self.eigen_ is None:
             self.eigen_ = EigenPath(self._weighted_gram(), name="W K W")
         return self.eigen_
-
-    # -------------------------------------------------------------------------------------------------- predict
-    def decision_function(self, X):
-        """Compute ranking scores.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_test, d), or (n_test, n) test-by-train Gram when the kernel is precomputed
-            Test inputs.
-
-        Returns
-        -------
-        scores : ndarray of shape (n_test,)
-            Ranking score of each test example (higher ranks first).
-        """
-        check_is_fitted(self, "alpha_")
-        return _dual_scores(self, X)
-
-    predict = decision_function
 
     # ---------------------------------------------------------------------------------------- cross-validation
     def _alpha(self, alpha):
@@ -436,7 +439,7 @@ def _check_pairs(pairs, n):
     return first.astype(np.intp), second.astype(np.intp)
 
 
-class PreferenceRankRLS(BaseEstimator):
+class PreferenceRankRLS(_RankScores, BaseEstimator):
     """RankRLS trained from explicit preference pairs ("example i is preferred over example j").
 
     Minimizes ``sum_k (m_k - (f(x_{i_k}) - f(x_{j_k})))^2 + lambda ||f||^2`` over preference pairs ``(i_k, j_k)``
@@ -558,20 +561,3 @@ class PreferenceRankRLS(BaseEstimator):
             self.coef_ = X.T @ a
         return self
 
-    def decision_function(self, X):
-        """Compute ranking scores.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_test, d), or (n_test, n) test-by-train Gram when the kernel is precomputed
-            Test inputs.
-
-        Returns
-        -------
-        scores : ndarray of shape (n_test,)
-            Ranking score of each test example (higher ranks first).
-        """
-        check_is_fitted(self, "alpha_")
-        return _dual_scores(self, X)
-
-    predict = decision_function

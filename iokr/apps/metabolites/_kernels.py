@@ -76,7 +76,19 @@ def _pair_sum(A_pos, A_int, A_spec, n_a, B, half_width, sigma_mz, sigma_intensit
     return out.reshape(n_a, B.n)
 
 
-class PeakProductKernel(Kernel):
+class SpectrumKernel(Kernel):
+    """Base of kernels on :class:`Spectra` (not on 2-D arrays): the input checks of every spectrum kernel."""
+
+    def _check_input(self, X, name):
+        if not isinstance(X, Spectra):
+            raise TypeError(f"{type(self).__name__} works on Spectra objects; '{name}' is {type(X).__name__}.")
+        return X
+
+    def _check_compatible(self, A, B):
+        pass
+
+
+class PeakProductKernel(SpectrumKernel):
     """Probability product kernel on peaks (Heinonen et al. 2012), on fragments or on neutral losses.
 
     Each peak ``(m, i)`` is a Gaussian with standard deviations ``sigma_mz`` (m/z) and ``sigma_intensity``
@@ -125,14 +137,6 @@ class PeakProductKernel(Kernel):
         truncate = check_positive_scalar(self.truncate, "truncate", owner)
         return sigma_mz, sigma_int, truncate * sigma_mz
 
-    def _check_input(self, X, name):
-        if not isinstance(X, Spectra):
-            raise TypeError(f"{type(self).__name__} works on Spectra objects; '{name}' is {type(X).__name__}.")
-        return X
-
-    def _check_compatible(self, A, B):
-        pass
-
     def __call__(self, A, B=None, *, working_memory=None):
         A = self._check_input(A, "A")
         B = A if B is None else self._check_input(B, "B")
@@ -179,7 +183,7 @@ class PeakProductKernel(Kernel):
         return np.bincount(spec[ia], weights=val, minlength=len(A))
 
 
-class BinnedKernel(Kernel):
+class BinnedKernel(SpectrumKernel):
     """Inner product of binned spectra: ``k(a, b) = sum_bins v_a(bin) v_b(bin)``; normalized, the cosine score.
 
     Parameters
@@ -202,14 +206,6 @@ class BinnedKernel(Kernel):
         self.bin_width = bin_width
         self.power = power
         self.neutral_loss = neutral_loss
-
-    def _check_input(self, X, name):
-        if not isinstance(X, Spectra):
-            raise TypeError(f"{type(self).__name__} works on Spectra objects; '{name}' is {type(X).__name__}.")
-        return X
-
-    def _check_compatible(self, A, B):
-        pass
 
     def sparse_features(self, spectra):
         """CSR matrix (n_spectra, n_bins) of binned intensities ``intensity ** power``."""
