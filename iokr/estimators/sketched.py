@@ -97,6 +97,18 @@ def _sketch_features(kernel, X, solver, n_components, sparsity, rng, working_mem
     return _SketchedFeatures(kernel, points, W), cross @ W
 
 
+def _distinct_rows(Y):
+    """Indices, sorted, of the first occurrence of each distinct row of ``Y`` (all indices for non-array outputs).
+
+    Output landmarks are drawn among distinct outputs: a repeated output adds nothing to the span of the sketch,
+    and with at most ``output_components`` distinct outputs the sketch spans every training output, so the
+    predictions (which lie in that span) are represented exactly.
+    """
+    if isinstance(Y, np.ndarray) and Y.ndim == 2:
+        return np.sort(np.unique(Y, axis=0, return_index=True)[1])
+    return np.arange(len(Y))
+
+
 class _FeatureTransform:
     """Centering/normalization of sketched features with the true kernel diagonal.
 
@@ -185,8 +197,10 @@ class SketchedIOKR(IOKR):
         Size ``s`` of the input sketch (landmarks, sketch rows or random features).
     output_components : int, optional
         Size of a sub-sampling output sketch: the output kernel is replaced by its Nystrom features on that many
-        training outputs, so scoring costs ``output_components`` per candidate instead of ``n``. ``None`` keeps the
-        output kernel as it is.
+        distinct training outputs (drawn at random among the distinct rows of ``Y``), so scoring costs
+        ``output_components`` per candidate instead of ``n``. When ``Y`` has at most ``output_components`` distinct
+        rows the sketch spans every training output and the scores equal the unsketched ones (up to the
+        normalization of candidates outside that span). ``None`` keeps the output kernel as it is.
     sparsity : float, default=0.05
         Probability ``p`` of a nonzero entry of the p-sparsified sketch.
     max_iter : int, default=100
@@ -313,8 +327,8 @@ class SketchedIOKR(IOKR):
         if self.output_components is not None:
             base = output.kernel
             Y_checked = base._check_input(Y, "Y")
-            landmarks = subsample_indices(Y.shape[0], self.output_components, rng)
-            points = Y_checked[landmarks]
+            distinct = _distinct_rows(Y_checked)
+            points = Y_checked[distinct[subsample_indices(distinct.size, self.output_components, rng)]]
             whitening = nystrom_whitening(base(points))
             output.kernel = _SketchedFeatures(base, points, whitening)
             output.explicit = True

@@ -148,3 +148,22 @@ def test_sklearn_estimator_checks(check_name, estimator):
     from sklearn.utils import estimator_checks
 
     getattr(estimator_checks, check_name)(type(estimator).__name__, clone(estimator))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_output_sketch_on_repeated_outputs_spans_every_distinct_output(dtype):
+    # 60 examples, 12 distinct outputs: 12 landmarks drawn among distinct rows reproduce the unsketched model,
+    # whereas drawing 12 of the 60 rows would almost surely miss some outputs.
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(60, 3))
+    distinct = (rng.random((12, 20)) < 0.4).astype(dtype)
+    Y = distinct[rng.integers(0, 12, size=60)]
+    Y[:12] = distinct  # every distinct output occurs
+    common = dict(alpha=0.1, input_kernel=Gaussian(0.3), output_kernel="linear", normalize_output=False,
+                  decoding="inner")
+    exact = IOKR(**common).fit(X, Y).decision_function(X[:7], Y[:9])
+    Y_before = Y.copy()
+    for seed in range(3):
+        sketched = SketchedIOKR(**common, n_components=60, output_components=12, random_state=seed).fit(X, Y)
+        np.testing.assert_allclose(sketched.decision_function(X[:7], Y[:9]), exact, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(Y, Y_before)
