@@ -9,9 +9,11 @@ Cortes, Mohri & Weston (2005), "A general regression technique for learning tran
 
 from ._basis import BASIS_METHODS, fit_subset, select_basis
 from ._batch_euler import euler_walk_batch
+from ._calibration import LogisticCalibration
 from ._datasets import load_cmudict, load_ocr_letters
 from ._estimator import StringKDE
-from ._kernels import NgramKernel, SequenceNgramKernel, SequencePolynomialKernel
+from ._images import ImageBlur, ImageShifts
+from ._kernels import NgramKernel, SequenceNgramKernel, SequencePolynomialKernel, SequenceProductKernel
 from ._language_model import NgramLanguageModel
 from ._metrics import edit_distance, letter_accuracy, string_error_rate, symbol_error_rate
 from ._ngrams import NgramVectorizer, ngram_counts, ngram_features
@@ -24,6 +26,9 @@ from ._viterbi import viterbi_decode
 __all__ = [
     "BASIS_METHODS",
     "DeBruijnGraph",
+    "ImageBlur",
+    "ImageShifts",
+    "LogisticCalibration",
     "NgramKernel",
     "NgramLanguageModel",
     "NgramVectorizer",
@@ -31,6 +36,7 @@ __all__ = [
     "SegmentedStringKDE",
     "SequenceNgramKernel",
     "SequencePolynomialKernel",
+    "SequenceProductKernel",
     "StringKDE",
     "edit_distance",
     "euler_walk_batch",

@@ -14,6 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_positive_scalar
 from ._batch_euler import euler_walk_batch
+from ._beam_search import BeamSearch
 from ._graph_search import GraphSearch
 from ._kernels import NgramKernel
 from ._language_model import NgramLanguageModel
@@ -65,6 +66,17 @@ class StringKDE(BaseEstimator):
         Add as candidates the best paths of every length through the graph of all training n-grams under the
         additive approximation of the objective (see :mod:`iokr.strings._graph_search`); they are re-ranked with
         the exact objective together with the Euler-walk pre-images, so they only help when they score better.
+    beam_width : int, default=0
+        When > 0, add as candidates the prefixes kept by a left-to-right beam search of this width under the exact
+        objective plus ``lm_weight`` times the language model of order ``lm_order`` (see
+        :mod:`iokr.strings._beam_search`), at every allowed length (``length``); 0 for no beam search.
+    length : {"free", "predicted"}, default="free"
+        ``"predicted"``: only strings of length ``L +- length_slack`` are candidates, where ``L`` is the predicted
+        number of symbols (the rounded sum of the predicted unigram counts, never a property of the input); when
+        no candidate has such a length the constraint is dropped for that input. ``"free"``: any length; the
+        beam search then runs up to the longest training output plus ``length_slack``.
+    length_slack : int, default=0
+        Allowed deviation from the predicted length.
     basis : {"full", "random", "cholesky", "greedy"}, default="full"
         Exact kernel ridge or a subset-of-regressors approximation on ``n_basis`` training points.
     n_basis : int, optional
@@ -101,7 +113,8 @@ class StringKDE(BaseEstimator):
 
     def __init__(self, input_kernel=None, n=2, alpha=1.0, start="^", stop="$", rounding="learned",
                  rounding_criterion="l1", repair=True, max_alternatives=16, lm_order=3, lm_weight=0.0,
-                 threshold_shifts=(0.0,), graph_search=False, basis="full", n_basis=None, random_state=None):
+                 threshold_shifts=(0.0,), graph_search=False, beam_width=0, length="free", length_slack=0,
+                 basis="full", n_basis=None, random_state=None):
         self.input_kernel = input_kernel
         self.n = n
         self.alpha = alpha
@@ -115,6 +128,9 @@ class StringKDE(BaseEstimator):
         self.lm_weight = lm_weight
         self.threshold_shifts = threshold_shifts
         self.graph_search = graph_search
+        self.beam_width = beam_width
+        self.length = length
+        self.length_slack = length_slack
         self.basis = basis
         self.n_basis = n_basis
         self.random_state = random_state
@@ -139,6 +155,12 @@ class StringKDE(BaseEstimator):
         if (isinstance(self.lm_weight, bool) or not isinstance(self.lm_weight, numbers.Real)
                 or not np.isfinite(self.lm_weight) or self.lm_weight < 0):
             raise ValueError(f"The 'lm_weight' parameter of {name} must be a float >= 0. Got {self.lm_weight!r}.")
+        for param in ("beam_width", "length_slack"):
+            value = getattr(self, param)
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+                raise ValueError(f"The '{param}' parameter of {name} must be an int >= 0. Got {value!r}.")
+        if self.length not in ("free", "predicted"):
+            raise ValueError(f"The 'length' parameter of {name} must be 'free' or 'predicted'. Got {self.length!r}.")
         if self.start == self.stop:
             raise ValueError(f"The 'start' and 'stop' parameters of {name} must differ. Got {self.start!r} for both.")
 
@@ -190,6 +212,9 @@ class StringKDE(BaseEstimator):
                 lm = self.language_model_
                 lm_cost = np.array([-np.log(lm.prob(g[-1], g[:-1])) for g in space.top_grams])
             self._graph_search = GraphSearch(space, lm_cost)
+        self._max_output_length = max(len(s) for s in symbols)
+        if self.beam_width:
+            self._beam_search = BeamSearch(space, self.language_model_)
         self.output_space_ = space
         self.regressor_ = reg
         self.n_train_ = m
@@ -274,6 +299,30 @@ class StringKDE(BaseEstimator):
         order = [i for group in groups for i in group]
         return [candidates[i] for i in order], [scores[i] for i in order]
 
+    def predicted_length(self, G):
+        """Return the predicted number of symbols: the rounded sum of the predicted unigram counts.
+
+        Parameters
+        ----------
+        G : ndarray of shape (n_samples, n_columns) or (n_columns,)
+            Predicted counts (see :meth:`predict_counts`).
+
+        Returns
+        -------
+        lengths : ndarray of shape (n_samples,) of int
+            ``max(0, rint(sum of the order-1 columns))``; never read from the input itself.
+        """
+        check_is_fitted(self, "regressor_")
+        G = np.atleast_2d(G)
+        return np.maximum(np.rint(G[:, self.output_space_.blocks[1]].sum(axis=1)), 0).astype(np.int64)
+
+    def _allowed_lengths(self, g):
+        slack = int(self.length_slack)
+        if self.length == "predicted":
+            L = int(self.predicted_length(g)[0])
+            return list(range(max(L - slack, 0), L + slack + 1))
+        return list(range(self._max_output_length + slack + 1))
+
     def predict(self, X, return_alternatives=None):
         """Predict output strings.
 
@@ -295,7 +344,8 @@ class StringKDE(BaseEstimator):
             k = check_order(return_alternatives, "return_alternatives", type(self).__name__)
         space = self.output_space_
         out = []
-        fast = int(self.max_alternatives) == 1 and (k is None or k == 1)
+        fast = (int(self.max_alternatives) == 1 and (k is None or k == 1) and not self.beam_width
+                and self.length == "free" and not self.graph_search)
         for _, G in self.regressor_.predict_chunks(X):
             raw, C = self._integer_counts(G)
             if fast:
@@ -313,6 +363,14 @@ class StringKDE(BaseEstimator):
                 if self.graph_search:
                     candidates += [c for c in self._graph_search.best_paths(G[r], self._max_length, self.lm_weight)
                                    if c not in candidates]
+                lengths = self._allowed_lengths(G[r])
+                if self.beam_width:
+                    seen = set(candidates)
+                    candidates += [c for c in self._beam_search.search(G[r], lengths, int(self.beam_width),
+                                                                         self.lm_weight) if c not in seen]
+                if self.length == "predicted":
+                    allowed = set(lengths)
+                    candidates = [c for c in candidates if len(c) in allowed] or candidates
                 ranked, _ = self._rank(candidates, G[r])
                 if k is None:
                     out.append(space.decode(ranked[0], self.str_output_))
