@@ -2,6 +2,10 @@
 
 ``python -m benchmarks.realdata_mpiokr --data /work/shared/data [--splits 10] [--output reports]``
 
+The second real-data comparison of the issue, metabolite identification (approximated candidate inputs, joint and
+separate, all vs 1% candidates, on stand-in training candidate sets), is in ``reports/mpiokr_metabolites.md``
+(``python -m benchmarks.realdata_mpiokr_metabolites --data DIR``).
+
 Data: aligned English/Spanish Bible chapters (KJV / Reina-Valera 1909, public domain; the paper's JRC-Acquis could not
 be obtained, see ``parallel_text/README.txt``). Protocol, per direction (EN->ES, ES->EN) and for each of ``--splits``
 random 50/50 splits of the chapters:
