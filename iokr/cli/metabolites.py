@@ -30,9 +30,38 @@ def _grid(args, default):
     return grid
 
 
+def _fingerprint_kind(text):
+    import argparse
+
+    from ..apps.metabolites._fingerprints import FINGERPRINT_PARTS
+
+    parts = text.split("+")
+    if not parts or any(p not in FINGERPRINT_PARTS for p in parts) or len(set(parts)) != len(parts):
+        raise argparse.ArgumentTypeError(f"expected distinct parts from {', '.join(FINGERPRINT_PARTS)} joined by "
+                                         f"'+', got {text!r}")
+    return text
+
+
+def _model_options(args, jobs):
+    """Keyword arguments of the train / evaluate jobs from the shared options (app defaults when not given)."""
+    fingerprint = dict(jobs.DEFAULT_FINGERPRINT)
+    if args.fingerprint is not None:
+        fingerprint["kind"] = args.fingerprint
+    if args.fingerprint_radius is not None:
+        fingerprint["radius"] = args.fingerprint_radius
+    return {"fingerprint": fingerprint, "grid": _grid(args, jobs.DEFAULT_GRID),
+            "surrogate": args.cv_lists or jobs.DEFAULT_SURROGATE, "n_folds": args.folds, "seed": args.seed}
+
+
 def _add_model_options(parser):
-    parser.add_argument("--fingerprint", default="morgan_counts+maccs",
-                        choices=["morgan_counts", "morgan_bits", "maccs", "morgan_counts+maccs", "morgan_bits+maccs"])
+    parser.add_argument("--fingerprint", default=None, type=_fingerprint_kind,
+                        help="fingerprint parts joined by '+' (morgan, fcfp, rdkit, atompair, torsion as _counts "
+                             "or _bits; maccs), e.g. morgan_counts+maccs (default: the app's CV-chosen kind)")
+    parser.add_argument("--fingerprint-radius", type=int, default=None,
+                        help="radius of the Morgan / FCFP parts (default: the app's CV-chosen radius)")
+    parser.add_argument("--cv-lists", default=None, choices=["fold", "formula", "both"],
+                        help="cross-validation candidate lists: the held-out fold, same-formula training "
+                             "structures, or the mean of both scores (default: the app's setting)")
     parser.add_argument("--alphas", type=float, nargs="+", default=None,
                         help="regularization values searched by cross-validation (default: the app's grid)")
     parser.add_argument("--output-kernels", nargs="+", default=None, choices=["gaussian_tanimoto", "tanimoto"],
@@ -83,6 +112,8 @@ def _check_common(args):
 
     if args.folds < 2:
         raise CommandError(f"--folds must be >= 2, got {args.folds}.")
+    if args.fingerprint_radius is not None and args.fingerprint_radius < 1:
+        raise CommandError(f"--fingerprint-radius must be >= 1, got {args.fingerprint_radius}.")
     if any(a <= 0 for a in args.alphas or ()) or any(g <= 0 for g in args.output_gammas or ()):
         raise CommandError("--alphas and --output-gammas must be positive.")
 
@@ -104,8 +135,7 @@ def run_train(args):
     _check_common(args)
     jobs = _load_app()
     out = jobs.train_job(args.spectra, args.output, exclude_candidates=args.exclude_candidates,
-                         store_path=args.store, fingerprint=args.fingerprint, grid=_grid(args, jobs.DEFAULT_GRID),
-                         n_folds=args.folds, seed=args.seed, progress=_progress, log=_log)
+                         store_path=args.store, progress=_progress, log=_log, **_model_options(args, jobs))
     print(f"model written to {out['model']} ({out['n_train']} training structures); chosen: "
           + ", ".join(f"{k}={out['chosen'][k]}" for k in ("alpha", "output_kernel", "output_gamma"))
           + f"; MKL weights {[round(w, 3) for w in out['weights']]}")
@@ -150,10 +180,8 @@ def run_evaluate(args):
     _check_common(args)
     jobs = _load_app()
     out_dir = Path(args.output)
-    summary = jobs.evaluate_job(args.spectra, args.candidates, store_path=args.store, fingerprint=args.fingerprint,
-                                grid=_grid(args, jobs.DEFAULT_GRID), n_folds=args.folds, seed=args.seed,
-                                progress=_progress, log=_log,
-                                model_output=out_dir / "model.npz")
+    summary = jobs.evaluate_job(args.spectra, args.candidates, store_path=args.store, progress=_progress, log=_log,
+                                model_output=out_dir / "model.npz", **_model_options(args, jobs))
     write_json(out_dir / "summary.json", summary)
     from ._report import markdown_report
 

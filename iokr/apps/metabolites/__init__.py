@@ -5,16 +5,17 @@ RDKit is needed for fingerprints and candidates, matchms for MGF/MSP files (``pi
 """
 
 from ._candidates import CandidateList, CandidateStore, read_candidate_lists
-from ._fingerprints import FINGERPRINTS, Fingerprinter, inchikey, parse_structure
+from ._fingerprints import FINGERPRINT_PARTS, FINGERPRINTS, Fingerprinter, inchikey, parse_structure
 from ._kernels import BinnedKernel, PeakProductKernel, normalized_gram
 from ._model import MetaboliteIdentifier, alignf_weights, make_spectrum_kernel
 from ._persist import load_identifier, save_identifier
-from ._pipeline import Cleaning, cross_validate, evaluate_lists, training_set
+from ._pipeline import Cleaning, cross_validate, evaluate_lists, formula_candidate_sets, training_set
 from ._readers import ReadReport, read_massbank_jsonl, read_spectra
 from ._spectra import Spectra, clean_spectra, concatenate, merge_spectra
 
 __all__ = [
     "FINGERPRINTS",
+    "FINGERPRINT_PARTS",
     "BinnedKernel",
     "CandidateList",
     "CandidateStore",
@@ -29,6 +30,7 @@ __all__ = [
     "concatenate",
     "cross_validate",
     "evaluate_lists",
+    "formula_candidate_sets",
     "inchikey",
     "load_identifier",
     "make_spectrum_kernel",

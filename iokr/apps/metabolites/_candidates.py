@@ -362,6 +362,11 @@ class CandidateStore:
         rows = self._fetch([structure], "formula")
         return rows[0][0] if rows[0] else None
 
+    def formulas_for(self, structures):
+        """Molecular formula per structure (RDKit's ``CalcMolFormula``; ``None`` when RDKit rejects it)."""
+        rows = self._fetch(structures, "ok, formula")
+        return [r[1] if r and r[0] else None for r in rows]
+
     def fingerprints(self, structures):
         """Cached fingerprints, shape (n, n_features) float32 (zero rows for rejected structures)."""
         rows = self._fetch(structures, "ok, fp")

@@ -16,8 +16,22 @@ from ._candidates import CandidateStore, read_candidate_lists
 from ._fingerprints import Fingerprinter
 from ._model import MetaboliteIdentifier
 from ._persist import load_identifier, save_identifier
-from ._pipeline import DEFAULT_GRID, Cleaning, cross_validate, evaluate_lists, training_set
+from ._pipeline import (
+    DEFAULT_GRID,
+    DEFAULT_SURROGATE,
+    Cleaning,
+    cross_validate,
+    evaluate_lists,
+    training_set,
+    usable_surrogate,
+)
 from ._readers import read_spectra
+
+#: Fingerprint of ``train`` and ``evaluate`` (:class:`Fingerprinter` parameters): Morgan radius 2 counts + MACCS.
+#: The isomer-list cross-validation of ``reports/metabolites.md`` preferred radius 1 by a hair; radius 1 was
+#: rejected because it cannot tell isomers apart: 4.8 % of PubChem isomer candidates share their whole
+#: fingerprint with another candidate of their list (0.3 % at radius 2), which caps top-1 on those lists.
+DEFAULT_FINGERPRINT = {"kind": "morgan_counts+maccs", "n_bits": 2048, "radius": 2}
 
 #: Base model settings shared by train and evaluate (the grid's keys are chosen by cross-validation).
 DEFAULT_PARAMS = {"kernels": ("ppk", "ppk_nl", "binned", "binned_nl"), "weights": "alignf", "sigma_mz": 0.005,
@@ -28,13 +42,34 @@ def _noop_progress(total, label):
     return lambda *args: None
 
 
+def _fingerprinter(fingerprint):
+    """A :class:`Fingerprinter` from a kind (other parameters as in :data:`DEFAULT_FINGERPRINT`) or a dict."""
+    if isinstance(fingerprint, str):
+        fingerprint = {**DEFAULT_FINGERPRINT, "kind": fingerprint}
+    return Fingerprinter(**fingerprint)
+
+
+def attach_first_cache(store, caches):
+    """Attach the first fingerprint cache (a path or a sequence of paths) holding the store's fingerprint
+    parameters; missing files and caches of other parameters are skipped. Returns its path, or ``None``."""
+    caches = [caches] if isinstance(caches, (str, Path)) else list(caches or ())
+    for cache in caches:
+        if Path(cache).exists() and store.attach_cache(cache):
+            return cache
+    return None
+
+
 def _store(path, fingerprinter):
     return CandidateStore(path if path else ":memory:", fingerprinter)
 
 
 def fit_with_cv(spectra, store, cleaning, exclude_keys=(), params=None, grid=None, n_folds=3, seed=0,
-                progress=_noop_progress, log=print):
-    """Training set, cross-validated hyperparameters, final fit. Returns ``(model, train, cv_table, timings)``."""
+                progress=_noop_progress, log=print, surrogate=DEFAULT_SURROGATE):
+    """Training set, cross-validated hyperparameters, final fit. Returns ``(model, train, cv_table, timings)``.
+
+    ``surrogate`` selects the CV lists and score of :func:`~._pipeline.cross_validate`; when the training set is
+    too small for isomer-like lists (no shared formula in some fold) the fold lists are used, and logged.
+    """
     params = {**DEFAULT_PARAMS, **(params or {})}
     grid = DEFAULT_GRID if grid is None else grid
     t0 = time.perf_counter()
@@ -45,8 +80,15 @@ def fit_with_cv(spectra, store, cleaning, exclude_keys=(), params=None, grid=Non
     n_points = int(np.prod([len(v) for v in grid.values()]))
     t0 = time.perf_counter()
     if n_points > 1 and n_folds > 1:
+        used = usable_surrogate(train, surrogate, n_folds, seed)
+        if used != surrogate:
+            log(f"cross-validation: no same-formula training structures in some fold; surrogate lists "
+                f"{used!r} instead of {surrogate!r}")
         best, table = cross_validate(train, params, grid, n_folds=n_folds, seed=seed,
-                                     progress=progress(n_folds * n_points, "cross-validation fits"))
+                                     progress=progress(n_folds * n_points, "cross-validation fits"),
+                                     surrogate=used)
+        for row in table:
+            row["surrogate"] = used
     else:
         best, table = {**params, **{k: v[0] for k, v in grid.items()}}, []
     timings["cross_validation_s"] = time.perf_counter() - t0
@@ -56,10 +98,10 @@ def fit_with_cv(spectra, store, cleaning, exclude_keys=(), params=None, grid=Non
     return model, train, table, timings
 
 
-def train_job(spectra_path, output, *, exclude_candidates=None, store_path=None, fingerprint="morgan_counts+maccs",
-              grid=None, n_folds=3, seed=0, progress=_noop_progress, log=print):
+def train_job(spectra_path, output, *, exclude_candidates=None, store_path=None, fingerprint=DEFAULT_FINGERPRINT,
+              grid=None, n_folds=3, seed=0, progress=_noop_progress, log=print, surrogate=DEFAULT_SURROGATE):
     """Train on a spectra file (optionally excluding the true structures of candidate lists) and save the model."""
-    fingerprinter = Fingerprinter(fingerprint)
+    fingerprinter = _fingerprinter(fingerprint)
     store = _store(store_path, fingerprinter)
     spectra, report = read_spectra(spectra_path, require_structure=True)
     log(f"{spectra_path}: {report.summary()}")
@@ -68,7 +110,7 @@ def train_job(spectra_path, output, *, exclude_candidates=None, store_path=None,
         exclude = [lst.true_key for lst in read_candidate_lists(exclude_candidates, store) if lst.true_key]
     cleaning = Cleaning()
     model, train, table, timings = fit_with_cv(spectra, store, cleaning, exclude, grid=grid, n_folds=n_folds,
-                                               seed=seed, progress=progress, log=log)
+                                               seed=seed, progress=progress, log=log, surrogate=surrogate)
     save_identifier(output, model, fingerprinter, cleaning, extra={"cv": table, "timings": timings,
                                                                     "licenses": train.licenses})
     return {"model": str(output), "n_train": len(train.spectra), "cv": table, "timings": timings,
@@ -146,14 +188,18 @@ def identify_job(model_path, spectra_path, candidates_path, *, top_k=10, store_p
     return rows
 
 
-def evaluate_job(spectra_path, candidates_path, *, store_path=None, fingerprint="morgan_counts+maccs", grid=None,
-                 n_folds=3, seed=0, progress=_noop_progress, log=print, model_output=None, fingerprint_cache=None):
-    """Structure-disjoint evaluation on candidate lists (see :func:`~._pipeline.evaluate_lists`)."""
+def evaluate_job(spectra_path, candidates_path, *, store_path=None, fingerprint=DEFAULT_FINGERPRINT, grid=None,
+                 n_folds=3, seed=0, progress=_noop_progress, log=print, model_output=None, fingerprint_cache=None,
+                 surrogate=DEFAULT_SURROGATE):
+    """Structure-disjoint evaluation on candidate lists (see :func:`~._pipeline.evaluate_lists`).
+
+    ``fingerprint_cache``: a path or a sequence of paths of :func:`export_fingerprint_cache` files; the first one
+    holding this fingerprint's parameters is attached (missing files and other parameters are skipped).
+    """
     t_start = time.perf_counter()
-    fingerprinter = Fingerprinter(fingerprint)
+    fingerprinter = _fingerprinter(fingerprint)
     store = _store(store_path, fingerprinter)
-    if fingerprint_cache:
-        store.attach_cache(fingerprint_cache)
+    attach_first_cache(store, fingerprint_cache)
     spectra, report = read_spectra(spectra_path, require_structure=True)
     log(f"{spectra_path}: {report.summary()}")
     t0 = time.perf_counter()
@@ -168,7 +214,7 @@ def evaluate_job(spectra_path, candidates_path, *, store_path=None, fingerprint=
                             "('_id=<InChIKey>' in the file name); they cannot be evaluated.")
     cleaning = Cleaning()
     model, train, table, timings = fit_with_cv(spectra, store, cleaning, exclude, grid=grid, n_folds=n_folds,
-                                               seed=seed, progress=progress, log=log)
+                                               seed=seed, progress=progress, log=log, surrogate=surrogate)
     timings["candidate_lists_s"] = t_lists
     t0 = time.perf_counter()
     summary = evaluate_lists(model, spectra, lists, store, cleaning, progress=progress(2, "scoring queries"))
@@ -180,13 +226,14 @@ def evaluate_job(spectra_path, candidates_path, *, store_path=None, fingerprint=
         "spectra_read": report.summary(), "n_unparsable_candidates": n_bad,
         "protocol": "structure-disjoint: the lists' true structures (first InChIKey block) are excluded from "
                     "training; one merged spectrum per training structure; hyperparameters by "
-                    f"{n_folds}-fold cross-validation over training structures; per_structure = one query per "
-                    "list, the merged spectrum of all the true structure's spectra; per_spectrum = every single "
-                    "spectrum of the true structure as a query; percentages over lists (resp. spectra) that have "
-                    "query spectra",
+                    f"{n_folds}-fold cross-validation over training structures (CV lists: see cv_surrogate); "
+                    "per_structure = one query per list, the merged spectrum of all the true structure's spectra; "
+                    "per_spectrum = every single spectrum of the true structure as a query; percentages over lists "
+                    "(resp. spectra) that have query spectra",
         "n_train_structures": len(train.spectra), "n_train_spectra": train.n_spectra,
         "train_licenses": train.licenses,
         "chosen": {k: _jsonable(v) for k, v in model.get_params().items()}, "weights": model.weights_.tolist(),
-        "cv": table, "timings_s": timings, "fingerprint": fingerprinter.params(), "cleaning": cleaning.params(),
+        "cv": table, "cv_surrogate": table[0]["surrogate"] if table else None, "timings_s": timings,
+        "fingerprint": fingerprinter.params(), "cleaning": cleaning.params(),
     })
     return summary

@@ -41,3 +41,57 @@ def test_bit_packing_roundtrip_and_counts_refused():
         Fingerprinter("morgan_counts").pack(F)
     with pytest.raises(ValueError, match="kind"):
         Fingerprinter("ecfp")
+
+
+def _rdkit_reference(part, mol, n_bits, radius):
+    """The part computed directly with RDKit's generators and sparse count vectors (folded by RDKit)."""
+    from rdkit.Chem import MACCSkeys, rdFingerprintGenerator
+
+    if part == "maccs":
+        return np.array(list(MACCSkeys.GenMACCSKeys(mol)), dtype=np.float64)
+    name, form = part.split("_")
+    generator = {
+        "morgan": lambda: rdFingerprintGenerator.GetMorganGenerator(radius=radius, fpSize=n_bits),
+        "fcfp": lambda: rdFingerprintGenerator.GetMorganGenerator(
+            radius=radius, fpSize=n_bits, atomInvariantsGenerator=rdFingerprintGenerator.GetMorganFeatureAtomInvGen()),
+        "rdkit": lambda: rdFingerprintGenerator.GetRDKitFPGenerator(fpSize=n_bits),
+        "atompair": lambda: rdFingerprintGenerator.GetAtomPairGenerator(fpSize=n_bits),
+        "torsion": lambda: rdFingerprintGenerator.GetTopologicalTorsionGenerator(fpSize=n_bits),
+    }[name]()
+    ref = np.zeros(n_bits)
+    if form == "bits":  # RDKit's bit vectors (atom pairs and torsions: with RDKit's default count simulation)
+        ref[list(generator.GetFingerprint(mol).GetOnBits())] = 1.0
+        return ref
+    for idx, count in generator.GetCountFingerprint(mol).GetNonzeroElements().items():
+        ref[idx] = count
+    return ref
+
+
+@pytest.mark.parametrize("kind", ["fcfp_counts", "rdkit_bits", "rdkit_counts", "atompair_counts", "torsion_counts",
+                                  "morgan_counts+fcfp_bits+maccs", "atompair_bits+torsion_bits+morgan_bits"])
+@pytest.mark.parametrize("radius", [1, 3])
+def test_parts_are_concatenated_rdkit_fingerprints(kind, radius):
+    from rdkit import Chem
+
+    smiles = ["CC(=O)Oc1ccccc1C(=O)O", "CN1C=NC2=C1C(=O)N(C(=O)N2C)C", "OC[C@H]1OC(O)[C@H](O)[C@@H](O)[C@@H]1O"]
+    f = Fingerprinter(kind, n_bits=256, radius=radius)
+    F, ok = f.transform(smiles)
+    assert ok.all() and F.shape == (3, f.n_features)
+    for i, s in enumerate(smiles):
+        mol = Chem.MolFromSmiles(s)
+        ref = np.concatenate([_rdkit_reference(p, mol, 256, radius) for p in kind.split("+")])
+        np.testing.assert_array_equal(F[i], ref)
+    assert f.binary == ("counts" not in kind)
+    if f.binary:
+        np.testing.assert_array_equal(f.pack(F)[0:3], F)
+
+
+@pytest.mark.parametrize("kind", ["maccs+maccs", "morgan_counts+", "ecfp4", "", None])
+def test_bad_kinds_name_the_parameter(kind):
+    with pytest.raises(ValueError, match="'kind'"):
+        Fingerprinter(kind)
+
+
+def test_bad_radius_names_the_parameter():
+    with pytest.raises(ValueError, match="'radius'"):
+        Fingerprinter("morgan_counts", radius=0)
