@@ -28,17 +28,22 @@ SOLVERS = ("nystrom", "greedy", "cholesky", "sparse", "rff", "falkon")
 class _SketchedFeatures(Kernel):
     """Explicit features ``k(A, X_S) W`` of a sub-sampling sketch, or ``k(A, X) S^T W`` of a sparse one.
 
-    Used on the output side so that a kernel output (Tanimoto ...) gets an ``r``-dimensional explicit feature map:
-    the output sketch of "Sketch In, Sketch Out".
+    ``k(A, X_S) W`` are the coordinates of the projection of ``phi(a)`` on the sketched subspace (the input
+    features of the sketched solvers). With ``residual=True`` (the output sketch of "Sketch In, Sketch Out") one
+    more coordinate ``r(a) = sqrt(k(a, a) - ||k(a, X_S) W||^2)``, the norm of what the projection leaves out, makes
+    ``||f(a)||^2 = k(a, a)``: centering and normalization see each candidate's true norm. When the subspace holds
+    every training output (landmarks on all distinct outputs), their residuals are 0 and every IOKR score equals
+    the unsketched one.
     """
 
     has_explicit_features = True
 
-    def __init__(self, base, points, whitening, sketch=None):
+    def __init__(self, base, points, whitening, sketch=None, residual=False):
         self.base = base
         self.points = points
         self.whitening = whitening
         self.sketch = sketch
+        self.residual = residual
 
     def _check_input(self, X, name):
         return self.base._check_input(X, name)
@@ -47,7 +52,11 @@ class _SketchedFeatures(Kernel):
         cross = np.asarray(self.base._block(A, self.points), dtype=np.float64)
         if self.sketch is not None:
             cross = np.asarray(self.sketch @ cross.T).T
-        return (cross @ self.whitening).astype(np.float32 if A.dtype == np.float32 else np.float64, copy=False)
+        features = cross @ self.whitening
+        if self.residual:
+            left_out = np.asarray(self.base._diag(A), dtype=np.float64) - np.einsum("ij,ij->i", features, features)
+            features = np.hstack([features, np.sqrt(np.clip(left_out, 0.0, None))[:, None]])
+        return features.astype(np.float32 if A.dtype == np.float32 else np.float64, copy=False)
 
     def _block(self, A, B):
         return self._features(A) @ self._features(B).T
@@ -199,8 +208,9 @@ class SketchedIOKR(IOKR):
         Size of a sub-sampling output sketch: the output kernel is replaced by its Nystrom features on that many
         distinct training outputs (drawn at random among the distinct rows of ``Y``), so scoring costs
         ``output_components`` per candidate instead of ``n``. When ``Y`` has at most ``output_components`` distinct
-        rows the sketch spans every training output and the scores equal the unsketched ones (up to the
-        normalization of candidates outside that span). ``None`` keeps the output kernel as it is.
+        rows the sketch spans every training output and the scores equal the unsketched ones. One more feature,
+        the norm of what the projection leaves out, keeps each candidate's true norm for centering and
+        normalization. ``None`` keeps the output kernel as it is.
     sparsity : float, default=0.05
         Probability ``p`` of a nonzero entry of the p-sparsified sketch.
     max_iter : int, default=100
@@ -330,7 +340,7 @@ class SketchedIOKR(IOKR):
             distinct = _distinct_rows(Y_checked)
             points = Y_checked[distinct[subsample_indices(distinct.size, self.output_components, rng)]]
             whitening = nystrom_whitening(base(points))
-            output.kernel = _SketchedFeatures(base, points, whitening)
+            output.kernel = _SketchedFeatures(base, points, whitening, residual=True)
             output.explicit = True
         return output.fit(Y)
 

@@ -167,3 +167,19 @@ def test_output_sketch_on_repeated_outputs_spans_every_distinct_output(dtype):
         sketched = SketchedIOKR(**common, n_components=60, output_components=12, random_state=seed).fit(X, Y)
         np.testing.assert_allclose(sketched.decision_function(X[:7], Y[:9]), exact, rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(Y, Y_before)
+
+
+@pytest.mark.parametrize("decoding", ["cosine", "distance", "inner"])
+def test_output_sketch_on_all_distinct_outputs_is_exact_with_normalized_kernel_outputs(decoding):
+    # Candidates outside the span of the training outputs: the residual coordinate gives them their true norm, so
+    # centered and normalized Tanimoto scores equal the unsketched ones.
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(50, 3))
+    distinct = (rng.random((10, 24)) < 0.4).astype(np.float64)
+    Y = np.vstack([distinct, distinct[rng.integers(0, 10, size=40)]])
+    C = np.vstack([distinct[:3], (rng.random((8, 24)) < 0.4).astype(np.float64)])
+    common = dict(alpha=0.1, input_kernel=Gaussian(0.3), output_kernel=Tanimoto(), decoding=decoding)
+    exact = IOKR(**common).fit(X, Y).decision_function(X[:6], C)
+    sketched = SketchedIOKR(**common, n_components=50, output_components=10, random_state=0).fit(X, Y)
+    assert sketched.output_.train_features.shape[1] == 11  # 10 landmarks + the residual coordinate
+    np.testing.assert_allclose(sketched.decision_function(X[:6], C), exact, rtol=1e-6, atol=1e-8)
