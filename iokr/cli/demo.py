@@ -28,7 +28,7 @@ def run(args):
     out = Path(args.output)
     print("Metabolite identification on the bundled MassBank subset and 60 PubChem candidate lists")
     summary = jobs.evaluate_job(BUNDLED_METABOLITES["spectra"], BUNDLED_METABOLITES["candidates"],
-                                fingerprint_cache=BUNDLED_METABOLITES["fingerprint_caches"],
+                                fingerprint_cache=BUNDLED_METABOLITES["fingerprint_cache"],
                                 grid=None,  # the app's default grid, chosen by CV on the full training data
                                 n_folds=args.folds, progress=_progress, log=_log)
     write_json(out / "summary.json", summary)

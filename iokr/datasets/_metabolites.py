@@ -10,7 +10,5 @@ _DIR = Path(__file__).parent / "data" / "metabolites"
 BUNDLED_METABOLITES = {
     "spectra": _DIR / "massbank_subset.jsonl.gz",
     "candidates": _DIR / "candidate_lists.tar.gz",
-    "fingerprint_cache": _DIR / "candidate_fingerprints.npz",  # Morgan radius 2 counts + MACCS
-    # every bundled cache; jobs attach the one of their fingerprint parameters (the app's default first)
-    "fingerprint_caches": (_DIR / "candidate_fingerprints.npz",),
+    "fingerprint_cache": _DIR / "candidate_fingerprints.npz",
 }
