@@ -60,6 +60,14 @@ def check_positive_scalar(value, name, owner=None):
     return float(value)
 
 
+def check_nonnegative_scalar(value, name, owner=None):
+    """Return ``value`` as a float after checking it is a finite number >= 0."""
+    where = f" of {owner}" if owner else ""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value) or value < 0:
+        raise ValueError(f"The '{name}' parameter{where} must be a float >= 0. Got {value!r}.")
+    return float(value)
+
+
 def check_square_gram(gram, name):
     """Validate a precomputed symmetric Gram matrix (finite, square, symmetric to 1e-8 relative)."""
     gram = check_array_2d(gram, name)

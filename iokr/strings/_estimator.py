@@ -12,7 +12,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_positive_scalar
+from .._validation import check_nonnegative_scalar, check_positive_scalar
 from ._batch_euler import euler_walk_batch
 from ._beam_search import BeamSearch
 from ._graph_search import GraphSearch
@@ -152,9 +152,7 @@ class StringKDE(BaseEstimator):
         check_order(self.max_alternatives, "max_alternatives", name)
         if self.lm_order is not None:
             check_order(self.lm_order, "lm_order", name)
-        if (isinstance(self.lm_weight, bool) or not isinstance(self.lm_weight, numbers.Real)
-                or not np.isfinite(self.lm_weight) or self.lm_weight < 0):
-            raise ValueError(f"The 'lm_weight' parameter of {name} must be a float >= 0. Got {self.lm_weight!r}.")
+        check_nonnegative_scalar(self.lm_weight, "lm_weight", name)
         for param in ("beam_width", "length_slack"):
             value = getattr(self, param)
             if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:

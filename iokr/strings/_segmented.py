@@ -8,7 +8,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_positive_scalar
+from .._validation import check_nonnegative_scalar, check_positive_scalar
 from ..kernels import Polynomial
 from ._calibration import LogisticCalibration
 from ._kernels import _check_sequences
@@ -112,11 +112,8 @@ class SegmentedStringKDE(BaseEstimator):
         check_positive_scalar(self.alpha, "alpha", name)
         if self.lm_order is not None:
             check_order(self.lm_order, "lm_order", name)
-        for param in ("lm_weight", "prior_weight"):
-            value = getattr(self, param)
-            if (isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value)
-                    or value < 0):
-                raise ValueError(f"The '{param}' parameter of {name} must be a float >= 0. Got {value!r}.")
+        check_nonnegative_scalar(self.lm_weight, "lm_weight", name)
+        check_nonnegative_scalar(self.prior_weight, "prior_weight", name)
         d = self.lm_discount
         if isinstance(d, bool) or not isinstance(d, numbers.Real) or not 0 < d < 1:
             raise ValueError(f"The 'lm_discount' parameter of {name} must be a float in (0, 1). Got {d!r} instead.")
