@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks._memory import peak_rss_mib
+from benchmarks._report_file import write_keeping_section
 from iokr.apps.metabolites._candidates import CandidateStore, read_candidate_lists
 from iokr.apps.metabolites._fingerprints import Fingerprinter
 from iokr.apps.metabolites._jobs import DEFAULT_PARAMS
@@ -213,10 +214,7 @@ def _write(report, out):
               "features, ridge). Scoring times (s): "
               + ", ".join(f"{k}: {v['scoring_s']:.0f}" for k, v in report["runs"].items()) + ".", ""]
     lines += report.get("notes", [])
-    # The reading at the end of the report is written by hand: carry it over from the file being replaced.
-    md = out / "sketched_metabolites.md"
-    kept = md.read_text().partition("\n## Reading")[2] if md.exists() else ""
-    md.write_text("\n".join(lines) + "\n" + (f"\n## Reading{kept}" if kept else ""))
+    write_keeping_section(out / "sketched_metabolites.md", "\n".join(lines) + "\n", "## Reading")
 
 
 def main(argv=None):

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks._report_file import write_keeping_section
 from iokr.kernels import Gaussian, Polynomial
 from iokr.linalg import EigenPath
 from iokr.strings import (
@@ -450,11 +451,8 @@ def write_markdown(report, path):
                   "with the full dictionary for training; this is 3,000 training words.", "",
                   "Examples (word: truth | prediction): "
                   + "; ".join(f"{w}: {t} | {p}" for w, t, p in g["examples"]), ""]
-    # The benchmark summary at the end of the report comes from ``benchmarks.run --only strings``, not from this
-    # run: carry it over from the file being replaced.
-    path = Path(path)
-    kept = path.read_text().partition("\n## Benchmarks")[2] if path.exists() else ""
-    path.write_text("\n".join(lines) + (f"\n\n## Benchmarks{kept}" if kept else ""))
+    # The benchmark summary at the end of the report comes from ``benchmarks.run --only strings``.
+    write_keeping_section(path, "\n".join(lines) + "\n", "## Benchmarks")
 
 
 def main(argv=None):
