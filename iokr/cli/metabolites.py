@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import csv
+import io
+import json
 from pathlib import Path
 
 from ._output import Progress, format_table, write_atomic, write_json
@@ -11,6 +14,8 @@ TOP_KEYS = ("top1", "top5", "top10", "top20")
 
 
 def _progress(total, label):
+    if total is None:
+        return lambda done=None: None
     return Progress(total, label)
 
 
@@ -74,8 +79,35 @@ def _add_model_options(parser):
                         "fingerprints (default: in memory)")
 
 
+IDENTIFY_HELP = """\
+Rank candidate structures for every query spectrum and write, into the --output folder:
+  structure_identifications.tsv  one row per query: id, precursor m/z, adduct, formula or mass window used,
+                                 number of candidates, the top hit (identifier, name, InChIKey, SMILES, ...),
+                                 score, confidence (probability that the top hit is right), status, detail
+  structure_candidates.tsv       the top-k candidates per query with every column of the candidate source
+  parameters.json                the run's settings, sources and status counts
+Candidates of a query: those of its molecular formula (FORMULA= in any element order), else those whose
+monoisotopic mass is within --ppm of the neutral mass from the precursor m/z and the adduct.
+
+examples:
+  iokr metabolites index structures.csv --output structures.sqlite
+  iokr metabolites identify --spectra features.mgf --candidates structures.sqlite --output results/
+  iokr metabolites identify --model model.npz --spectra q.mgf --candidates lists.tar.gz --output out/ --top-k 20
+"""
+
+ADDUCT_POLICIES = ("refuse", "assume")
+
+
 def register(subparsers):
-    parser = subparsers.add_parser("metabolites", help="identify metabolites from MS/MS spectra")
+    parser = subparsers.add_parser(
+        "metabolites", help="identify metabolites from MS/MS spectra", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Metabolite identification: train IOKR on spectra of known structures, index a structure "
+                    "database, identify query spectra, evaluate on candidate lists.",
+        epilog="examples:\n"
+               "  iokr metabolites index structures.csv --output structures.sqlite\n"
+               "  iokr metabolites identify --spectra features.mgf --candidates structures.sqlite --output out/\n"
+               "  iokr metabolites train --spectra massbank.jsonl.gz --output model.npz\n"
+               "  iokr metabolites evaluate --spectra massbank.jsonl.gz --candidates lists.tar.gz --output eval/")
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
 
     train = actions.add_parser("train", help="train a model on spectra of known structures")
@@ -86,16 +118,46 @@ def register(subparsers):
     _add_model_options(train)
     train.set_defaults(func=run_train)
 
-    identify = actions.add_parser("identify", help="rank candidate structures for query spectra")
-    identify.add_argument("--model", required=True, help="model file written by 'train'")
-    identify.add_argument("--spectra", required=True, help="query spectra (.jsonl(.gz), .mgf, .msp)")
+    identify = actions.add_parser(
+        "identify", help="rank candidate structures for query spectra (writes a folder of tables)",
+        formatter_class=argparse.RawDescriptionHelpFormatter, description=IDENTIFY_HELP)
+    identify.add_argument("--model", default=None,
+                          help="model file written by 'train' or 'demo' (default: the ready model trained from "
+                               "the bundled MassBank data on first use and cached in "
+                               "$IOKR_CACHE_DIR, else $XDG_CACHE_HOME/iokr, else ~/.cache/iokr)")
+    identify.add_argument("--spectra", required=True,
+                          help="query spectra: .mgf, .msp, .mzML, .mzXML, .json or MassBank .jsonl, each "
+                               "optionally .gz")
     identify.add_argument("--candidates", required=True,
-                          help="one CSV/TSV/SDF (all queries), a folder or .tar.gz of lists (matched by formula), "
-                               "or a .sqlite candidate store")
-    identify.add_argument("--output", required=True, help="ranked table (.tsv or .csv)")
-    identify.add_argument("--top-k", type=int, default=10)
-    identify.add_argument("--store", default=None, help="SQLite cache of parsed candidates")
+                          help="a structure database built by 'index' (.sqlite), one CSV/TSV/SDF of structures "
+                               "(indexed in memory), or a folder / .tar.gz of per-formula lists")
+    identify.add_argument("--output", required=True,
+                          help="folder to write: structure_identifications.tsv, structure_candidates.tsv, "
+                               "parameters.json")
+    identify.add_argument("--top-k", type=int, default=10, help="candidates written per query (default: 10)")
+    identify.add_argument("--ppm", type=float, default=10.0,
+                          help="mass window in ppm for queries without a formula (default: 10)")
+    identify.add_argument("--query-id-field", default=None,
+                          help="metadata field naming each query, e.g. feature_id (default: FEATURE_ID, else "
+                               "SCANS, else TITLE, else the record's position)")
+    identify.add_argument("--adduct-policy", choices=ADDUCT_POLICIES, default="refuse",
+                          help="queries of a precursor type the model was not trained on: 'refuse' (status "
+                               "'unsupported adduct') or 'assume' (ranked, with a warning) (default: refuse)")
+    identify.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
+    identify.add_argument("--store", default=None,
+                          help="SQLite cache of parsed structures for candidate lists (default: in memory)")
     identify.set_defaults(func=run_identify)
+
+    index = actions.add_parser("index", help="build a structure database for candidate lookup by formula or mass",
+                               description="Parse every structure of a CSV/TSV/SDF (PubChemLite, MetFrag local "
+                                           "databases, any table with a SMILES or InChI column) once: canonical "
+                                           "formula, monoisotopic mass, InChIKey, fingerprint and every column.")
+    index.add_argument("database", help="structures: .csv, .tsv or .sdf (optionally .gz)")
+    index.add_argument("--output", required=True, help="database file to write (.sqlite)")
+    index.add_argument("--model", default=None,
+                       help="store the fingerprints of this model (default: those of the ready model)")
+    index.add_argument("--overwrite", action="store_true", help="replace an existing database file")
+    index.set_defaults(func=run_index)
 
     evaluate = actions.add_parser("evaluate", help="structure-disjoint evaluation on candidate lists")
     evaluate.add_argument("--spectra", required=True, help="spectra in the shared MassBank JSONL format")
@@ -142,26 +204,118 @@ def run_train(args):
     return 0
 
 
+def _write_table(rows, columns):
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=columns, delimiter="\t", extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()
+
+
+def _resolve_model(args, jobs):
+    if args.model:
+        return args.model
+    from ..apps.metabolites._default_model import ensure_default_model
+
+    return ensure_default_model(progress=_progress, log=_log)
+
+
 def run_identify(args):
     from .main import CommandError
 
     if args.top_k < 1:
         raise CommandError(f"--top-k must be >= 1, got {args.top_k}.")
+    if not args.ppm > 0:
+        raise CommandError(f"--ppm must be > 0, got {args.ppm}.")
+    out = _check_output_folder(args.output, [args.spectra, args.candidates, args.model, args.store], args.overwrite)
     jobs = _load_app()
-    rows = jobs.identify_job(args.model, args.spectra, args.candidates, top_k=args.top_k, store_path=args.store,
-                             progress=_progress, log=_log)
-    columns = ["query", "formula", "rank", "inchikey14", "score", "structure", "status"]
-    delimiter = "," if str(args.output).lower().endswith(".csv") else "\t"
-    import io
+    from ..apps.metabolites._identify import IdentifySettings
 
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=columns, delimiter=delimiter, extrasaction="ignore")
-    writer.writeheader()
-    writer.writerows(rows)
-    write_atomic(args.output, buffer.getvalue())
-    n_ok = len({r["query"] for r in rows if r.get("status") == "ok"})
-    n_bad = len({r["query"] for r in rows if r.get("status") != "ok"})
-    print(f"{n_ok} queries ranked, {n_bad} without candidates or peaks; table written to {args.output}")
+    settings = IdentifySettings(top_k=args.top_k, ppm=args.ppm, query_id_field=args.query_id_field,
+                                adduct_policy=args.adduct_policy)
+    model = _resolve_model(args, jobs)
+    result = jobs.identify_job(model, args.spectra, args.candidates, settings, store_path=args.store,
+                               progress=_progress, log=_log)
+    from ..apps.metabolites._identify import QUERY_COLUMNS, RESULT_COLUMNS
+
+    candidate_columns = result["candidate_columns"]
+    files = {
+        "structure_identifications.tsv": _write_table(result["identifications"],
+                                                      [*QUERY_COLUMNS, *candidate_columns, *RESULT_COLUMNS]),
+        "structure_candidates.tsv": _write_table(result["candidates"], ["query_id", "rank", *candidate_columns,
+                                                                        "score"]),
+        "parameters.json": json.dumps(result["parameters"], indent=2) + "\n",
+    }
+    _write_folder(out, files, args.overwrite)
+    counts = ", ".join(f"{n} {status}" for status, n in sorted(result["statuses"].items(), key=lambda x: -x[1]))
+    print(f"{len(result['identifications'])} queries: {counts}; tables written to {out}")
+    return 0
+
+
+def _check_output_folder(output, inputs, overwrite):
+    """The output folder, refused when it is one of the inputs or exists (without ``overwrite``)."""
+    from .main import CommandError
+
+    out = Path(output)
+    for path in inputs:
+        if path and Path(path).exists() and out.exists() and out.resolve() == Path(path).resolve():
+            raise CommandError(f"--output {out} is also an input; choose another folder.")
+    if out.exists() and not out.is_dir():
+        raise CommandError(f"--output {out} exists and is not a folder; choose another path.")
+    if out.exists() and not overwrite:
+        raise CommandError(f"--output {out} already exists; pass --overwrite to replace it.")
+    return out
+
+
+def _write_folder(out, files, overwrite):
+    """Write ``files`` (name -> text) into a temporary sibling folder, then rename it into place."""
+    import os
+    import shutil
+    import tempfile
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        for name, text in files.items():
+            (tmp / name).write_text(text, encoding="utf-8", newline="")
+        if out.exists() and overwrite:
+            old = out.with_name(f".{out.name}.old-{os.getpid()}")
+            out.rename(old)
+            tmp.rename(out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            tmp.rename(out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def run_index(args):
+    from .main import CommandError
+
+    out = Path(args.output)
+    if out.exists() and Path(args.database).exists() and out.resolve() == Path(args.database).resolve():
+        raise CommandError(f"--output {out} is the input database; choose another file.")
+    if out.exists() and not args.overwrite:
+        raise CommandError(f"--output {out} already exists; pass --overwrite to replace it.")
+    _load_app()
+    from ..apps.metabolites._database import StructureDatabase
+
+    if args.model:
+        from ..apps.metabolites._persist import load_fingerprinter
+
+        fingerprinter = load_fingerprinter(args.model)
+    else:
+        from ..apps.metabolites._jobs import _fingerprinter, DEFAULT_FINGERPRINT
+
+        fingerprinter = _fingerprinter(DEFAULT_FINGERPRINT)
+    progress = _progress(None, "indexing structures")
+    db, stats = StructureDatabase.build(args.database, out, fingerprinter, progress=progress)
+    db.close()
+    print(f"{stats['n_structures']} structures indexed from {stats['n_rows']} rows ({stats['n_unparsable']} "
+          f"unparsable, {stats['n_duplicates']} duplicates merged) in {stats['seconds']:.1f} s "
+          f"({stats['structures_per_s']:.0f} rows/s); database written to {out} "
+          f"({out.stat().st_size / 2**20:.1f} MiB)")
     return 0
 
 

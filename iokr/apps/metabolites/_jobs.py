@@ -13,6 +13,7 @@ import numpy as np
 
 from ...exceptions import IOKRDataError
 from ._candidates import CandidateStore, read_candidate_lists
+from ._confidence import calibration_examples, fit_calibration
 from ._fingerprints import Fingerprinter
 from ._model import MetaboliteIdentifier
 from ._persist import load_identifier, save_identifier
@@ -93,9 +94,43 @@ def fit_with_cv(spectra, store, cleaning, exclude_keys=(), params=None, grid=Non
         best, table = {**params, **{k: v[0] for k, v in grid.items()}}, []
     timings["cross_validation_s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    model = MetaboliteIdentifier(**best).fit(train.spectra, train.Y)
+    base_grams = MetaboliteIdentifier(**best).base_grams(train.spectra)  # shared by calibration and final fit
+    calibration = None
+    if n_folds > 1:
+        try:
+            calibration = fit_calibration(*calibration_examples(train, best, n_folds, seed, base_grams))
+        except ValueError as exc:
+            log(f"confidence: not calibrated ({exc})")
+    timings["calibration_s"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    model = MetaboliteIdentifier(**best).fit(train.spectra, train.Y, base_grams=base_grams)
     timings["final_fit_s"] = time.perf_counter() - t0
-    return model, train, table, timings
+    return model, train, table, timings, calibration
+
+
+def training_precursor_types(spectra, log=print):
+    """Canonical precursor types of training spectra; spectra without one (or with an unreadable one) are
+    counted and logged, and taken as ``[M+H]+`` when no spectrum names a type."""
+    from ._adducts import AdductError, parse_adduct
+
+    types, n_unknown = set(), 0
+    for meta in spectra.metadata:
+        try:
+            types.add(parse_adduct(meta.get("adduct")).name)
+        except AdductError:
+            n_unknown += 1
+    if not types:
+        log(f"training: no spectrum names its precursor type; the model is recorded as {LEGACY_PRECURSOR_TYPES[0]}")
+        return list(LEGACY_PRECURSOR_TYPES)
+    if n_unknown:
+        log(f"training: {n_unknown} spectra name no readable precursor type; the model is recorded as "
+            f"{', '.join(sorted(types))}")
+    return sorted(types)
+
+
+def _model_extra(table, calibration, precursor_types, **more):
+    return {"cv": table, "precursor_types": precursor_types,
+            "calibration": calibration.to_dict() if calibration is not None else None, **more}
 
 
 def train_job(spectra_path, output, *, exclude_candidates=None, store_path=None, fingerprint=DEFAULT_FINGERPRINT,
@@ -109,10 +144,12 @@ def train_job(spectra_path, output, *, exclude_candidates=None, store_path=None,
     if exclude_candidates:
         exclude = [lst.true_key for lst in read_candidate_lists(exclude_candidates, store) if lst.true_key]
     cleaning = Cleaning()
-    model, train, table, timings = fit_with_cv(spectra, store, cleaning, exclude, grid=grid, n_folds=n_folds,
-                                               seed=seed, progress=progress, log=log, surrogate=surrogate)
-    save_identifier(output, model, fingerprinter, cleaning, extra={"cv": table, "timings": timings,
-                                                                    "licenses": train.licenses})
+    model, train, table, timings, calibration = fit_with_cv(spectra, store, cleaning, exclude, grid=grid,
+                                                            n_folds=n_folds, seed=seed, progress=progress, log=log,
+                                                            surrogate=surrogate)
+    extra = _model_extra(table, calibration, training_precursor_types(spectra, log), timings=timings,
+                         licenses=train.licenses)
+    save_identifier(output, model, fingerprinter, cleaning, extra=extra)
     return {"model": str(output), "n_train": len(train.spectra), "cv": table, "timings": timings,
             "chosen": {k: _jsonable(v) for k, v in model.get_params().items()}, "weights": model.weights_.tolist()}
 
@@ -123,69 +160,78 @@ def _jsonable(v):
     return v
 
 
-def identify_job(model_path, spectra_path, candidates_path, *, top_k=10, store_path=None, progress=_noop_progress,
-                 log=print):
-    """Rank candidates for every query spectrum.
+#: Precursor type of model files written before models recorded theirs: iokr trained only on the shared
+#: MassBank [M+H]+ spectra then.
+LEGACY_PRECURSOR_TYPES = ("[M+H]+",)
 
-    Candidates: one CSV/TSV/SDF file (shared by every query), a folder or ``.tar.gz`` of lists (a query gets the
-    list whose formula equals its ``formula`` metadata), or a ``.sqlite`` candidate store (looked up by formula).
+
+def model_precursor_types(meta):
+    """Canonical precursor types a model file was trained on (see :data:`LEGACY_PRECURSOR_TYPES`)."""
+    return set((meta.get("extra") or {}).get("precursor_types") or LEGACY_PRECURSOR_TYPES)
+
+
+def identify_job(model_path, spectra_path, candidates_path, settings=None, *, store_path=None,
+                 progress=_noop_progress, log=print):
+    """Rank candidates for every query spectrum of a file (see :mod:`._identify`).
+
+    Parameters
+    ----------
+    model_path : str or Path
+    spectra_path : str or Path
+        MGF, MSP, mzML, mzXML, JSON or MassBank JSONL (plain or gzip).
+    candidates_path : str or Path
+        An indexed structure database, one CSV/TSV/SDF, or a folder / ``.tar.gz`` of per-formula lists.
+    settings : IdentifySettings, optional
 
     Returns
     -------
-    rows : list of dict
-        ``query``, ``formula``, ``rank``, ``inchikey14``, ``structure``, ``score``, ``status``.
+    result : dict
+        ``identifications`` (one dict per query), ``candidates`` (top-k rows), ``candidate_columns``,
+        ``statuses`` (count per status), ``parameters`` (the run's settings and sources).
     """
-    model, fingerprinter, cleaning, _ = load_identifier(model_path)
-    spectra, report = read_spectra(spectra_path, require_precursor=True)
-    log(f"{spectra_path}: {report.summary()}")
-    candidates_path = Path(candidates_path)
-    is_store = candidates_path.suffix in (".sqlite", ".db")
-    store = _store(candidates_path if is_store else store_path, fingerprinter)
-    by_formula, shared = {}, None
-    if not is_store:
-        lists = read_candidate_lists(candidates_path, store)
-        for lst in lists:
-            if lst.n_unparsable:
-                log(f"{lst.name}: {lst.n_unparsable} of {lst.n_rows} structures unparsable (skipped)")
-        if candidates_path.is_file() and not candidates_path.name.endswith((".tar.gz", ".tgz", ".tar")):
-            shared = lists[0]
-        else:
-            for lst in lists:
-                by_formula.setdefault(lst.formula, lst)
-    cleaned = cleaning.single(spectra)
-    cleaned = cleaning.merged(cleaned, groups=list(range(len(cleaned))))[0] if len(cleaned) else cleaned
-    rows, queries, sets_idx, pool, names, offset = [], [], [], [], [], 0
-    for i, meta in enumerate(spectra.metadata):
-        name = meta.get("accession") or f"query{i}"
-        formula = meta.get("formula")
-        if shared is not None:
-            keys, texts = shared.keys, shared.structures
-        elif is_store:
-            keys, texts, _ = store.by_formula(formula) if formula else ([], [], None)
-        else:
-            lst = by_formula.get(formula)
-            keys, texts = (lst.keys, lst.structures) if lst else ([], [])
-        if cleaned.n_peaks[i] == 0:
-            rows.append({"query": name, "formula": formula, "status": "no peaks after cleaning"})
-            continue
-        if not keys:
-            rows.append({"query": name, "formula": formula, "status": "no candidates"})
-            continue
-        queries.append(i)
-        names.append((name, formula, keys, texts))
-        pool.append(store.fingerprints(texts))
-        sets_idx.append(np.arange(offset, offset + len(keys)))
-        offset += len(keys)
-    if queries:
-        from ...decoding import CandidateSets
+    from ._candidate_sources import open_source
+    from ._confidence import Calibration, top_margins
+    from ._identify import IdentifySettings, plan_queries, score_queries
 
-        scores = model.score_sets(cleaned[np.asarray(queries)], CandidateSets(np.concatenate(pool), sets_idx))
-        for (name, formula, keys, texts), s in zip(names, scores):
-            order = np.argsort(-s, kind="stable")[:top_k]
-            for r, j in enumerate(order, 1):
-                rows.append({"query": name, "formula": formula, "rank": r, "inchikey14": keys[j],
-                             "structure": texts[j], "score": float(s[j]), "status": "ok"})
-    return rows
+    settings = IdentifySettings() if settings is None else settings
+    model, fingerprinter, cleaning, meta = load_identifier(model_path)
+    adducts = model_precursor_types(meta)
+    calibration = (meta.get("extra") or {}).get("calibration")
+    calibration = Calibration.from_dict(calibration) if calibration else None
+    spectra, report = read_spectra(spectra_path, require_precursor=False, keep_empty=True)
+    log(f"{spectra_path}: {report.summary()}")
+    source = open_source(candidates_path, fingerprinter, store_path)
+    log(f"candidates: {source.describe()}")
+    cleaned = cleaning.single(spectra)
+    cleaned = cleaning.merged(cleaned, groups=list(range(len(cleaned))))[0]
+    queries = plan_queries(spectra, cleaned.n_peaks, adducts, source, settings)
+    n_ok = sum(q.status == "ok" for q in queries)
+    identifications, candidates = {}, []
+    for q, scores in score_queries(model, cleaned, queries, source, fingerprinter, settings,
+                                   progress(n_ok, "scoring queries")):
+        order = np.argsort(-scores, kind="stable")[:settings.top_k]
+        margins, sizes, _ = top_margins([scores])
+        confidence = calibration.probability(margins, sizes)[0] if calibration is not None else None
+        records = source.records(q.candidates[order])
+        for rank, (j, record) in enumerate(zip(order, records), 1):
+            candidates.append({"query_id": q.query_id, "rank": rank, **record, "score": f"{scores[j]:.6g}"})
+        identifications[q.row] = {**records[0], "score": f"{scores[order[0]]:.6g}",
+                                  "confidence": "" if confidence is None else f"{confidence:.3f}"}
+    rows, statuses = [], {}
+    for q in queries:
+        statuses[q.status] = statuses.get(q.status, 0) + 1
+        rows.append({"query_id": q.query_id, "precursor_mz": "" if not np.isfinite(q.precursor_mz) else
+                     f"{q.precursor_mz:.5f}", "adduct": q.adduct, "query_formula": q.formula, "lookup": q.lookup,
+                     "n_candidates": int(q.candidates.size), **identifications.get(q.row, {}), "status": q.status,
+                     "detail": q.detail})
+    parameters = {"model": str(model_path), "model_precursor_types": sorted(adducts),
+                  "calibrated": calibration is not None, "spectra": str(spectra_path),
+                  "spectra_read": report.summary(), "candidates": str(candidates_path),
+                  "candidate_source": source.describe(), "top_k": settings.top_k, "ppm": settings.ppm,
+                  "query_id_field": settings.query_id_field, "adduct_policy": settings.adduct_policy,
+                  "fingerprint": fingerprinter.params(), "statuses": statuses}
+    return {"identifications": rows, "candidates": candidates, "candidate_columns": source.columns,
+            "statuses": statuses, "parameters": parameters}
 
 
 def evaluate_job(spectra_path, candidates_path, *, store_path=None, fingerprint=DEFAULT_FINGERPRINT, grid=None,
@@ -213,15 +259,18 @@ def evaluate_job(spectra_path, candidates_path, *, store_path=None, fingerprint=
         raise IOKRDataError(f"The candidate lists in {candidates_path} do not name their true structures "
                             "('_id=<InChIKey>' in the file name); they cannot be evaluated.")
     cleaning = Cleaning()
-    model, train, table, timings = fit_with_cv(spectra, store, cleaning, exclude, grid=grid, n_folds=n_folds,
-                                               seed=seed, progress=progress, log=log, surrogate=surrogate)
+    model, train, table, timings, calibration = fit_with_cv(spectra, store, cleaning, exclude, grid=grid,
+                                                            n_folds=n_folds, seed=seed, progress=progress, log=log,
+                                                            surrogate=surrogate)
     timings["candidate_lists_s"] = t_lists
     t0 = time.perf_counter()
-    summary = evaluate_lists(model, spectra, lists, store, cleaning, progress=progress(2, "scoring queries"))
+    summary = evaluate_lists(model, spectra, lists, store, cleaning, progress=progress(2, "scoring queries"),
+                             calibration=calibration)
     timings["scoring_s"] = time.perf_counter() - t0
     timings["total_s"] = time.perf_counter() - t_start
     if model_output:
-        save_identifier(model_output, model, fingerprinter, cleaning, extra={"cv": table})
+        save_identifier(model_output, model, fingerprinter, cleaning,
+                        extra=_model_extra(table, calibration, training_precursor_types(spectra, log)))
     summary.update({
         "spectra_read": report.summary(), "n_unparsable_candidates": n_bad,
         "protocol": "structure-disjoint: the lists' true structures (first InChIKey block) are excluded from "

@@ -58,6 +58,9 @@ def _pair_sum(A_pos, A_int, A_spec, n_a, B, half_width, sigma_mz, sigma_intensit
         # as many A peaks as keep the pair count under max_pairs (at least one)
         base = cum[start - 1] if start else 0
         stop = max(int(np.searchsorted(cum, base + max_pairs, side="right")), start + 1)
+        # End chunks at a spectrum boundary: each spectrum's sums then never depend on the other spectra of the
+        # batch (the same floating-point summation order whatever the batch holds).
+        stop = int(np.searchsorted(A_spec, A_spec[stop - 1], side="right"))
         c = counts[start:stop]
         ia = np.repeat(np.arange(start, stop), c)
         jb = _ranges(lo[start:stop], c)
@@ -160,20 +163,24 @@ class PeakProductKernel(SpectrumKernel):
         pos, inten, spec = _peak_view(A, self.neutral_loss)
         if pos.size == 0:
             return np.zeros(len(A))
-        # Separate spectra on one axis so the window never crosses two spectra.
+        # Separate spectra on one axis so the window never crosses two spectra. The shifted axis only proposes
+        # pairs (with a margin for its rounding); which pairs count and their terms come from the unshifted
+        # positions, so a spectrum's self-similarity never depends on the other spectra of the batch.
         span = float(np.max(np.abs(pos))) + 4 * half + 1.0
         shifted = pos + spec * span
+        slack = 4.0 * np.spacing(float(np.max(np.abs(shifted)))) + half
         order = np.argsort(shifted, kind="stable")
-        sorted_self = _SortedPeaks.__new__(_SortedPeaks)
-        sorted_self.pos, sorted_self.intensity, sorted_self.n = shifted[order], inten[order], 1
-        sorted_self.spec = np.zeros(pos.size, dtype=np.int64)
-        # one "B spectrum" per A spectrum: the accumulator index is the A spectrum itself
-        lo = np.searchsorted(sorted_self.pos, shifted - half, side="left")
-        hi = np.searchsorted(sorted_self.pos, shifted + half, side="right")
+        sorted_pos, sorted_int, sorted_spec = shifted[order], inten[order], spec[order]
+        lo = np.searchsorted(sorted_pos, shifted - slack, side="left")
+        hi = np.searchsorted(sorted_pos, shifted + slack, side="right")
         counts = hi - lo
         ia = np.repeat(np.arange(pos.size), counts)
         jb = _ranges(lo, counts)
-        d = shifted[ia] - sorted_self.pos[jb]
+        d = pos[ia] - pos[order][jb]
+        near = (sorted_spec[jb] == spec[ia]) & (np.abs(d) <= half)
+        ia, jb, d = ia[near], jb[near], d[near]
+        sorted_self = _SortedPeaks.__new__(_SortedPeaks)
+        sorted_self.intensity = sorted_int
         expo = d * d / (4.0 * sigma_mz**2)
         if sigma_int is None:
             val = np.exp(-expo) * inten[ia] * sorted_self.intensity[jb]

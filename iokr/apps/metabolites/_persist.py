@@ -46,6 +46,15 @@ def save_identifier(path, model, fingerprinter, cleaning, extra=None):
     return save_model_file(path, arrays, meta, kind=KIND)
 
 
+def load_fingerprinter(path):
+    """The :class:`Fingerprinter` of a model file (for indexing a structure database with its fingerprints)."""
+    _, meta = load_model_file(path, kind=KIND)
+    try:
+        return Fingerprinter(**meta["fingerprint"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ModelFileError(f"Model file {path} has no usable fingerprint settings ({exc}).") from None
+
+
 def load_identifier(path):
     """Read a model file and rebuild the fitted identifier.
 

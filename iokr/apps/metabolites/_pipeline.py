@@ -460,7 +460,7 @@ def _topk(ranks, n):
             for k in TOP_K}
 
 
-def evaluate_lists(model, spectra, lists, store, cleaning, progress=None):
+def evaluate_lists(model, spectra, lists, store, cleaning, progress=None, calibration=None):
     """Rank every list's candidates for the spectra of its true structure.
 
     Parameters
@@ -475,7 +475,8 @@ def evaluate_lists(model, spectra, lists, store, cleaning, progress=None):
     -------
     summary : dict
         ``per_structure``, ``per_spectrum`` (top-k percentages), ``published`` (when lists have scores),
-        ``lists`` (per-list details), counts.
+        ``lists`` (per-list details), counts; with a ``calibration``, ``confidence`` (its reliability per
+        structure and per spectrum, :func:`~._confidence.calibration_report`).
     """
     cleaned = cleaning.single(spectra)
     keys = np.array(cleaned.structure_keys())
@@ -534,6 +535,13 @@ def evaluate_lists(model, spectra, lists, store, cleaning, progress=None):
         details[li]["spectrum_ranks"] = r
         details[li]["spectrum_accessions"] = [cleaned.metadata[i].get("accession") for i in rows]
         spec_ranks.extend(r)
+    if calibration is not None:
+        from ._confidence import calibration_report
+
+        truth = [lists[li].true_index for li, _ in structure_queries]
+        spec_truth = [lists[li].true_index for li, rows in structure_queries for _ in range(rows.size)]
+        out["confidence"] = {"per_structure": calibration_report(calibration, scores, truth),
+                             "per_spectrum": calibration_report(calibration, spec_scores, spec_truth)}
     struct_ranks = [details[i]["rank"] if details[i]["rank"] is not None else np.nan for i in evaluable]
     out["per_structure"] = _topk(struct_ranks, len(evaluable))
     out["per_spectrum"] = _topk(spec_ranks, len(spec_ranks))

@@ -156,7 +156,7 @@ def read_massbank_jsonl(path, *, require_precursor=True, require_structure=False
                     "name": _text(rec.get("name")), "inchikey": inchikey, "inchi": _text(rec.get("inchi")),
                     "smiles": _text(rec.get("smiles")),
                     "formula": _text(rec.get("formula_rdkit") or rec.get("formula_record") or rec.get("formula")),
-                    "source": _text(rec.get("source_path")),
+                    "source": _text(rec.get("source_path")), "adduct": _text(rec.get("precursor_type")),
                 })
                 report.n_read += 1
         except (OSError, EOFError, UnicodeDecodeError, zlib.error) as exc:
@@ -166,85 +166,204 @@ def read_massbank_jsonl(path, *, require_precursor=True, require_structure=False
     return _finish(peak_lists, precursors, metadata, report, path, require_precursor)
 
 
-def _from_matchms(records, path, require_precursor):
+#: Metadata carried from a spectrum file to the outputs: the user's identities and the precursor ion.
+IDENTITY_KEYS = ("feature_id", "scans", "title", "spectrum_id", "adduct", "ion_mode", "charge")
+
+
+def _record_metadata(get, rid, index, path):
+    """One spectrum's metadata from a harmonized record (``get(key)``): structure, identities, precursor ion."""
+    meta = {"accession": rid, "license": _text(get("license")), "name": _text(get("name")),
+            "inchikey": _text(get("inchikey")), "inchi": _text(get("inchi")), "smiles": _text(get("smiles")),
+            "formula": _text(get("formula")), "source": str(path), "record": index}
+    for key in IDENTITY_KEYS:
+        value = _text(get(key))
+        if value is not None and value.strip() and value.strip().lower() not in ("none", "nan", "n/a", "na"):
+            meta[key] = value.strip()
+    return meta
+
+
+def _from_records(records, path, require_precursor, keep_empty=False):
+    """Spectra from ``(index, get, peaks)`` records: ``get(key)`` reads the harmonized metadata and ``peaks`` is
+    anything :func:`_check_peaks` accepts. ``keep_empty`` keeps records without peaks or precursor (for queries,
+    which get a status instead of vanishing)."""
     report = ReadReport()
     peak_lists, precursors, metadata = [], [], []
-    for i, s in enumerate(records):
-        if s is None:
-            report.skip(f"record {i}", "unparsable record")
+    for i, get, raw_peaks in records:
+        if get is None:
+            report.skip(f"record {i + 1}", "unparsable record")
             continue
-        get = s.get
-        rid = _text(get("spectrum_id") or get("accession") or get("compound_name")) or f"record {i}"
-        peaks = _check_peaks(np.column_stack([s.peaks.mz, s.peaks.intensities]) if s.peaks is not None else [])
+        rid = _text(get("spectrum_id") or get("accession") or get("name")) or f"record {i + 1}"
+        peaks = _check_peaks(raw_peaks)
         if isinstance(peaks, str):
-            report.skip(rid, peaks)
-            continue
+            if not (keep_empty and peaks == "no peaks"):
+                report.skip(rid, peaks)
+                continue
+            peaks = np.zeros((0, 2))
         precursor = _as_float(get("precursor_mz"))
-        if not precursor > 0:
-            if require_precursor:
+        if not precursor > 0 or not math.isfinite(precursor):
+            if require_precursor and not keep_empty:
                 report.skip(rid, "missing precursor m/z")
                 continue
             precursor = math.nan
         peak_lists.append(peaks)
         precursors.append(precursor)
-        metadata.append({"accession": rid, "license": _text(get("license")), "name": _text(get("compound_name")),
-                         "inchikey": _text(get("inchikey")), "inchi": _text(get("inchi")),
-                         "smiles": _text(get("smiles")), "formula": _text(get("formula")), "source": str(path)})
+        metadata.append(_record_metadata(get, rid, i, path))
         report.n_read += 1
     return _finish(peak_lists, precursors, metadata, report, path, require_precursor)
 
 
+def _text_records(path, fmt):
+    from ._msfiles import harmonize, iter_mgf, iter_msp
+
+    reader = iter_mgf if fmt == "mgf" else iter_msp
+    for index, fields, peaks in reader(path):
+        meta = harmonize(fields)
+        yield index, meta.get, peaks
+
+
 def _matchms_records(path, fmt):
     try:
-        from matchms.importing import load_from_mgf, load_from_msp
+        import logging
+
+        from matchms.importing import load_spectra
     except ImportError:  # pragma: no cover - depends on the environment
-        raise IOKRDataError("Reading MGF/MSP needs matchms: pip install 'iokr[chem]'.") from None
-    loader = load_from_mgf if fmt == "mgf" else load_from_msp
-    records = loader(str(path))
+        raise IOKRDataError(f"Reading {fmt} files needs matchms: pip install 'iokr[chem]'.") from None
+    logging.getLogger("matchms").setLevel(logging.ERROR)
     n_parsed = 0
+    try:
+        # matchms harmonizes metadata keys on load (precursor m/z, charge, ion mode, InChI/SMILES fields, names).
+        records = iter(load_spectra(str(path), metadata_harmonization=True, ftype=fmt))
+    except Exception as exc:  # noqa: BLE001 - matchms/pyteomics raise assorted errors on malformed files
+        raise IOKRDataError(f"Cannot parse {fmt} file {path} ({type(exc).__name__}: {exc})") from None
     while True:
         try:
-            # matchms harmonizes metadata keys on load (PEPMASS -> precursor_mz, InChI/SMILES fields, names).
             s = next(records)
         except StopIteration:
             return
-        except Exception as exc:  # noqa: BLE001 - matchms/pyteomics raise assorted errors (PyteomicsError,
-            # AttributeError, UnicodeDecodeError, ...) on malformed files; only their parsing is wrapped here.
-            raise IOKRDataError(f"Cannot parse {fmt.upper()} file {path} after {n_parsed} records "
+        except Exception as exc:  # noqa: BLE001 - see above; only their parsing is wrapped here
+            raise IOKRDataError(f"Cannot parse {fmt} file {path} after {n_parsed} records "
                                 f"({type(exc).__name__}: {exc})") from None
+        if s is None:
+            yield n_parsed, None, None
+        else:
+            get = s.get
+
+            def harmonized(key, get=get):
+                if key == "ion_mode":
+                    return get("ionmode")
+                if key == "name":
+                    return get("compound_name")
+                return get(key)
+
+            peaks = np.column_stack([s.peaks.mz, s.peaks.intensities]) if s.peaks is not None else []
+            yield n_parsed, harmonized, peaks
         n_parsed += 1
-        yield s
 
 
-def read_spectra(path, *, require_precursor=True, require_structure=False):
-    """Read a spectra file, choosing the reader from the extension.
+def _derive_inchikeys(spectra):
+    """InChIKeys of records that give only a SMILES or an InChI (GNPS/MassBank-style training files), by RDKit."""
+    from ._fingerprints import inchikey, parse_structure
 
-    ``.jsonl`` / ``.jsonl.gz`` / ``.json`` (shared MassBank format), ``.mgf`` and ``.msp`` (via matchms).
+    for meta in spectra.metadata:
+        if not meta.get("inchikey") and (meta.get("inchi") or meta.get("smiles")):
+            mol = parse_structure(meta.get("inchi") or meta.get("smiles"))
+            meta["inchikey"] = inchikey(mol) if mol is not None else None
+
+
+#: Spectrum file formats by file-name ending (``.gz`` allowed after each); JSON is told apart from JSONL by content.
+SPECTRUM_FORMATS = {".mgf": "mgf", ".msp": "msp", ".mzml": "mzml", ".mzxml": "mzxml", ".jsonl": "jsonl",
+                    ".json": "json"}
+
+
+def _spectrum_format(path):
+    name = path.name.lower()
+    name = name[:-3] if name.endswith(".gz") else name
+    fmt = next((f for ext, f in SPECTRUM_FORMATS.items() if name.endswith(ext)), None)
+    if fmt == "json":
+        from ._msfiles import open_text
+
+        with open_text(path) as handle:
+            first = handle.read(4096).lstrip()
+        fmt = "json" if first.startswith("[") else "jsonl"
+    if fmt is None and path.name.lower().endswith(".gz"):
+        fmt = "jsonl"  # the shared MassBank format, as before
+    return fmt
+
+
+def _plain_copy(path, tmp_dir):
+    """``path`` itself, or a decompressed copy of a ``.gz`` file in ``tmp_dir`` for readers that need a plain
+    file path (matchms's mzML/mzXML/JSON readers)."""
+    import gzip
+    import shutil
+
+    if not path.name.lower().endswith(".gz"):
+        return path
+    target = Path(tmp_dir) / path.name[:-3]
+    try:
+        with gzip.open(path, "rb") as src, open(target, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise IOKRDataError(f"Spectra file {path} is not a readable gzip file ({exc}).") from None
+    return target
+
+
+def read_spectra(path, *, require_precursor=True, require_structure=False, keep_empty=False):
+    """Read a spectra file, choosing the reader from the extension (``.gz`` allowed after each).
+
+    ``.mgf`` and ``.msp`` (streaming readers of this package, metadata harmonized as matchms does), ``.mzML``,
+    ``.mzXML`` and ``.json`` (GNPS/matchms JSON) through matchms, ``.jsonl`` (the shared MassBank format).
+
+    Parameters
+    ----------
+    path : str or Path
+    require_precursor : bool, default=True
+        Skip records without a positive precursor m/z.
+    require_structure : bool, default=False
+        Skip records without a structure (training); InChIKeys of records giving only a SMILES or an InChI are
+        derived with RDKit.
+    keep_empty : bool, default=False
+        Keep records without peaks or without precursor m/z (queries: they get a status in the outputs).
 
     Returns
     -------
     spectra : Spectra
+        Metadata per spectrum: ``accession`` (the record's id), ``record`` (0-based position in the file), the
+        structure fields, and when the file gives them ``feature_id``, ``scans``, ``title``, ``adduct``,
+        ``ion_mode``, ``charge``.
     report : ReadReport
     """
     path = Path(path)
     if not path.exists():
         raise IOKRDataError(f"Spectra file {path} does not exist.")
-    name = path.name.lower()
-    if name.endswith((".mgf", ".msp")):
-        fmt = name.rsplit(".", 1)[1]
-        spectra, report = _from_matchms(_matchms_records(path, fmt), path, require_precursor)
-        if require_structure:
-            keys = spectra.field("inchikey")
-            keep = [i for i, k in enumerate(keys) if k]
-            # Report the dropped records like the JSONL reader does, so n_read stays the number returned.
-            for i, k in enumerate(keys):
-                if not k:
-                    report.skip(spectra.metadata[i].get("accession") or f"record {i}", "missing structure")
-            report.n_read = len(keep)
-            if not keep:
-                raise IOKRDataError(f"No spectrum in {path} carries an InChIKey (needed for training).")
-            spectra = spectra[np.asarray(keep)]
+    if not path.is_file():
+        raise IOKRDataError(f"Spectra file {path} is not a regular file.")
+    fmt = _spectrum_format(path)
+    if fmt is None:
+        raise IOKRDataError(f"Unknown spectra format for {path}: expected .mgf, .msp, .mzML, .mzXML, .json or "
+                            ".jsonl, each optionally .gz.")
+    if fmt == "jsonl":
+        spectra, report = read_massbank_jsonl(path, require_precursor=require_precursor and not keep_empty,
+                                              require_structure=require_structure)
         return spectra, report
-    if name.endswith((".jsonl", ".jsonl.gz", ".json", ".json.gz", ".gz")):
-        return read_massbank_jsonl(path, require_precursor=require_precursor, require_structure=require_structure)
-    raise IOKRDataError(f"Unknown spectra format for {path}: expected .jsonl(.gz), .mgf or .msp.")
+    if fmt in ("mgf", "msp"):
+        spectra, report = _from_records(_text_records(path, fmt), path, require_precursor, keep_empty)
+    else:
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="iokr-spectra-") as tmp:
+            plain = _plain_copy(path, tmp)
+            spectra, report = _from_records(_matchms_records(plain, fmt), path, require_precursor, keep_empty)
+    if require_structure:
+        _derive_inchikeys(spectra)
+        keys = spectra.field("inchikey")
+        keep = [i for i, k in enumerate(keys) if k]
+        # Report the dropped records like the JSONL reader does, so n_read stays the number returned.
+        for i, k in enumerate(keys):
+            if not k:
+                report.skip(spectra.metadata[i].get("accession") or f"record {i}", "missing structure")
+        report.n_read = len(keep)
+        if not keep:
+            raise IOKRDataError(f"No spectrum in {path} carries a structure (InChIKey, SMILES or InChI; needed for "
+                                "training).")
+        spectra = spectra[np.asarray(keep)]
+    return spectra, report

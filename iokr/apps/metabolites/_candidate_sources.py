@@ -1,0 +1,112 @@
+"""Where ``identify`` takes each query's candidates from: a structure database, or a collection of lists.
+
+Both sources answer the same three questions: which candidates fit a query (``select``: by canonical formula, or by
+monoisotopic mass within ``[low, high]``), their fingerprints, and their output columns (``records``).
+
+- :class:`DatabaseSource`: an indexed database (``iokr metabolites index``), or one CSV/TSV/SDF indexed in memory;
+- :class:`ListSource`: a folder or ``.tar.gz`` of per-formula lists (``scoring_list=<FORMULA>_...csv``), each
+  list selected by the canonical form of the formula in its name (or of its structures).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ...exceptions import IOKRDataError
+from ._database import CANDIDATE_COLUMNS, StructureDatabase
+from ._formulas import FormulaError, canonical_formula, monoisotopic_mass
+
+
+class DatabaseSource:
+    """Candidates from a :class:`StructureDatabase`."""
+
+    def __init__(self, db):
+        self.db = db
+        self.columns = list(CANDIDATE_COLUMNS) + [c if c not in CANDIDATE_COLUMNS else f"db_{c}"
+                                                  for c in db.user_columns]
+
+    def select(self, formula, low, high):
+        return self.db.by_formula(formula) if formula else self.db.by_mass(low, high)
+
+    def fingerprints(self, ids, fingerprinter):
+        return self.db.fingerprints(ids, fingerprinter)
+
+    def records(self, ids):
+        return self.db.records(ids)
+
+    def describe(self):
+        return f"structure database {self.db.path} ({self.db.n_structures} structures)"
+
+
+class ListSource:
+    """Candidates from per-formula lists (read by :func:`read_candidate_lists`, fingerprints cached in ``store``)."""
+
+    columns = list(CANDIDATE_COLUMNS) + ["structure", "list"]
+
+    def __init__(self, lists, store):
+        self.store = store
+        self.texts, self.list_of, formulas = [], [], []
+        self.by_formula = {}
+        for li, lst in enumerate(lists):
+            try:
+                formula = canonical_formula(lst.formula) if lst.formula else None
+            except FormulaError:
+                formula = None
+            formulas.append(formula)
+            start = len(self.texts)
+            self.texts.extend(lst.structures)
+            self.list_of.extend([li] * len(lst.structures))
+            if formula:
+                self.by_formula.setdefault(formula, []).extend(range(start, len(self.texts)))
+        self.names = [lst.name for lst in lists]
+        self.formulas = formulas
+        self.masses = {f: monoisotopic_mass(f) for f in self.by_formula}
+
+    def select(self, formula, low, high):
+        if formula:
+            return np.asarray(self.by_formula.get(formula, []), dtype=np.int64)
+        rows = [r for f, m in self.masses.items() if low <= m <= high for r in self.by_formula[f]]
+        return np.asarray(sorted(rows), dtype=np.int64)
+
+    def fingerprints(self, ids, fingerprinter):
+        return self.store.fingerprints([self.texts[i] for i in ids])
+
+    def records(self, ids):
+        from ._fingerprints import inchikey, parse_structure
+
+        out = []
+        for i in ids:
+            text, li = self.texts[i], self.list_of[i]
+            mol = parse_structure(text)
+            formula = self.formulas[li] or ""
+            out.append({"identifier": "", "name": "", "inchikey": (inchikey(mol) if mol is not None else "") or "",
+                        "smiles": "" if text.startswith("InChI=") else text, "formula": formula,
+                        "monoisotopic_mass": f"{self.masses[formula]:.5f}" if formula in self.masses else "",
+                        "structure": text, "list": self.names[li]})
+        return out
+
+    def describe(self):
+        return f"{len(self.names)} candidate lists ({len(self.texts)} structures)"
+
+
+def open_source(path, fingerprinter, store_path=None, progress=None):
+    """The candidate source for ``identify --candidates PATH``.
+
+    ``.sqlite`` / ``.db``: an indexed database (opened read-only); a folder or ``.tar(.gz)``: per-formula lists;
+    any other file: one CSV/TSV/SDF indexed in memory (each query still gets only the structures that fit it).
+    """
+    from ._candidates import CandidateStore, read_candidate_lists
+
+    path = Path(path)
+    if not path.exists():
+        raise IOKRDataError(f"Candidates {path} do not exist.")
+    name = path.name.lower()
+    if name.endswith((".sqlite", ".db", ".sqlite3")):
+        return DatabaseSource(StructureDatabase(path))
+    if path.is_dir() or name.endswith((".tar.gz", ".tgz", ".tar")):
+        store = CandidateStore(store_path if store_path else ":memory:", fingerprinter)
+        return ListSource(read_candidate_lists(path, store), store)
+    db, _ = StructureDatabase.build(path, ":memory:", fingerprinter, progress=progress)
+    return DatabaseSource(db)

@@ -1,0 +1,371 @@
+"""A local structure database for candidate lookup: built once from a CSV/TSV/SDF, queried by formula or mass.
+
+``iokr metabolites index DB.csv --output DB.sqlite`` parses every structure with RDKit and stores its canonical
+molecular formula, monoisotopic mass, full InChIKey, fingerprint and every column the user gave; ``identify``
+then selects each query's candidates by canonical formula (any element order in the query) or by neutral mass
+within a ppm window. The file is SQLite (no server); it is opened read-only for queries and refused unless it
+carries this schema's name and version.
+
+Column names of PubChemLite, MetFrag local databases and common exports are recognized (case, spaces and
+underscores ignored): structures from ``SMILES`` (or ``IsomericSMILES``, ``CanonicalSMILES``), else ``InChI``;
+identifiers from ``Identifier``, ``CID``, ``ID``...; names from ``Name``, ``CompoundName``, ``Title``...
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import sqlite3
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+import numpy as np
+
+from ...exceptions import IOKRDataError
+from ._fingerprints import Fingerprinter, inchikey, parse_structure
+from ._formulas import FormulaError, canonical_formula, monoisotopic_mass
+
+SCHEMA = "iokr-structure-database"
+VERSION = 1
+
+STRUCTURE_COLUMNS = ("smiles", "isomericsmiles", "canonicalsmiles", "inchi", "id1", "structure")
+IDENTIFIER_COLUMNS = ("identifier", "id", "cid", "pubchemcid", "compoundid", "dtxsid", "accession", "dbid")
+NAME_COLUMNS = ("name", "compoundname", "title", "iupacname", "synonym")
+#: Columns every candidate gets in the outputs (derived from the structure), before the user's own columns.
+CANDIDATE_COLUMNS = ("identifier", "name", "inchikey", "smiles", "formula", "monoisotopic_mass")
+#: Largest CSV field accepted (bytes): one field of a structure database is a name or a structure.
+MAX_FIELD_BYTES = 1 << 20
+
+
+def _squash(name):
+    return "".join(ch for ch in name.lower() if ch.isalnum())
+
+
+def _pick(columns, wanted):
+    squashed = {_squash(c): c for c in columns}
+    return next((squashed[w] for w in wanted if w in squashed), None)
+
+
+def encode_fingerprint(fp, binary):
+    """Bytes of one fingerprint row: bit-packed for binary kinds, uint8 counts (clipped at 255) otherwise."""
+    fp = np.asarray(fp)
+    return np.packbits(fp > 0).tobytes() if binary else np.clip(fp, 0, 255).astype(np.uint8).tobytes()
+
+
+def decode_fingerprints(blobs, n_features, binary, where):
+    """Fingerprint rows from their bytes, shape (len(blobs), n_features) float32; IOKRDataError naming ``where``
+    when a row has the wrong length."""
+    if not blobs:
+        return np.zeros((0, n_features), dtype=np.float32)
+    width = (n_features + 7) // 8 if binary else n_features
+    if any(not isinstance(b, bytes) or len(b) != width for b in blobs):
+        raise IOKRDataError(f"{where} holds fingerprints that are not {width} bytes long; the file is damaged.")
+    raw = np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(len(blobs), width)
+    if binary:
+        return np.unpackbits(raw, axis=1, count=n_features).astype(np.float32)
+    return raw.astype(np.float32)
+
+
+def _csv_rows(path):
+    """``(columns, rows)`` of a CSV/TSV file (a UTF-8 byte-order mark is dropped; tab-separated when the file name
+    says so or the header holds a tab)."""
+    from ._msfiles import open_text
+
+    csv.field_size_limit(MAX_FIELD_BYTES)
+    handle = open_text(path)
+    first = handle.readline()
+    handle.seek(0)
+    delimiter = "\t" if ".tsv" in path.name.lower() or "\t" in first else ","
+    reader = csv.DictReader((line.lstrip("\ufeff") if i == 0 else line for i, line in enumerate(handle)),
+                            delimiter=delimiter)
+    columns = [c.strip() for c in (reader.fieldnames or [])]
+
+    def rows():
+        with handle:
+            try:
+                for row in reader:
+                    yield {(k or "").strip(): v for k, v in row.items() if k is not None}
+            except csv.Error as exc:
+                raise IOKRDataError(f"Structure database {path}, line {reader.line_num}: {exc}.") from None
+    return columns, rows()
+
+
+def _sdf_rows(path):
+    from ._fingerprints import _rdkit
+
+    Chem = _rdkit()
+    from ._msfiles import open_text
+
+    with open_text(path) as handle:
+        data = handle.read().encode("utf-8")
+    import io
+
+    supplier = Chem.ForwardSDMolSupplier(io.BytesIO(data), sanitize=True)
+    columns = ["name"]
+    out = []
+    for mol in supplier:
+        if mol is None:
+            out.append({"name": "", "smiles": ""})
+            continue
+        row = {"name": mol.GetProp("_Name") if mol.HasProp("_Name") else ""}
+        row.update({k: str(v) for k, v in mol.GetPropsAsDict().items()})
+        row["smiles"] = Chem.MolToSmiles(mol)
+        for k in row:
+            if k not in columns:
+                columns.append(k)
+        out.append(row)
+    return columns, iter(out)
+
+
+def read_structure_rows(path):
+    """``(columns, rows, structure_column)`` of a CSV, TSV or SDF structure file (plain or ``.gz``)."""
+    path = Path(path)
+    if not path.exists():
+        raise IOKRDataError(f"Structure database {path} does not exist.")
+    if not path.is_file():
+        raise IOKRDataError(f"Structure database {path} is not a regular file.")
+    name = path.name.lower().removesuffix(".gz")
+    if name.endswith(".sdf") or name.endswith(".mol"):
+        columns, rows = _sdf_rows(path)
+        return columns, rows, ["smiles"]
+    if not name.endswith((".csv", ".tsv", ".txt")):
+        raise IOKRDataError(f"Structure database {path}: unsupported format; expected .csv, .tsv or .sdf (each "
+                            "optionally .gz).")
+    columns, rows = _csv_rows(path)
+    structure = [c for c in columns if _squash(c) in STRUCTURE_COLUMNS]
+    if not structure:
+        raise IOKRDataError(f"Structure database {path} has no structure column: expected a column named SMILES "
+                            f"or InChI (or {', '.join(STRUCTURE_COLUMNS)}), got {columns}.")
+    structure.sort(key=lambda c: STRUCTURE_COLUMNS.index(_squash(c)))
+    return columns, rows, structure
+
+
+_CREATE = (
+    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE structures (id INTEGER PRIMARY KEY, key14 TEXT NOT NULL, inchikey TEXT NOT NULL, "
+    "smiles TEXT NOT NULL, formula TEXT NOT NULL, mass REAL NOT NULL, fp BLOB NOT NULL, columns TEXT NOT NULL)",
+)
+
+
+class StructureDatabase:
+    """Candidate structures with formula, mass, InChIKey, fingerprint and the user's columns (SQLite).
+
+    Open an existing database with ``StructureDatabase(path)`` (read-only); build one with :meth:`build`.
+
+    Attributes
+    ----------
+    path : str
+    fingerprint : dict
+        The parameters of the stored fingerprints (:meth:`Fingerprinter.params`).
+    user_columns : list of str
+        The source file's columns, in order.
+    n_structures : int
+    """
+
+    def __init__(self, path, *, _connection=None):
+        self.path = str(path)
+        if _connection is None:
+            path = Path(path)
+            if not path.is_file():
+                raise IOKRDataError(f"Structure database {path} does not exist (build it with 'iokr metabolites "
+                                    "index').")
+            try:
+                _connection = sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=ro", uri=True)
+            except sqlite3.Error as exc:
+                raise IOKRDataError(f"Structure database {path} cannot be opened ({exc}).") from None
+        self.db = _connection
+        try:
+            meta = dict(self.db.execute("SELECT key, value FROM meta").fetchall())
+        except sqlite3.DatabaseError:
+            meta = {}
+        if meta.get("schema") != SCHEMA:
+            raise IOKRDataError(f"{self.path} is not an iokr structure database (no '{SCHEMA}' schema); build one "
+                                "from a CSV/TSV/SDF with 'iokr metabolites index'.")
+        if meta.get("version") != str(VERSION):
+            raise IOKRDataError(f"Structure database {self.path} has schema version {meta.get('version')!r}; this "
+                                f"iokr reads version {VERSION}: rebuild it with 'iokr metabolites index'.")
+        try:
+            self.fingerprint = json.loads(meta["fingerprint"])
+            self.user_columns = json.loads(meta["columns"])
+            self.n_structures = int(meta["n_structures"])
+            self.fingerprinter = Fingerprinter(**self.fingerprint)
+        except (KeyError, ValueError, TypeError) as exc:
+            raise IOKRDataError(f"Structure database {self.path} has damaged metadata ({exc}).") from None
+
+    # -- building ---------------------------------------------------------------------------------------------------
+    @classmethod
+    def build(cls, source, output, fingerprinter=None, progress=None):
+        """Parse every structure of ``source`` and write the database ``output`` (``":memory:"`` for a temporary
+        one). Rows RDKit rejects are counted; rows whose first InChIKey block repeats an earlier row are merged
+        into it (the first row's columns kept).
+
+        Parameters
+        ----------
+        source : str or Path
+            CSV, TSV or SDF (see the module docstring for the recognized columns).
+        output : str or Path
+            The database file, written whole or not at all (through a temporary file and a rename).
+        fingerprinter : Fingerprinter, optional
+        progress : callable, optional
+            Called with the number of rows read so far, every 1,000 rows.
+
+        Returns
+        -------
+        db : StructureDatabase
+        stats : dict
+            ``n_rows``, ``n_structures``, ``n_unparsable``, ``n_duplicates``, ``seconds``, ``structures_per_s``.
+        """
+        fingerprinter = Fingerprinter() if fingerprinter is None else fingerprinter
+        t0 = time.perf_counter()
+        columns, rows, structure_columns = read_structure_rows(source)
+        if str(output) == ":memory:":
+            connection, tmp = sqlite3.connect(":memory:"), None
+        else:
+            output = Path(output)
+            tmp = output.with_name(f".{output.name}.tmp-{time.time_ns()}")
+            connection = sqlite3.connect(tmp)
+        try:
+            stats = cls._fill(connection, columns, rows, structure_columns, fingerprinter, progress)
+            meta = {"schema": SCHEMA, "version": str(VERSION), "fingerprint": json.dumps(fingerprinter.params()),
+                    "columns": json.dumps(columns), "n_structures": str(stats["n_structures"]),
+                    "source": Path(source).name, "n_rows": str(stats["n_rows"]),
+                    "n_unparsable": str(stats["n_unparsable"])}
+            connection.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
+            connection.execute("CREATE INDEX by_formula ON structures (formula)")
+            connection.execute("CREATE INDEX by_mass ON structures (mass)")
+            connection.commit()
+            if tmp is not None:
+                connection.close()
+                tmp.replace(output)
+                connection = None
+        except BaseException:
+            if connection is not None:
+                connection.close()
+            if tmp is not None:
+                tmp.unlink(missing_ok=True)
+            raise
+        stats["seconds"] = time.perf_counter() - t0
+        stats["structures_per_s"] = stats["n_rows"] / max(stats["seconds"], 1e-9)
+        db = cls(output) if tmp is not None else cls(":memory:", _connection=connection)
+        return db, stats
+
+    @staticmethod
+    def _fill(connection, columns, rows, structure_columns, fingerprinter, progress):
+        for statement in _CREATE:
+            connection.execute(statement)
+        id_col, name_col = _pick(columns, IDENTIFIER_COLUMNS), _pick(columns, NAME_COLUMNS)
+        seen, batch = set(), []
+        n_rows = n_bad = n_dup = 0
+        for row in rows:
+            n_rows += 1
+            text = next((row.get(c) for c in structure_columns if (row.get(c) or "").strip()), None)
+            mol = parse_structure(text) if text else None
+            key = inchikey(mol) if mol is not None else None
+            if key is None:
+                n_bad += 1
+                continue
+            if key[:14] in seen:
+                n_dup += 1
+                continue
+            seen.add(key[:14])
+            try:
+                formula = canonical_formula(_formula_of(mol))
+                mass = monoisotopic_mass(formula)
+            except FormulaError:
+                n_bad += 1
+                continue
+            fp, _ = fingerprinter.transform([mol])
+            smiles = text if not text.startswith("InChI=") else _smiles_of(mol)
+            user = {c: row.get(c, "") for c in columns}
+            user["__identifier"] = row.get(id_col, "") if id_col else ""
+            user["__name"] = row.get(name_col, "") if name_col else ""
+            batch.append((key[:14], key, smiles, formula, mass, encode_fingerprint(fp[0], fingerprinter.binary),
+                          json.dumps(user, ensure_ascii=False)))
+            if len(batch) >= 1000:
+                connection.executemany("INSERT INTO structures (key14, inchikey, smiles, formula, mass, fp, "
+                                       "columns) VALUES (?, ?, ?, ?, ?, ?, ?)", batch)
+                batch = []
+            if progress is not None and n_rows % 1000 == 0:
+                progress(n_rows)
+        connection.executemany("INSERT INTO structures (key14, inchikey, smiles, formula, mass, fp, columns) "
+                               "VALUES (?, ?, ?, ?, ?, ?, ?)", batch)
+        if progress is not None:
+            progress(n_rows)
+        return {"n_rows": n_rows, "n_structures": len(seen), "n_unparsable": n_bad, "n_duplicates": n_dup}
+
+    # -- queries ----------------------------------------------------------------------------------------------------
+    def _ids(self, sql, args):
+        try:
+            return np.array([r[0] for r in self.db.execute(sql, args)], dtype=np.int64)
+        except sqlite3.DatabaseError as exc:
+            raise IOKRDataError(f"Structure database {self.path} cannot be read ({exc}).") from None
+
+    def by_formula(self, formula):
+        """Row ids of the structures of one canonical formula (in database order)."""
+        return self._ids("SELECT id FROM structures WHERE formula = ? ORDER BY id", (formula,))
+
+    def by_mass(self, low, high):
+        """Row ids of the structures with ``low <= monoisotopic mass <= high`` (in database order)."""
+        return self._ids("SELECT id FROM structures WHERE mass BETWEEN ? AND ? ORDER BY id", (low, high))
+
+    def _rows(self, ids, columns):
+        out = {}
+        ids = [int(i) for i in ids]
+        try:
+            for start in range(0, len(ids), 900):
+                chunk = ids[start:start + 900]
+                q = f"SELECT id, {columns} FROM structures WHERE id IN ({','.join('?' * len(chunk))})"
+                for row in self.db.execute(q, chunk):
+                    out[row[0]] = row[1:]
+        except sqlite3.DatabaseError as exc:
+            raise IOKRDataError(f"Structure database {self.path} cannot be read ({exc}).") from None
+        missing = [i for i in ids if i not in out]
+        if missing:
+            raise IOKRDataError(f"Structure database {self.path} lost rows {missing[:5]} while being read.")
+        return [out[i] for i in ids]
+
+    def fingerprints(self, ids, fingerprinter=None):
+        """Fingerprints of rows ``ids``, shape (len(ids), n_features) float32; recomputed from the stored SMILES
+        when ``fingerprinter`` has other parameters than the stored ones."""
+        if fingerprinter is not None and fingerprinter.params() != self.fingerprint:
+            smiles = [r[0] for r in self._rows(ids, "smiles")]
+            F, ok = fingerprinter.transform(smiles)
+            return F
+        blobs = [r[0] for r in self._rows(ids, "fp")]
+        return decode_fingerprints(blobs, self.fingerprinter.n_features, self.fingerprinter.binary,
+                                   f"Structure database {self.path}")
+
+    def records(self, ids):
+        """The output columns of rows ``ids``: :data:`CANDIDATE_COLUMNS`, then the user's columns."""
+        out = []
+        for key14, key, smiles, formula, mass, columns in self._rows(ids, "key14, inchikey, smiles, formula, "
+                                                                       "mass, columns"):
+            if not key14 or not key or not formula:
+                raise IOKRDataError(f"Structure database {self.path} holds a row without InChIKey or formula; "
+                                    "the file is damaged: rebuild it with 'iokr metabolites index'.")
+            try:
+                user = json.loads(columns)
+            except ValueError:
+                raise IOKRDataError(f"Structure database {self.path} holds damaged columns.") from None
+            record = {"identifier": user.pop("__identifier", ""), "name": user.pop("__name", ""), "inchikey": key,
+                      "smiles": smiles, "formula": formula, "monoisotopic_mass": f"{mass:.5f}"}
+            for column, value in user.items():
+                record[column if column not in record else f"db_{column}"] = value
+            out.append(record)
+        return out
+
+    def close(self):
+        self.db.close()
+
+
+def _formula_of(mol):
+    from rdkit.Chem.rdMolDescriptors import CalcMolFormula
+
+    return CalcMolFormula(mol)
+
+
+def _smiles_of(mol):
+    from ._fingerprints import _rdkit
+
+    return _rdkit().MolToSmiles(mol)

@@ -1,0 +1,194 @@
+"""``identify``: rank candidate structures for query spectra, with a status for every query.
+
+For each query, in order: usable peaks, a precursor m/z, a precursor ion type the model was trained on, then its
+candidates: by canonical molecular formula when the query gives one, else by neutral mass (from the precursor m/z
+and the adduct) within ``ppm``. Queries that pass are scored in batches (each batch's candidates fingerprinted once,
+shared between its queries); every other query keeps a row with the reason. Results are two tables in the style of
+SIRIUS: one row per query (the top hit, its score and confidence) and the top-k candidates per query.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ._adducts import AdductError, ion_mode_of, parse_adduct
+from ._formulas import FormulaError, canonical_formula
+
+#: Where the query id comes from when ``query_id_field`` is not given: the first field present.
+QUERY_ID_FIELDS = ("feature_id", "scans", "title", "spectrum_id")
+ADDUCT_POLICIES = ("refuse", "assume")
+#: Precursor m/z above this are refused as implausible for small molecules (and would break m/z arithmetic).
+MAX_PRECURSOR_MZ = 5000.0
+
+#: Columns of ``structure_identifications.tsv`` before the candidate's own columns.
+QUERY_COLUMNS = ("query_id", "precursor_mz", "adduct", "query_formula", "lookup", "n_candidates")
+RESULT_COLUMNS = ("score", "confidence", "status", "detail")
+
+
+@dataclass(frozen=True)
+class IdentifySettings:
+    """Options of :func:`identify` (the command line's ``identify`` flags).
+
+    Attributes
+    ----------
+    top_k : int
+        Candidates written per query.
+    ppm : float
+        Mass window (parts per million of the neutral mass) when a query has no formula.
+    query_id_field : str or None
+        Metadata field naming each query (lower case, e.g. ``"feature_id"``); ``None``: the first of
+        :data:`QUERY_ID_FIELDS` present, else the record's 1-based position.
+    adduct_policy : {"refuse", "assume"}
+        A query whose adduct the model was not trained on: status ``unsupported adduct`` (``"refuse"``), or ranked
+        with the model all the same and a warning in ``detail`` (``"assume"``).
+    batch_size : int
+        Queries scored together (memory grows with the batch's distinct candidates).
+    """
+
+    top_k: int = 10
+    ppm: float = 10.0
+    query_id_field: str | None = None
+    adduct_policy: str = "refuse"
+    batch_size: int = 256
+
+
+@dataclass
+class Query:
+    """One query's identity, the lookup it gets, and its outcome."""
+
+    row: int
+    query_id: str
+    precursor_mz: float
+    adduct: str = ""
+    formula: str = ""
+    lookup: str = ""
+    status: str = "ok"
+    detail: str = ""
+    candidates: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+
+def query_id(meta, index, field=None):
+    """The id of a query: ``field`` of its metadata, else the first of :data:`QUERY_ID_FIELDS`, else its
+    1-based position in the file."""
+    fields = (field,) if field else QUERY_ID_FIELDS
+    for name in fields:
+        value = meta.get(name)
+        if value not in (None, ""):
+            return str(value)
+    return str(int(meta.get("record", index)) + 1)
+
+
+def _charge_sign(text):
+    if not isinstance(text, str) or not text.strip():
+        return 0
+    t = text.strip()
+    return -1 if "-" in t else (1 if any(ch.isdigit() for ch in t) or "+" in t else 0)
+
+
+def _resolve_adduct(meta, model_adducts, policy):
+    """``(adduct, status, detail)`` of a query against the model's precursor types."""
+    model_names = sorted(model_adducts)
+    model_mode = {parse_adduct(a).ion_mode for a in model_names}
+    text = meta.get("adduct")
+    sign = _charge_sign(meta.get("charge"))
+    mode = ion_mode_of(meta.get("ion_mode")) or ({1: "positive", -1: "negative"}.get(sign))
+    if not text:
+        if mode is not None and mode not in model_mode:
+            return None, "unsupported adduct", f"ion mode {mode}; model: {', '.join(model_names)}"
+        if len(model_names) != 1:
+            return None, "unknown adduct", f"no adduct given and the model has several: {', '.join(model_names)}"
+        return parse_adduct(model_names[0]), "ok", f"no adduct given: assumed {model_names[0]}"
+    try:
+        adduct = parse_adduct(text)
+    except AdductError as exc:
+        return None, "unknown adduct", str(exc)
+    if mode is not None and mode != adduct.ion_mode:
+        return None, "unknown adduct", f"adduct {adduct.name} contradicts ion mode {mode}"
+    if adduct.name in model_adducts:
+        return adduct, "ok", ""
+    if policy == "assume" and adduct.ion_mode in model_mode:
+        return adduct, "ok", f"warning: {adduct.name} ranked with a model trained on {', '.join(model_names)}"
+    return None, "unsupported adduct", f"{adduct.name}; model: {', '.join(model_names)}"
+
+
+def plan_queries(spectra, cleaned_peaks, model_adducts, source, settings):
+    """Every query's id, adduct, lookup and status (``ok`` for those to score) and candidate row ids.
+
+    Parameters
+    ----------
+    spectra : Spectra
+        The queries as read (``keep_empty=True``).
+    cleaned_peaks : ndarray of int, shape (m,)
+        Peaks left per query after cleaning.
+    model_adducts : set of str
+        Canonical precursor types of the model.
+    source : candidate source
+        ``select(formula, low, high) -> ids`` (see :mod:`._candidate_sources`).
+    settings : IdentifySettings
+
+    Returns
+    -------
+    queries : list of Query
+    """
+    queries = []
+    for i, meta in enumerate(spectra.metadata):
+        precursor = float(spectra.precursor_mz[i])
+        q = Query(row=i, query_id=query_id(meta, i, settings.query_id_field), precursor_mz=precursor)
+        queries.append(q)
+        raw_formula = meta.get("formula")
+        if spectra.n_peaks[i] == 0:
+            q.status, q.detail = "no peaks", "the record has no peak with positive intensity"
+            continue
+        if cleaned_peaks[i] == 0:
+            q.status, q.detail = "no peaks after cleaning", "every peak is below 1 % of the base peak or is the precursor"
+            continue
+        if not math.isfinite(precursor):
+            q.status, q.detail = "no precursor m/z", "PEPMASS / precursor m/z missing or not a number"
+            continue
+        if precursor > MAX_PRECURSOR_MZ:
+            q.status, q.detail = "implausible precursor m/z", f"{precursor:g} > {MAX_PRECURSOR_MZ:g}"
+            continue
+        adduct, q.status, q.detail = _resolve_adduct(meta, model_adducts, settings.adduct_policy)
+        if adduct is None:
+            continue
+        q.adduct = adduct.name
+        if raw_formula:
+            try:
+                q.formula = canonical_formula(raw_formula)
+            except FormulaError as exc:
+                q.status, q.detail = "invalid formula", str(exc)
+                continue
+            q.lookup = f"formula {q.formula}"
+            q.candidates = source.select(q.formula, None, None)
+        else:
+            mass = adduct.neutral_mass(precursor)
+            width = mass * settings.ppm * 1e-6
+            q.lookup = f"mass {mass:.5f} +- {settings.ppm:g} ppm"
+            q.candidates = source.select(None, mass - width, mass + width) if mass > 0 else q.candidates
+        if q.candidates.size == 0:
+            q.status, q.detail = "no candidates", f"none for {q.lookup}"
+    return queries
+
+
+def score_queries(model, cleaned, queries, source, fingerprinter, settings, progress=None):
+    """Scores of every ``ok`` query's candidates, in batches; yields ``(query, scores)``.
+
+    Each batch fingerprints the distinct candidates of its queries once (queries sharing a formula share them).
+    Scores of one query do not depend on the other queries of its batch (the spectrum kernels sum each spectrum's
+    terms in an order of its own).
+    """
+    from ...decoding import CandidateSets
+
+    ok = [q for q in queries if q.status == "ok"]
+    for start in range(0, len(ok), settings.batch_size):
+        batch = ok[start:start + settings.batch_size]
+        ids = np.unique(np.concatenate([q.candidates for q in batch]))
+        pool = source.fingerprints(ids, fingerprinter)
+        sets = [np.searchsorted(ids, q.candidates) for q in batch]
+        scores = model.score_sets(cleaned[np.array([q.row for q in batch])], CandidateSets(pool, sets))
+        yield from zip(batch, scores)
+        if progress is not None:
+            progress(min(start + settings.batch_size, len(ok)))

@@ -1,0 +1,150 @@
+"""Streaming readers of MGF and MSP spectrum files (plain or gzip), with the metadata harmonized.
+
+Why not matchms here: importing matchms takes about 4 s (numba) on this machine, which alone exceeds the start-up
+budget of ``iokr metabolites identify``; these two formats are simple line formats, read here in one pass with a cap
+on the line length. The tests check these readers against matchms's on the same files. mzML, mzXML and JSON go
+through matchms (:func:`iokr.apps.metabolites.read_spectra`).
+
+Each record becomes ``(index, fields, peaks)``: the record's 0-based position in the file, its ``KEY=value`` /
+``Key: value`` fields with lower-case keys, and its peak lines as text pairs. :func:`harmonize` maps the fields of
+MZmine, GNPS, MassBank and NIST exports onto one set of names.
+"""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from pathlib import Path
+
+from ...exceptions import IOKRDataError
+
+#: Longest line accepted in a spectrum file (bytes); a longer one is an error naming the file and the line.
+MAX_LINE_BYTES = 1 << 20
+
+#: Field names of other tools (lower case) -> the harmonized name.
+ALIASES = {
+    "pepmass": "precursor_mz", "precursormz": "precursor_mz", "precursor_mz": "precursor_mz",
+    "precursor_m/z": "precursor_mz", "selected_ion_m/z": "precursor_mz",
+    "charge": "charge", "precursor_charge": "charge",
+    "adduct": "adduct", "ion": "adduct", "precursor_type": "adduct", "precursortype": "adduct",
+    "ionmode": "ion_mode", "ion_mode": "ion_mode", "ionmode_": "ion_mode", "polarity": "ion_mode",
+    "formula": "formula", "molecular_formula": "formula", "molecularformula": "formula",
+    "smiles": "smiles", "inchi": "inchi", "inchikey": "inchikey", "inchi_key": "inchikey",
+    "name": "name", "compound_name": "name", "compoundname": "name",
+    "title": "title", "scans": "scans", "feature_id": "feature_id", "featureid": "feature_id",
+    "spectrumid": "spectrum_id", "spectrum_id": "spectrum_id", "db#": "spectrum_id", "accession": "spectrum_id",
+    "license": "license", "licence": "license",
+}
+
+_COMMENT = ("#", ";", "!", "/")
+
+
+def open_text(path):
+    """A text handle on a plain or gzip file (gzip recognized from its content), with undecodable bytes
+    replaced (a stray byte in a comment must not lose the file)."""
+    path = Path(path)
+    with open(path, "rb") as handle:
+        gz = handle.read(2) == b"\x1f\x8b"
+    if gz:
+        return gzip.open(path, "rt", encoding="utf-8", errors="replace", newline=None)
+    return open(path, encoding="utf-8", errors="replace", newline=None)
+
+
+def _lines(path):
+    """Numbered lines of a spectrum file, stripped, each at most :data:`MAX_LINE_BYTES` long."""
+    try:
+        handle = open_text(path)
+    except OSError as exc:
+        raise IOKRDataError(f"Cannot read spectra file {path}: {exc.strerror or exc}.") from None
+    number = 0
+    with handle:
+        try:
+            while True:
+                line = handle.readline(MAX_LINE_BYTES + 1)
+                if not line:
+                    return
+                number += 1
+                if len(line) > MAX_LINE_BYTES and not line.endswith("\n"):
+                    raise IOKRDataError(f"Spectra file {path}: line {number} is longer than {MAX_LINE_BYTES} "
+                                        "characters (the limit iokr.apps.metabolites._msfiles.MAX_LINE_BYTES); "
+                                        "is this a spectrum file?")
+                yield number, line.strip().lstrip("\ufeff")
+        except (OSError, EOFError, zlib.error) as exc:
+            raise IOKRDataError(f"Spectra file {path} is truncated or damaged near line {number + 1} "
+                                f"({type(exc).__name__}: {exc}).") from None
+
+
+def iter_mgf(path):
+    """Records of an MGF file: ``(index, fields, peaks)`` (see the module docstring).
+
+    Global parameters before the first ``BEGIN IONS`` are defaults for every record (as in the MGF format).
+    """
+    defaults, fields, peaks, inside, index = {}, None, None, False, 0
+    for _, line in _lines(path):
+        if not line or line.startswith(_COMMENT):
+            continue
+        upper = line.upper()
+        if upper == "BEGIN IONS":
+            fields, peaks, inside = dict(defaults), [], True
+            continue
+        if upper == "END IONS":
+            if inside:
+                yield index, fields, peaks
+                index += 1
+            inside = False
+            continue
+        key, sep, value = line.partition("=")
+        if sep and not key[:1].isdigit():
+            (fields if inside else defaults)[key.strip().lower()] = value.strip()
+        elif inside:
+            peaks.append(line.split()[:2])
+    if inside:  # a last record without END IONS: kept (files cut short by tools), its peaks as read
+        yield index, fields, peaks
+
+
+def iter_msp(path):
+    """Records of an MSP (NIST) file: ``(index, fields, peaks)``; records are separated by blank lines or start
+    at each ``Name:`` line. Peak lines may hold several ``m/z intensity`` pairs separated by ``;``."""
+    fields, peaks, index, in_peaks = None, [], 0, False
+    for _, line in _lines(path):
+        if not line:
+            if fields is not None:
+                yield index, fields, peaks
+                index += 1
+            fields, peaks, in_peaks = None, [], False
+            continue
+        key, sep, value = line.partition(":")
+        lower = key.strip().lower()
+        if sep and lower == "name" and fields is not None and (peaks or in_peaks):
+            yield index, fields, peaks  # the next record starts without a blank line
+            index += 1
+            fields, peaks, in_peaks = None, [], False
+        is_field = sep and not key[:1].isdigit() and not in_peaks
+        if is_field:
+            fields = {} if fields is None else fields
+            fields[lower] = value.strip()
+            in_peaks = lower == "num peaks"
+            continue
+        if fields is None:
+            fields = {}
+        in_peaks = True
+        for pair in line.split(";"):
+            tokens = pair.replace(",", " ").split()
+            if tokens:
+                peaks.append(tokens[:2])
+    if fields is not None:
+        yield index, fields, peaks
+
+
+def harmonize(fields):
+    """The harmonized metadata of one record: the names of :data:`ALIASES` (first alias present wins), other
+    fields kept under their lower-case names. ``precursor_mz`` keeps only the first token of ``PEPMASS``
+    (``"195.0877 12345"`` is an m/z and an intensity)."""
+    out = {}
+    for key, value in fields.items():
+        name = ALIASES.get(key.replace(" ", "_"), key)
+        if name not in out or not out[name]:
+            out[name] = value
+    if out.get("precursor_mz"):
+        out["precursor_mz"] = out["precursor_mz"].split()[0]
+    return out

@@ -1,0 +1,165 @@
+"""A scientist's own files end to end: an MZmine-style MGF and a structure CSV through ``index`` and ``identify``.
+
+Checks every status, every carried column, and the top hits against a brute-force ranking of the query's
+candidates (selected by hand from the CSV by formula or by mass) with the model itself.
+"""
+
+import csv
+import gzip
+import json
+import tarfile
+
+import numpy as np
+import pytest
+
+from iokr.apps.metabolites import load_identifier, read_spectra
+from iokr.apps.metabolites._adducts import parse_adduct
+from iokr.apps.metabolites._formulas import canonical_formula, monoisotopic_mass
+from iokr.cli.main import main
+from iokr.datasets._metabolites import BUNDLED_METABOLITES
+
+N_TRAIN, N_PER_LIST = 30, 40
+
+
+def _shuffle_formula(formula):
+    """The same formula in reverse element order (C19H23ClN2 -> N2ClH23C19)."""
+    import re
+
+    return "".join(reversed(re.findall(r"[A-Z][a-z]?\d*", formula)))
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """A small model, a structure CSV (BOM, PubChemLite-like columns) and an MZmine-style MGF."""
+    root = tmp_path_factory.mktemp("lab")
+    with tarfile.open(BUNDLED_METABOLITES["candidates"]) as tar:
+        members = sorted((m for m in tar.getmembers() if m.name.endswith(".csv")), key=lambda m: m.size)[:2]
+        lists = [list(csv.DictReader(tar.extractfile(m).read().decode().splitlines())) for m in members]
+        true = [m.name.rsplit("_id=", 1)[1][:14] for m in members]
+    records, train = {k: None for k in true}, {}
+    with gzip.open(BUNDLED_METABOLITES["spectra"], "rt") as handle:
+        for line in handle:
+            rec = json.loads(line)
+            key = rec["inchikey_rdkit"][:14]
+            if key in records and records[key] is None:
+                records[key] = rec
+            elif key not in records and (len(train) < N_TRAIN or key in train):
+                train.setdefault(key, []).append(rec)
+    train_path = root / "train.jsonl"
+    train_path.write_text("\n".join(json.dumps(r) for recs in train.values() for r in recs) + "\n")
+    model = root / "model.npz"
+    assert main(["metabolites", "train", "--spectra", str(train_path), "--output", str(model),
+                 "--alphas", "0.3", "--folds", "2"]) == 0
+    db = root / "structures.csv"
+    with open(db, "w", encoding="utf-8-sig", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["Identifier", "CompoundName", "InChI", "MonoisotopicMass", "Note"])
+        n = 0
+        for rows in lists:
+            for row in rows[:N_PER_LIST]:
+                writer.writerow([f"CID{n}", f"compound {n}", row["id1"], "", "tab\there"])
+                n += 1
+        writer.writerow(["CID-bad", "garbage", "InChI=1S/not-a-structure", "", ""])
+    a, b = (records[k] for k in true)
+    peaks = lambda r: "\n".join(f"{mz} {i}" for mz, i in r["peaks"])  # noqa: E731
+    blocks = [
+        f"FEATURE_ID=101\nSCANS=7\nTITLE=first\nPEPMASS={a['precursor_mz']} 1234\nCHARGE=1+\n"
+        f"FORMULA={_shuffle_formula(a['formula_rdkit'])}\nADDUCT=[M+H]+\n{peaks(a)}",
+        f"FEATURE_ID=102\nPEPMASS={b['precursor_mz']}\nCHARGE=1+\n{peaks(b)}",  # by mass, adduct assumed
+        f"FEATURE_ID=103\nPEPMASS={b['precursor_mz']}\nCHARGE=1+\nADDUCT=[M+Na]+\n{peaks(b)}",
+        f"FEATURE_ID=104\nCHARGE=1+\n{peaks(b)}",  # no precursor
+        f"FEATURE_ID=105\nPEPMASS={b['precursor_mz']}\nCHARGE=1-\n{peaks(b)}",  # negative on a positive model
+        f"FEATURE_ID=106\nPEPMASS=1000.5\nCHARGE=1+\n{peaks(b)}",  # nothing in the mass window
+        f"FEATURE_ID=107\nPEPMASS={b['precursor_mz']}\nFORMULA=C2H6Xq\n{peaks(b)}",
+        f"FEATURE_ID=108\nPEPMASS={b['precursor_mz']}\nADDUCT=[M+Foo]+\n{peaks(b)}",
+        "FEATURE_ID=109\nPEPMASS=200.1\nCHARGE=1+",  # no peaks
+    ]
+    mgf = root / "features.mgf"
+    mgf.write_text("".join(f"BEGIN IONS\n{b}\nEND IONS\n\n" for b in blocks))
+    return {"root": root, "model": model, "db": db, "mgf": mgf, "true": true, "records": (a, b)}
+
+
+def _table(path):
+    with open(path, encoding="utf-8", newline="") as handle:
+        return list(csv.DictReader(handle, delimiter="\t"))
+
+
+def test_index_and_identify_through_the_cli(lab, tmp_path, capsys):
+    store = tmp_path / "structures.sqlite"
+    before = {p: p.read_bytes() for p in (lab["db"], lab["mgf"], lab["model"])}
+    assert main(["metabolites", "index", str(lab["db"]), "--output", str(store), "--model", str(lab["model"])]) == 0
+    assert "1 unparsable" in capsys.readouterr().out
+    out = tmp_path / "results"
+    assert main(["metabolites", "identify", "--model", str(lab["model"]), "--spectra", str(lab["mgf"]),
+                 "--candidates", str(store), "--output", str(out), "--top-k", "5"]) == 0
+    summary = capsys.readouterr().out.strip().splitlines()[-1]
+    assert summary.startswith("9 queries: 2 ok")
+    assert {p: p.read_bytes() for p in before} == before  # inputs untouched
+    ident = {r["query_id"]: r for r in _table(out / "structure_identifications.tsv")}
+    assert list(ident) == [str(i) for i in range(101, 110)]
+    expected = {"101": "ok", "102": "ok", "103": "unsupported adduct", "104": "no precursor m/z",
+                "105": "unsupported adduct", "106": "no candidates", "107": "invalid formula",
+                "108": "unknown adduct", "109": "no peaks"}
+    assert {q: r["status"] for q, r in ident.items()} == expected
+    a, b = lab["records"]
+    assert ident["101"]["lookup"] == f"formula {canonical_formula(a['formula_rdkit'])}"
+    assert ident["102"]["lookup"].startswith("mass ") and "assumed [M+H]+" in ident["102"]["detail"]
+    assert ident["103"]["detail"] == "[M+Na]+; model: [M+H]+"
+    assert "mass 999.49" in ident["106"]["lookup"]
+    for q in ("101", "102"):
+        row = ident[q]
+        assert row["identifier"].startswith("CID") and row["name"].startswith("compound ")
+        assert len(row["inchikey"]) == 27 and row["InChI"].startswith("InChI=") and row["Note"] == "tab\there"
+        assert 0.0 <= float(row["confidence"]) <= 1.0
+    cands = _table(out / "structure_candidates.tsv")
+    assert {c["query_id"] for c in cands} == {"101", "102"}
+    params = json.loads((out / "parameters.json").read_text())
+    assert params["statuses"]["ok"] == 2 and params["model_precursor_types"] == ["[M+H]+"]
+    _check_against_brute_force(lab, cands, ident)
+
+
+def _check_against_brute_force(lab, cands, ident):
+    """Top-5 of each ranked query == the model's own ranking of the CSV rows that fit the query."""
+    model, fingerprinter, cleaning, _ = load_identifier(lab["model"])
+    rows = list(csv.DictReader(open(lab["db"], encoding="utf-8-sig")))
+    from iokr.apps.metabolites import parse_structure
+    from iokr.apps.metabolites._fingerprints import molecular_formula
+
+    parsed = [(r, parse_structure(r["InChI"])) for r in rows]
+    parsed = [(r, m, canonical_formula(molecular_formula(m))) for r, m in parsed if m is not None]
+    spectra, _ = read_spectra(lab["mgf"], keep_empty=True)
+    cleaned = cleaning.merged(cleaning.single(spectra), groups=list(range(len(spectra))))[0]
+    a, b = lab["records"]
+    mass_b = parse_adduct("[M+H]+").neutral_mass(b["precursor_mz"])
+    fits = {"101": [x for x in parsed if x[2] == canonical_formula(a["formula_rdkit"])],
+            "102": [x for x in parsed if abs(monoisotopic_mass(x[2]) - mass_b) <= mass_b * 10e-6]}
+    for q, row in (("101", 0), ("102", 1)):
+        chosen = fits[q]
+        assert int(ident[q]["n_candidates"]) == len(chosen) > 1
+        F, _ = fingerprinter.transform([m for _, m, _ in chosen])
+        scores = model.score_sets(cleaned[np.array([row])], [F])[0]
+        order = np.argsort(-scores, kind="stable")[:5]
+        got = [c for c in cands if c["query_id"] == q]
+        assert [c["identifier"] for c in got] == [chosen[j][0]["Identifier"] for j in order]
+        np.testing.assert_allclose([float(c["score"]) for c in got], scores[order], rtol=1e-5)
+
+
+def test_identify_refuses_to_touch_inputs_and_existing_outputs(lab, tmp_path, capsys):
+    out = tmp_path / "r"
+    common = ["metabolites", "identify", "--model", str(lab["model"]), "--spectra", str(lab["mgf"])]
+    assert main([*common, "--candidates", str(tmp_path / "typo.sqlite"), "--output", str(out)]) == 2
+    assert not (tmp_path / "typo.sqlite").exists() and not out.exists()
+    assert main([*common, "--candidates", str(lab["db"]), "--output", str(out)]) == 0
+    assert main([*common, "--candidates", str(lab["db"]), "--output", str(out)]) == 2
+    assert "--overwrite" in capsys.readouterr().err
+    assert main([*common, "--candidates", str(lab["db"]), "--output", str(out), "--overwrite"]) == 0
+    # a single CSV is filtered per query, never applied to every query
+    ident = {r["query_id"]: r for r in _table(out / "structure_identifications.tsv")}
+    assert ident["106"]["status"] == "no candidates"
+    foreign = tmp_path / "foreign.sqlite"
+    import sqlite3
+
+    sqlite3.connect(foreign).execute("CREATE TABLE t (x)").connection.commit()
+    digest = foreign.read_bytes()
+    assert main([*common, "--candidates", str(foreign), "--output", str(tmp_path / "f")]) == 2
+    assert "not an iokr structure database" in capsys.readouterr().err and foreign.read_bytes() == digest
