@@ -174,7 +174,7 @@ def _record_metadata(get, rid, index, path):
     """One spectrum's metadata from a harmonized record (``get(key)``): structure, identities, precursor ion."""
     meta = {"accession": rid, "license": _text(get("license")), "name": _text(get("name")),
             "inchikey": _text(get("inchikey")), "inchi": _text(get("inchi")), "smiles": _text(get("smiles")),
-            "formula": _text(get("formula")), "source": str(path), "record": index}
+            "formula": _text(get("formula")), "source": str(path), "record": str(index)}
     for key in IDENTITY_KEYS:
         value = _text(get(key))
         if value is not None and value.strip() and value.strip().lower() not in ("none", "nan", "n/a", "na"):

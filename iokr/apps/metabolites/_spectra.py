@@ -12,7 +12,8 @@ import numpy as np
 from ...exceptions import IOKRDataError
 
 #: Metadata kept per spectrum (accession and licence must follow any redistributed record).
-METADATA_KEYS = ("accession", "license", "name", "inchikey", "inchi", "smiles", "formula", "source")
+METADATA_KEYS = ("accession", "license", "name", "inchikey", "inchi", "smiles", "formula", "source", "adduct",
+                 "record", "feature_id", "scans", "title", "spectrum_id", "ion_mode", "charge")
 
 
 class Spectra:

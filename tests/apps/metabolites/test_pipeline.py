@@ -120,20 +120,20 @@ def test_cli_train_identify_evaluate_and_errors(tiny, tmp_path, capsys):
     assert main(["metabolites", "train", "--spectra", str(tiny["spectra"]), "--output", str(model),
                  "--exclude-candidates", str(tiny["lists"]), *common]) == 0
     one_list = next(tiny["lists"].iterdir())
-    out = tmp_path / "ranked.tsv"
+    out = tmp_path / "ranked"
     assert main(["metabolites", "identify", "--model", str(model), "--spectra", str(tiny["spectra"]),
                  "--candidates", str(one_list), "--output", str(out), "--top-k", "3"]) == 0
-    lines = out.read_text().splitlines()
-    assert lines[0].split("\t")[:4] == ["query", "formula", "rank", "inchikey14"] and len(lines) > 3
+    lines = (out / "structure_candidates.tsv").read_text().splitlines()
+    assert lines[0].split("\t")[:4] == ["query_id", "rank", "identifier", "name"] and len(lines) > 3
     # a folder of lists: queries are matched by formula; formulas without a list are reported, not dropped
     assert main(["metabolites", "identify", "--model", str(model), "--spectra", str(tiny["spectra"]),
-                 "--candidates", str(tiny["lists"]), "--output", str(tmp_path / "r.csv")]) == 0
+                 "--candidates", str(tiny["lists"]), "--output", str(tmp_path / "r")]) == 0
     import csv
 
-    table = list(csv.DictReader((tmp_path / "r.csv").open()))
+    table = list(csv.DictReader((tmp_path / "r" / "structure_identifications.tsv").open(), delimiter="\t"))
     statuses = {r["status"] for r in table}
     assert {"ok", "no candidates"} <= statuses <= {"ok", "no candidates", "no peaks after cleaning"}
-    assert all(r["rank"] == "" for r in table if r["status"] != "ok")
+    assert all(r["score"] == "" for r in table if r["status"] != "ok")
     out_dir = tmp_path / "eval"
     assert main(["metabolites", "evaluate", "--spectra", str(tiny["spectra"]), "--candidates", str(tiny["lists"]),
                  "--output", str(out_dir), "--report", *common]) == 0
@@ -145,7 +145,7 @@ def test_cli_train_identify_evaluate_and_errors(tiny, tmp_path, capsys):
     bad = tmp_path / "bad.npz"
     bad.write_bytes(model.read_bytes()[:500])
     cases = [["metabolites", "identify", "--model", str(bad), "--spectra", str(tiny["spectra"]), "--candidates",
-              str(one_list), "--output", str(out)],
+              str(one_list), "--output", str(tmp_path / "new")],
              ["metabolites", "evaluate", "--spectra", str(tmp_path / "nope.jsonl"), "--candidates",
               str(tiny["lists"]), "--output", str(out_dir)],
              ["metabolites", "evaluate", "--spectra", str(tiny["spectra"]), "--candidates", str(tiny["lists"]),
