@@ -247,7 +247,7 @@ def run_identify(args):
         "parameters.json": json.dumps(result["parameters"], indent=2) + "\n",
     }
     _write_folder(out, files, args.overwrite)
-    counts = ", ".join(f"{n} {status}" for status, n in sorted(result["statuses"].items(), key=lambda x: -x[1]))
+    counts = ", ".join(f"{n} {status}" for status, n in sorted(result["statuses"].items(), key=lambda x: (-x[1], x[0])))
     print(f"{len(result['identifications'])} queries: {counts}; tables written to {out}")
     return 0
 

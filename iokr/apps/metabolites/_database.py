@@ -223,8 +223,12 @@ class StructureDatabase:
             connection, tmp = sqlite3.connect(":memory:"), None
         else:
             output = Path(output)
+            output.parent.mkdir(parents=True, exist_ok=True)
             tmp = output.with_name(f".{output.name}.tmp-{time.time_ns()}")
-            connection = sqlite3.connect(tmp)
+            try:
+                connection = sqlite3.connect(tmp)
+            except sqlite3.Error as exc:
+                raise IOKRDataError(f"Cannot write the structure database {output} ({exc}).") from None
         try:
             stats = cls._fill(connection, columns, rows, structure_columns, fingerprinter, progress)
             meta = {"schema": SCHEMA, "version": str(VERSION), "fingerprint": json.dumps(fingerprinter.params()),

@@ -1,0 +1,351 @@
+"""``iokr metabolites index`` / ``identify`` on a lab's own files: building the structure database, and identifying
+MGF spectra against it through the command line (start-up included), against the issue's targets.
+
+Data (all real): the structures are the 60 bundled PubChem candidate lists' InChIs (65,375 distinct strings) plus
+the InChIs of the shared MassBank file (``--data``, default ``/work/shared/data`` when present; 4,930 more); fewer
+than 100,000 distinct structures exist, so the 100,000-row CSV (PubChemLite-style columns Identifier,
+CompoundName, InChI; no SMILES) repeats the first rows after the distinct ones (merged by InChIKey on indexing,
+each repeat still parsed). The queries are MassBank spectra of the lists' true structures (the bundled subset),
+written as an MZmine-style MGF (FEATURE_ID, PEPMASS, CHARGE=1+, MSLEVEL=2, with or without FORMULA).
+
+Rows:
+- index: ``iokr metabolites index`` subprocess on the CSV; rows/s and distinct structures/s, file size.
+- identify 5 spectra: ``iokr metabolites identify`` subprocess (the ready model cached in ``$IOKR_CACHE_DIR``, no
+  ``--model``), wall time with start-up, median of 3; by formula (FORMULA given) and by mass (10 ppm).
+- identify 1,000 spectra: one subprocess; spectra/s after start-up = (1000 - 5) / (t_1000 - t_5); and the same job
+  in-process (``identify_job``, imports and model already loaded once) as the time inside.
+- naive baseline (no store): per query, parse + fingerprint the query's formula candidates (the CSV rows of its
+  formula, known beforehand and not timed) with RDKit, then score; in-process (no start-up), 5 queries timed and
+  the 1,000-query time extrapolated from the first 20. The pre-change ``identify`` code itself is not run
+  side by side (it cannot be imported next to the new one in one process).
+- floors: ``python -c pass``, ``python -c "import numpy"``, ``iokr metabolites identify --help``.
+- profile: ``-X importtime`` of the 5-spectrum formula run (top-level packages by cumulative import time) and
+  cProfile of the same run (top cumulative entries, import-machinery frames left out).
+Timings on a shared 2-core machine under load from other jobs: ``ours_s`` is wall time (an upper bound),
+``ours_cpu_s`` the CPU time (user + sys) of the process (children included for subprocesses).
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import os
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+WORK = Path("/tmp/bench_identify")
+TARGET_5_S = 3.0
+TARGET_RATE = 50.0
+
+
+def _python():
+    return sys.executable
+
+
+def _iokr_script():
+    """The ``iokr`` entry-point script next to this Python (else an equivalent one written to the work folder)."""
+    script = Path(sys.executable).parent / "iokr"
+    if not script.exists():
+        script = WORK / "iokr_main.py"
+        script.write_text("import sys\nfrom iokr.cli.main import main\nsys.exit(main())\n")
+    return str(script)
+
+
+def _children_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def _timed(cmd, env, check=True):
+    """``(wall_s, cpu_s, completed)`` of one subprocess."""
+    c0, t0 = _children_cpu(), time.perf_counter()
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    wall, cpu = time.perf_counter() - t0, _children_cpu() - c0
+    if check and done.returncode != 0:
+        raise RuntimeError(f"{' '.join(map(str, cmd))} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    return wall, cpu, done
+
+
+def _median_run(cmd, env, repeats):
+    runs = [_timed(cmd, env) for _ in range(repeats)]
+    walls = [r[0] for r in runs]
+    k = int(np.argsort(walls)[len(walls) // 2])
+    return statistics.median(walls), runs[k][1], runs[k][2], walls
+
+
+# -- data ---------------------------------------------------------------------------------------------------------
+def _structures(data_dir):
+    """Distinct real structures ``[(inchi, name, formula)]``: the candidate lists' InChIs, then MassBank's."""
+    from iokr.apps.metabolites._formulas import FormulaError, canonical_formula
+    from iokr.datasets._metabolites import BUNDLED_METABOLITES
+
+    seen, out = set(), []
+
+    def add(inchi, name, formula):
+        if inchi and inchi.startswith("InChI=") and inchi not in seen:
+            seen.add(inchi)
+            try:
+                formula = canonical_formula(formula) if formula else ""
+            except FormulaError:
+                formula = ""
+            out.append((inchi, name, formula))
+
+    with tarfile.open(BUNDLED_METABOLITES["candidates"]) as tar:
+        for member in sorted(tar.getmembers(), key=lambda m: m.name):
+            if not member.isfile() or not member.name.endswith(".csv"):
+                continue
+            formula = re.search(r"scoring_list=([A-Za-z0-9]+)_", member.name).group(1)
+            for row in csv.DictReader(io.TextIOWrapper(tar.extractfile(member), encoding="utf-8")):
+                add(row.get("id1", "").strip(), "", formula)
+    n_lists = len(out)
+    shared = Path(data_dir) / "metabolites" / "massbank_ms2_posMH_permissive.jsonl.gz" if data_dir else None
+    if shared is not None and shared.exists():
+        with gzip.open(shared, "rt", encoding="utf-8") as handle:
+            for line in handle:
+                d = json.loads(line)
+                add(d.get("inchi", ""), d.get("name", ""), d.get("formula_rdkit", ""))
+    return out, n_lists
+
+
+def _write_csv(path, structures, n_rows):
+    """PubChemLite-style CSV of ``n_rows`` rows: the distinct structures, then repeats of the first ones."""
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        w = csv.writer(handle)
+        w.writerow(["Identifier", "CompoundName", "InChI"])
+        for i in range(n_rows):
+            inchi, name, _ = structures[i % len(structures)]
+            w.writerow([f"IOKR{i + 1:06d}", name, inchi])
+
+
+def _queries(formulas, n):
+    """``n`` bundled MassBank spectra whose formula is in ``formulas``, the candidate lists' true structures'
+    spectra first (cycled when fewer than ``n``)."""
+    from iokr.apps.metabolites._formulas import FormulaError, canonical_formula
+    from iokr.datasets._metabolites import BUNDLED_METABOLITES
+
+    with tarfile.open(BUNDLED_METABOLITES["candidates"]) as tar:
+        true_keys = {m.name.split("_id=")[1][:14] for m in tar.getmembers() if "_id=" in m.name}
+    first, other = [], []
+    with gzip.open(BUNDLED_METABOLITES["spectra"], "rt", encoding="utf-8") as handle:
+        for line in handle:
+            d = json.loads(line)
+            try:
+                formula = canonical_formula(d["formula_rdkit"])
+            except (FormulaError, KeyError):
+                continue
+            if formula in formulas and d.get("peaks") and d.get("precursor_mz"):
+                d["formula_canonical"] = formula
+                (first if d["inchikey_rdkit"][:14] in true_keys else other).append(d)
+    pool = first + other
+    return [pool[i % len(pool)] for i in range(n)]
+
+
+def _write_mgf(path, records, with_formula):
+    lines = []
+    for i, d in enumerate(records, 1):
+        lines += ["BEGIN IONS", f"FEATURE_ID={i}", f"PEPMASS={d['precursor_mz']}", "CHARGE=1+", "MSLEVEL=2"]
+        if with_formula:
+            lines.append(f"FORMULA={d['formula_rdkit']}")
+        lines += [f"{mz} {intensity}" for mz, intensity in d["peaks"]]
+        lines += ["END IONS", ""]
+    Path(path).write_text("\n".join(lines))
+
+
+def _candidate_counts(out_dir):
+    with open(Path(out_dir) / "structure_identifications.tsv", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle, delimiter="\t"))
+    n = np.array([int(r["n_candidates"] or 0) for r in rows])
+    statuses = {}
+    for r in rows:
+        statuses[r["status"]] = statuses.get(r["status"], 0) + 1
+    return float(n.mean()) if n.size else 0.0, statuses
+
+
+# -- profiles -----------------------------------------------------------------------------------------------------
+def _importtime(cmd, env, top=8):
+    _, _, done = _timed([_python(), "-X", "importtime", *cmd], env)
+    total, rows = 0, []
+    for line in done.stderr.splitlines():
+        m = re.match(r"import time:\s+(\d+)\s+\|\s+(\d+)\s+\|(\s*)(\S+)", line)
+        if not m:
+            continue
+        self_us, cum_us, indent, name = int(m.group(1)), int(m.group(2)), len(m.group(3)), m.group(4)
+        total += self_us
+        if indent == 1:  # top-level imports (the ones the program itself triggered)
+            rows.append((cum_us, name))
+    rows.sort(reverse=True)
+    return total / 1e6, rows[:top]
+
+
+def _cprofile(cmd, env, prof_path, top=10):
+    import pstats
+
+    _timed([_python(), "-m", "cProfile", "-o", str(prof_path), *cmd], env)
+    stats = pstats.Stats(str(prof_path))
+    entries = []
+    for (filename, line, func), (cc, nc, tt, ct, callers) in stats.stats.items():
+        if "importlib._bootstrap" in filename or func in ("<built-in method builtins.exec>",) or \
+                (filename == "~" and "exec" in func):
+            continue
+        short = filename.split("site-packages/")[-1].replace(str(Path.cwd()) + "/", "")
+        short = re.sub(r"^.*/work/main/", "", short)
+        entries.append((ct, tt, nc, f"{short}:{line}({func})"))
+    entries.sort(reverse=True)
+    return entries[:top]
+
+
+# -- naive baseline -----------------------------------------------------------------------------------------------
+def _naive(model_path, mgf, by_formula, n_timed):
+    """Per-query brute force: parse + fingerprint the query's candidates, then score; returns (seconds, n)."""
+    from iokr.apps.metabolites._persist import load_identifier
+    from iokr.apps.metabolites._readers import read_spectra
+
+    model, fingerprinter, cleaning, _ = load_identifier(model_path)
+    spectra, _ = read_spectra(mgf, require_precursor=False, keep_empty=True)
+    cleaned = cleaning.single(spectra)
+    cleaned = cleaning.merged(cleaned, groups=list(range(len(cleaned))))[0]
+    from iokr.apps.metabolites._formulas import canonical_formula
+
+    n = min(n_timed, len(spectra))
+    sizes = []
+    t0 = time.perf_counter()
+    for i in range(n):
+        candidates = by_formula[canonical_formula(spectra.metadata[i]["formula"])]
+        F, _ = fingerprinter.transform(candidates)
+        scores = model.score_sets(cleaned[np.array([i])], [F])[0]
+        np.argsort(-scores, kind="stable")[:10]
+        sizes.append(len(candidates))
+    return time.perf_counter() - t0, n, float(np.mean(sizes))
+
+
+def _in_process(model_path, mgf, db_path):
+    from iokr.apps.metabolites._identify import IdentifySettings
+    from iokr.apps.metabolites._jobs import identify_job
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    result = identify_job(model_path, mgf, db_path, IdentifySettings(), log=lambda *a: None)
+    return time.perf_counter() - t0, time.process_time() - c0, len(result["identifications"])
+
+
+# -- run ----------------------------------------------------------------------------------------------------------
+def run(quick=False, data_dir=None):
+    from iokr.apps.metabolites._default_model import default_model_path, ensure_default_model
+
+    if data_dir is None and Path("/work/shared/data/metabolites").exists():
+        data_dir = "/work/shared/data"
+    work = WORK / ("quick" if quick else "full")
+    work.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("IOKR_CACHE_DIR", str(WORK / "cache"))
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    model_path = ensure_default_model(log=lambda *a: None)
+    assert Path(model_path) == default_model_path()
+    script = _iokr_script()
+    iokr = [_python(), script]
+    rows = []
+
+    # 1. index
+    n_rows = 2000 if quick else 100_000
+    structures, n_from_lists = _structures(data_dir)
+    csv_path, db_path = work / f"structures_{n_rows}.csv", work / f"structures_{n_rows}.sqlite"
+    _write_csv(csv_path, structures, n_rows)
+    wall, cpu, done = _timed([*iokr, "metabolites", "index", str(csv_path), "--output", str(db_path), "--overwrite",
+                              "--model", str(model_path)], env)
+    m = re.search(r"(\d+) structures indexed from (\d+) rows \((\d+) unparsable, (\d+) duplicates", done.stdout)
+    n_struct, n_unparsable, n_dup = int(m.group(1)), int(m.group(3)), int(m.group(4))
+    size_mb = db_path.stat().st_size / 2**20
+    rows.append({"task": f"index {n_rows:,}-row CSV (InChI only) -> SQLite", "n": n_rows, "ours_s": wall,
+                 "ours_cpu_s": cpu, "rate_per_s": n_rows / wall, "target": "(none stated; file size reported)",
+                 "note": f"{n_struct:,} structures kept ({min(n_rows, len(structures)):,} distinct InChI strings "
+                         f"in the CSV: {n_from_lists:,} from the lists, {len(structures) - n_from_lists:,} from "
+                         f"MassBank; {n_dup:,} merged by InChIKey block 1, {n_unparsable} unparsable); "
+                         f"{n_struct / wall:.0f} distinct structures/s; file {size_mb:.1f} MiB "
+                         f"({db_path.stat().st_size / max(n_struct, 1):.0f} B/structure); CSV "
+                         f"{csv_path.stat().st_size / 2**20:.1f} MiB"})
+
+    # the queries: spectra of formulas present in the database
+    formulas = {f for _, _, f in structures[:n_rows] if f}
+    by_formula = {}
+    for inchi, _, f in structures[:n_rows]:
+        by_formula.setdefault(f, []).append(inchi)
+    n_big = 100 if quick else 1000
+    records = _queries(formulas, n_big)
+    mgfs = {}
+    for label, with_formula in (("formula", True), ("mass", False)):
+        for n in (5, n_big):
+            mgfs[label, n] = work / f"queries_{n}_{label}.mgf"
+            _write_mgf(mgfs[label, n], records[:n], with_formula)
+
+    def identify_cmd(mgf, out):
+        return [*iokr, "metabolites", "identify", "--spectra", str(mgf), "--candidates", str(db_path), "--output",
+                str(out), "--overwrite"]
+
+    # 5. floors first (same load conditions as the runs)
+    floors = {}
+    for label, cmd in (("python -c pass", [_python(), "-c", "pass"]),
+                       ("python -c 'import numpy'", [_python(), "-c", "import numpy"]),
+                       ("iokr metabolites identify --help", [*iokr, "metabolites", "identify", "--help"])):
+        med, cpu, _, walls = _median_run(cmd, env, 5)
+        floors[label] = med
+        rows.append({"task": f"floor: {label}", "n": 0, "ours_s": med, "ours_cpu_s": cpu,
+                     "note": f"median of 5 ({', '.join(f'{w:.3f}' for w in walls)})"})
+
+    # 2. 5 spectra, median of 3; 3. n_big spectra
+    t5 = {}
+    for label in ("formula", "mass"):
+        _timed(identify_cmd(mgfs[label, 5], work / "out_warm"), env)  # page cache warm-up, not counted
+        out = work / f"out_5_{label}"
+        med, cpu, _, walls = _median_run(identify_cmd(mgfs[label, 5], out), env, 3)
+        t5[label] = med
+        mean_c, statuses = _candidate_counts(out)
+        rows.append({"task": f"identify 5 spectra by {label} (CLI, start-up included)", "n": 5, "ours_s": med,
+                     "ours_cpu_s": cpu, "target": f"<= {TARGET_5_S:g} s", "meets_target": med <= TARGET_5_S,
+                     "over_python_numpy_floor": med / floors["python -c 'import numpy'"],
+                     "note": f"median of 3 ({', '.join(f'{w:.2f}' for w in walls)}); mean {mean_c:.0f} candidates "
+                             f"per query; statuses {statuses}"})
+    naive_5 = _naive(model_path, mgfs["formula", 5], by_formula, 5)
+    rows.append({"task": "naive: 5 spectra by formula, per-query parse + fingerprint (in-process, no start-up)",
+                 "n": 5, "ours_s": naive_5[0], "ratio_naive_over_ours": naive_5[0] / t5["formula"],
+                 "note": f"mean {naive_5[2]:.0f} candidates per query; ratio against our CLI time WITH its start-up"})
+    for label in ("formula", "mass"):
+        out = work / f"out_{n_big}_{label}"
+        wall, cpu, _ = _timed(identify_cmd(mgfs[label, n_big], out), env)
+        mean_c, statuses = _candidate_counts(out)
+        rate = (n_big - 5) / max(wall - t5[label], 1e-9)
+        inside, inside_cpu, n_ids = _in_process(model_path, mgfs[label, n_big], db_path)
+        row = {"task": f"identify {n_big:,} spectra by {label} (CLI)", "n": n_big, "ours_s": wall,
+               "ours_cpu_s": cpu, "rate_per_s": rate, "target": f">= {TARGET_RATE:g} spectra/s after start-up",
+               "meets_target": rate >= TARGET_RATE, "inside_s": inside, "inside_cpu_s": inside_cpu,
+               "inside_rate_per_s": n_ids / inside,
+               "note": f"rate = ({n_big} - 5) / (t_{n_big} - t_5); inside = identify_job in-process after "
+                       f"imports; mean {mean_c:.0f} candidates per query; statuses {statuses}"}
+        if label == "formula":
+            n_timed = 5 if quick else 20
+            naive = _naive(model_path, mgfs[label, n_big], by_formula, n_timed)
+            naive_total = naive[0] * n_big / naive[1]
+            row.update({"naive_s_extrapolated": naive_total, "ratio_naive_over_ours": naive_total / inside})
+            row["note"] += (f"; naive extrapolated from {naive[1]} queries ({naive[0]:.1f} s, mean {naive[2]:.0f} "
+                            "candidates), ratio against inside_s")
+        rows.append(row)
+
+    # profiles of the 5-spectrum formula run
+    cmd5 = identify_cmd(mgfs["formula", 5], work / "out_prof")
+    total_import, top_imports = _importtime(cmd5[1:], env)
+    rows.append({"task": "profile: -X importtime, all imports (5 spectra, formula)", "n": 5, "ours_s": total_import,
+                 "note": "sum of self times of every import"})
+    for cum_us, name in top_imports:
+        rows.append({"task": f"profile: import {name}", "ours_s": cum_us / 1e6, "note": "cumulative import time"})
+    entries = _cprofile(cmd5[1:], env, work / "identify5.prof")
+    for ct, tt, nc, where in entries:
+        rows.append({"task": f"profile: cProfile {where}", "ours_s": ct, "note": f"cumulative; own {tt:.3f} s; "
+                                                                                  f"{nc} calls"})
+    return rows
