@@ -69,7 +69,7 @@ def _children_cpu():
 def _timed(cmd, env, check=True):
     """``(wall_s, cpu_s, completed)`` of one subprocess."""
     c0, t0 = _children_cpu(), time.perf_counter()
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    done = subprocess.run(cmd, check=False, env=env, capture_output=True, text=True)
     wall, cpu = time.perf_counter() - t0, _children_cpu() - c0
     if check and done.returncode != 0:
         raise RuntimeError(f"{' '.join(map(str, cmd))} failed ({done.returncode}):\n{done.stderr[-3000:]}")
@@ -173,35 +173,40 @@ def _candidate_counts(out_dir):
 
 # -- profiles -----------------------------------------------------------------------------------------------------
 def _importtime(cmd, env, top=8):
+    """``(total_s, roots, slowest)`` of ``-X importtime``: the sum of every import's own time, the top-level
+    packages by cumulative time, and the modules by their own time."""
     _, _, done = _timed([_python(), "-X", "importtime", *cmd], env)
-    total, rows = 0, []
+    total, roots, own = 0, {}, []
     for line in done.stderr.splitlines():
-        m = re.match(r"import time:\s+(\d+)\s+\|\s+(\d+)\s+\|(\s*)(\S+)", line)
+        m = re.match(r"import time:\s+(\d+)\s+\|\s+(\d+)\s+\|\s*(\S+)", line)
         if not m:
             continue
-        self_us, cum_us, indent, name = int(m.group(1)), int(m.group(2)), len(m.group(3)), m.group(4)
+        self_us, cum_us, name = int(m.group(1)), int(m.group(2)), m.group(3)
         total += self_us
-        if indent == 1:  # top-level imports (the ones the program itself triggered)
-            rows.append((cum_us, name))
-    rows.sort(reverse=True)
-    return total / 1e6, rows[:top]
+        own.append((self_us, name))
+        if "." not in name:
+            roots[name] = max(roots.get(name, 0), cum_us)
+    by_root = sorted(((v, k) for k, v in roots.items()), reverse=True)
+    return total / 1e6, by_root[:top], sorted(own, reverse=True)[:5]
 
 
-def _cprofile(cmd, env, prof_path, top=10):
+def _cprofile(cmd, env, prof_path, top=12):
+    """Top cumulative entries of cProfile on ``cmd`` (module bodies and the import machinery left out, so the
+    entries are the functions of the run; lazy imports inside them count in their time)."""
     import pstats
 
     _timed([_python(), "-m", "cProfile", "-o", str(prof_path), *cmd], env)
     stats = pstats.Stats(str(prof_path))
     entries = []
     for (filename, line, func), (cc, nc, tt, ct, callers) in stats.stats.items():
-        if "importlib._bootstrap" in filename or func in ("<built-in method builtins.exec>",) or \
-                (filename == "~" and "exec" in func):
+        if "importlib" in filename or func == "<module>" or "__import__" in func or "builtins.exec" in func or \
+                "cProfile" in filename or "profile.py" in filename or "runpy" in filename:
             continue
-        short = filename.split("site-packages/")[-1].replace(str(Path.cwd()) + "/", "")
-        short = re.sub(r"^.*/work/main/", "", short)
+        short = re.sub(r"^.*(site-packages|/work/main)/", "", filename)
         entries.append((ct, tt, nc, f"{short}:{line}({func})"))
     entries.sort(reverse=True)
-    return entries[:top]
+    total = max(v[3] for v in stats.stats.values())
+    return total, entries[:top]
 
 
 # -- naive baseline -----------------------------------------------------------------------------------------------
@@ -300,15 +305,16 @@ def run(quick=False, data_dir=None):
                      "note": f"median of 5 ({', '.join(f'{w:.3f}' for w in walls)})"})
 
     # 2. 5 spectra, median of 3; 3. n_big spectra
-    t5 = {}
+    t5, c5 = {}, {}
     for label in ("formula", "mass"):
         _timed(identify_cmd(mgfs[label, 5], work / "out_warm"), env)  # page cache warm-up, not counted
         out = work / f"out_5_{label}"
         med, cpu, _, walls = _median_run(identify_cmd(mgfs[label, 5], out), env, 3)
-        t5[label] = med
+        t5[label], c5[label] = med, cpu
         mean_c, statuses = _candidate_counts(out)
         rows.append({"task": f"identify 5 spectra by {label} (CLI, start-up included)", "n": 5, "ours_s": med,
                      "ours_cpu_s": cpu, "target": f"<= {TARGET_5_S:g} s", "meets_target": med <= TARGET_5_S,
+                     "cpu_meets_target": cpu <= TARGET_5_S,
                      "over_python_numpy_floor": med / floors["python -c 'import numpy'"],
                      "note": f"median of 3 ({', '.join(f'{w:.2f}' for w in walls)}); mean {mean_c:.0f} candidates "
                              f"per query; statuses {statuses}"})
@@ -321,13 +327,15 @@ def run(quick=False, data_dir=None):
         wall, cpu, _ = _timed(identify_cmd(mgfs[label, n_big], out), env)
         mean_c, statuses = _candidate_counts(out)
         rate = (n_big - 5) / max(wall - t5[label], 1e-9)
+        cpu_rate = (n_big - 5) / max(cpu - c5[label], 1e-9)
         inside, inside_cpu, n_ids = _in_process(model_path, mgfs[label, n_big], db_path)
         row = {"task": f"identify {n_big:,} spectra by {label} (CLI)", "n": n_big, "ours_s": wall,
-               "ours_cpu_s": cpu, "rate_per_s": rate, "target": f">= {TARGET_RATE:g} spectra/s after start-up",
-               "meets_target": rate >= TARGET_RATE, "inside_s": inside, "inside_cpu_s": inside_cpu,
+               "ours_cpu_s": cpu, "rate_per_s": rate, "cpu_rate_per_s": cpu_rate,
+               "target": f">= {TARGET_RATE:g} spectra/s after start-up",
+               "meets_target": min(rate, cpu_rate) >= TARGET_RATE, "inside_s": inside, "inside_cpu_s": inside_cpu,
                "inside_rate_per_s": n_ids / inside,
-               "note": f"rate = ({n_big} - 5) / (t_{n_big} - t_5); inside = identify_job in-process after "
-                       f"imports; mean {mean_c:.0f} candidates per query; statuses {statuses}"}
+               "note": f"rate = ({n_big} - 5) / (t_{n_big} - t_5) (wall; cpu_rate from CPU times); inside = "
+                       f"identify_job in-process after imports; mean {mean_c:.0f} candidates per query; statuses {statuses}"}
         if label == "formula":
             n_timed = 5 if quick else 20
             naive = _naive(model_path, mgfs[label, n_big], by_formula, n_timed)
@@ -339,13 +347,15 @@ def run(quick=False, data_dir=None):
 
     # profiles of the 5-spectrum formula run
     cmd5 = identify_cmd(mgfs["formula", 5], work / "out_prof")
-    total_import, top_imports = _importtime(cmd5[1:], env)
-    rows.append({"task": "profile: -X importtime, all imports (5 spectra, formula)", "n": 5, "ours_s": total_import,
-                 "note": "sum of self times of every import"})
-    for cum_us, name in top_imports:
-        rows.append({"task": f"profile: import {name}", "ours_s": cum_us / 1e6, "note": "cumulative import time"})
-    entries = _cprofile(cmd5[1:], env, work / "identify5.prof")
+    total_import, roots, slowest = _importtime(cmd5[1:], env)
+    rows.append({"task": "profile: -X importtime, all imports (5 spectra, formula)", "ours_s": total_import,
+                 "note": "sum of the own times of every import; slowest modules by own time: "
+                         + ", ".join(f"{name} {us / 1e6:.3f} s" for us, name in slowest)})
+    for cum_us, name in roots:
+        rows.append({"task": f"profile: import {name}", "ours_s": cum_us / 1e6,
+                     "note": "cumulative import time of the top-level package"})
+    total, entries = _cprofile(cmd5[1:], env, work / "identify5.prof")
     for ct, tt, nc, where in entries:
-        rows.append({"task": f"profile: cProfile {where}", "ours_s": ct, "note": f"cumulative; own {tt:.3f} s; "
-                                                                                  f"{nc} calls"})
+        rows.append({"task": f"profile: cProfile {where}", "ours_s": ct,
+                     "note": f"cumulative (whole run {total:.2f} s under cProfile); own {tt:.3f} s; {nc} calls"})
     return rows

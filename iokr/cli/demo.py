@@ -30,7 +30,7 @@ def run(args):
     summary = jobs.evaluate_job(BUNDLED_METABOLITES["spectra"], BUNDLED_METABOLITES["candidates"],
                                 fingerprint_cache=BUNDLED_METABOLITES["fingerprint_cache"],
                                 grid=None,  # the app's default grid, chosen by CV on the full training data
-                                n_folds=args.folds, progress=_progress, log=_log)
+                                n_folds=args.folds, progress=_progress, log=_log, model_output=out / "model.npz")
     write_json(out / "summary.json", summary)
     print(f"{summary['n_lists_with_spectra']} of {summary['n_lists']} lists have query spectra; "
           f"{summary['n_query_spectra']} query spectra; trained on {summary['n_train_structures']} structures "
@@ -38,5 +38,8 @@ def run(args):
           f"{[round(w, 2) for w in summary['weights']]})")
     print(summary_table(summary))
     png, page = write_report(summary, out)
-    print(f"report: {png}, {page}; summary: {out / 'summary.json'}")
+    print(f"report: {png}, {page}; summary: {out / 'summary.json'}; model: {out / 'model.npz'}")
+    print("identify your own spectra with this model (trained without the 60 lists' true structures):\n"
+          f"  iokr metabolites identify --model {out / 'model.npz'} --spectra YOUR.mgf --candidates "
+          "YOUR_STRUCTURES.csv --output identified/")
     return 0

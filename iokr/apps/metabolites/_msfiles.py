@@ -145,6 +145,6 @@ def harmonize(fields):
         name = ALIASES.get(key.replace(" ", "_"), key)
         if name not in out or not out[name]:
             out[name] = value
-    if out.get("precursor_mz"):
+    if isinstance(out.get("precursor_mz"), str) and out["precursor_mz"].strip():
         out["precursor_mz"] = out["precursor_mz"].split()[0]
     return out

@@ -246,17 +246,12 @@ def _matchms_records(path, fmt):
         if s is None:
             yield n_parsed, None, None
         else:
-            get = s.get
+            from ._msfiles import harmonize
 
-            def harmonized(key, get=get):
-                if key == "ion_mode":
-                    return get("ionmode")
-                if key == "name":
-                    return get("compound_name")
-                return get(key)
-
+            # matchms keeps some fields of other tools as they came (ION, PRECURSOR_TYPE): harmonize them too.
+            meta = harmonize({str(k).lower(): v for k, v in s.metadata.items()})
             peaks = np.column_stack([s.peaks.mz, s.peaks.intensities]) if s.peaks is not None else []
-            yield n_parsed, harmonized, peaks
+            yield n_parsed, meta.get, peaks
         n_parsed += 1
 
 
