@@ -163,3 +163,27 @@ def test_identify_refuses_to_touch_inputs_and_existing_outputs(lab, tmp_path, ca
     digest = foreign.read_bytes()
     assert main([*common, "--candidates", str(foreign), "--output", str(tmp_path / "f")]) == 2
     assert "not an iokr structure database" in capsys.readouterr().err and foreign.read_bytes() == digest
+
+
+def test_training_on_another_precursor_type(lab, tmp_path, capsys):
+    """A GNPS-style MGF of [M+Na]+ spectra with InChI only: the model records [M+Na]+ and refuses [M+H]+."""
+    records = [json.loads(line) for line in (lab["root"] / "train.jsonl").read_text().splitlines()]
+    blocks = [f"BEGIN IONS\nPEPMASS={r['precursor_mz'] + 21.98194}\nCHARGE=1+\nADDUCT=[M+Na]+\nINCHI={r['inchi']}\n"
+              + "\n".join(f"{mz} {i}" for mz, i in r["peaks"]) + "\nEND IONS\n" for r in records if r.get("inchi")]
+    train = tmp_path / "sodium.mgf"
+    train.write_text("".join(blocks))
+    model = tmp_path / "sodium.npz"
+    assert main(["metabolites", "train", "--spectra", str(train), "--output", str(model), "--alphas", "0.3",
+                 "--folds", "2"]) == 0
+    _, _, _, meta = load_identifier(model)
+    assert meta["extra"]["precursor_types"] == ["[M+Na]+"]
+    out = tmp_path / "out"
+    assert main(["metabolites", "identify", "--model", str(model), "--spectra", str(lab["mgf"]), "--candidates",
+                 str(lab["db"]), "--output", str(out)]) == 0
+    ident = {r["query_id"]: r for r in _table(out / "structure_identifications.tsv")}
+    assert ident["101"]["status"] == "unsupported adduct" and ident["101"]["detail"] == "[M+H]+; model: [M+Na]+"
+    assert ident["103"]["status"] == "no candidates"  # [M+Na]+ query: accepted, mass window from its own adduct
+    assert main(["metabolites", "identify", "--model", str(model), "--spectra", str(lab["mgf"]), "--candidates",
+                 str(lab["db"]), "--output", str(tmp_path / "assume"), "--adduct-policy", "assume"]) == 0
+    ident = {r["query_id"]: r for r in _table(tmp_path / "assume" / "structure_identifications.tsv")}
+    assert ident["101"]["status"] == "ok" and ident["101"]["detail"].startswith("warning: [M+H]+ ranked")
