@@ -108,30 +108,77 @@ def _name_fields(name):
     return m.group("formula"), m.group("key")
 
 
+#: Largest candidate list file read (bytes, after decompression): a list is a few thousand structures.
+MAX_LIST_BYTES = 256 << 20
+_LIST_SUFFIXES = (".csv", ".tsv", ".sdf", ".txt")
+
+
+def _read_capped(handle, name, where):
+    """The bytes of one list, read in blocks; IOKRDataError naming it once it exceeds :data:`MAX_LIST_BYTES`."""
+    blocks, size = [], 0
+    while True:
+        block = handle.read(1 << 20)
+        if not block:
+            return b"".join(blocks)
+        size += len(block)
+        if size > MAX_LIST_BYTES:
+            raise IOKRDataError(f"Candidate list {name} in {where} is larger than {MAX_LIST_BYTES >> 20} MiB (the "
+                                "limit iokr.apps.metabolites._candidates.MAX_LIST_BYTES); it is not a candidate list.")
+        blocks.append(block)
+
+
+def _folder_files(path):
+    """Regular list files inside ``path`` (symbolic links, FIFOs and devices are skipped: reading a FIFO blocks,
+    and a link may lead outside the folder)."""
+    root = path.resolve()
+    files = []
+    for p in sorted(path.rglob("*")):
+        if p.suffix.lower() not in _LIST_SUFFIXES or p.is_symlink() or not p.is_file():
+            continue
+        if root not in p.resolve().parents:
+            continue
+        files.append(p)
+    return files
+
+
 def _iter_sources(path):
     """Yield ``(name, bytes)`` of each list file in a tar.gz, a folder or a single file."""
     path = Path(path)
     if not path.exists():
         raise IOKRDataError(f"Candidate path {path} does not exist.")
     if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.suffix.lower() in (".csv", ".tsv", ".sdf", ".txt"))
+        files = _folder_files(path)
         if not files:
             raise IOKRDataError(f"Candidate folder {path} holds no .csv/.tsv/.sdf file.")
         for p in files:
-            yield p.name, p.read_bytes()
+            with open(p, "rb") as handle:
+                yield p.name, _read_capped(handle, p.name, path)
     elif path.name.endswith((".tar.gz", ".tgz", ".tar")):
         try:
             with tarfile.open(path) as tar:
-                members = sorted((m for m in tar.getmembers() if m.isfile()
+                members = sorted((m for m in tar.getmembers() if (m.isfile() or m.islnk())
                                   and m.name.lower().endswith((".csv", ".tsv", ".sdf"))), key=lambda m: m.name)
                 if not members:
                     raise IOKRDataError(f"Candidate archive {path} holds no .csv/.tsv/.sdf file.")
                 for m in members:
-                    yield Path(m.name).name, tar.extractfile(m).read()
+                    if m.size > MAX_LIST_BYTES:
+                        raise IOKRDataError(f"Candidate list {m.name} in {path} is {m.size >> 20} MiB, larger than "
+                                            f"{MAX_LIST_BYTES >> 20} MiB (iokr.apps.metabolites._candidates."
+                                            "MAX_LIST_BYTES); it is not a candidate list.")
+                    handle = tar.extractfile(m)  # hard links resolve to their target's data
+                    if handle is None:
+                        continue
+                    yield Path(m.name).name, _read_capped(handle, m.name, path)
         except (tarfile.TarError, EOFError, OSError) as exc:
             raise IOKRDataError(f"Candidate archive {path} is truncated or corrupted ({exc}).") from None
+    elif path.name.lower().endswith((".zip", ".tar.xz", ".txz", ".tar.bz2", ".tbz2", ".7z", ".rar", ".xz", ".bz2")):
+        raise IOKRDataError(f"Candidate path {path}: unsupported archive format; expected a folder, a .tar(.gz) "
+                            "or one .csv/.tsv/.sdf file.")
+    elif not path.is_file():
+        raise IOKRDataError(f"Candidate path {path} is not a regular file or folder.")
     else:
-        yield path.name, path.read_bytes()
+        with open(path, "rb") as handle:
+            yield path.name, _read_capped(handle, path.name, path.parent)
 
 
 def read_candidate_lists(path, store=None, progress=None):
@@ -168,6 +215,9 @@ def read_candidate_lists(path, store=None, progress=None):
         except (UnicodeDecodeError, csv.Error, IOKRDataError) as exc:
             raise IOKRDataError(f"Candidate list {name}: {exc}") from None
         keys, ok = store.keys_for(structures)
+        if any(good and not key for key, good in zip(keys, ok)):
+            raise IOKRDataError(f"Candidate store {store.path} holds parsed structures without an InChIKey; the "
+                                "file is damaged: delete it to rebuild the cache.")
         lst = CandidateList(name=name, formula=formula, true_key=true_key, n_rows=len(structures))
         best, lst_scores = {}, []
         for i, (s, k, good) in enumerate(zip(structures, keys, ok)):
@@ -446,8 +496,11 @@ def export_fingerprint_cache(store, structures, path):
     keys = [k for k, good in zip(keys, ok) if good]
     F = store.fingerprints(structures)
     csr = sp.csr_matrix(F)
-    np.savez_compressed(
-        path, digest=np.array([_digest(s) for s in structures], dtype="S8"), key14=np.array(keys),
-        formula=np.array([store.formula_of(s) or "" for s in structures]),
-        indptr=csr.indptr.astype(np.int64), cols=csr.indices.astype(np.uint16), vals=csr.data.astype(np.uint8),
-        params=np.array(repr(sorted(store.fingerprinter.params().items()))), n_features=np.array(F.shape[1]))
+    from ...io._atomic import atomic_open
+
+    with atomic_open(path, "wb") as handle:  # a cache is whole or absent
+        np.savez_compressed(
+            handle, digest=np.array([_digest(s) for s in structures], dtype="S8"), key14=np.array(keys),
+            formula=np.array([store.formula_of(s) or "" for s in structures]),
+            indptr=csr.indptr.astype(np.int64), cols=csr.indices.astype(np.uint16), vals=csr.data.astype(np.uint8),
+            params=np.array(repr(sorted(store.fingerprinter.params().items()))), n_features=np.array(F.shape[1]))

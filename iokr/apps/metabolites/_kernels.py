@@ -219,9 +219,9 @@ class BinnedKernel(SpectrumKernel):
         width = check_positive_scalar(self.bin_width, "bin_width", type(self).__name__)
         power = check_positive_scalar(self.power, "power", type(self).__name__)
         pos, inten, spec = _peak_view(spectra, self.neutral_loss)
-        bins = np.floor(pos / width).astype(np.int64)
         n_bins = int(np.ceil(5000.0 / width)) + 1
-        bins = np.clip(bins, 0, n_bins - 1)
+        # Clipped before the integer cast: an absurd m/z (1e17) would overflow int64.
+        bins = np.floor(np.clip(pos / width, 0, n_bins - 1)).astype(np.int64)
         M = sp.csr_matrix((inten**power, (spec, bins)), shape=(len(spectra), n_bins))
         M.sum_duplicates()
         return M

@@ -187,3 +187,27 @@ def test_training_on_another_precursor_type(lab, tmp_path, capsys):
                  str(lab["db"]), "--output", str(tmp_path / "assume"), "--adduct-policy", "assume"]) == 0
     ident = {r["query_id"]: r for r in _table(tmp_path / "assume" / "structure_identifications.tsv")}
     assert ident["101"]["status"] == "ok" and ident["101"]["detail"].startswith("warning: [M+H]+ ranked")
+
+
+def test_query_scores_do_not_depend_on_the_batch(lab):
+    """Each query scored alone, and shuffled among hostile queries (absurd precursor and peak m/z, many peaks):
+    the same scores bit for bit."""
+    from iokr.apps.metabolites import Spectra, concatenate
+
+    model, fingerprinter, cleaning, _ = load_identifier(lab["model"])
+    spectra, _ = read_spectra(lab["mgf"], keep_empty=True)
+    rows = [i for i in range(len(spectra)) if spectra.n_peaks[i] > 0 and np.isfinite(spectra.precursor_mz[i])]
+    queries = cleaning.merged(cleaning.single(spectra[np.array(rows)]), groups=list(range(len(rows))))[0]
+    rng = np.random.default_rng(0)
+    hostile = Spectra.from_peak_lists(
+        [np.column_stack([rng.uniform(1e5, 1e6, 50), rng.uniform(0, 1, 50)]), np.array([[1e-3, 1.0]]),
+         np.column_stack([rng.uniform(50, 500, 400), rng.uniform(0, 1, 400)])],
+        np.array([1e17, 1e-3, 3e3]))
+    F, _ = fingerprinter.transform([r["InChI"] for r in csv.DictReader(open(lab["db"], encoding="utf-8-sig"))][:30])
+    alone = [model.score_sets(queries[np.array([i])], [F])[0] for i in range(len(queries))]
+    order = rng.permutation(len(queries) + len(hostile))
+    batch = concatenate([queries, hostile])[order]
+    mixed = model.score_sets(batch, [F] * len(order))
+    for position, original in enumerate(order):
+        if original < len(queries):
+            np.testing.assert_array_equal(mixed[position], alone[original])
