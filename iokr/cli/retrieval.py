@@ -45,9 +45,12 @@ def print_results(results):
 
 
 def run_evaluate(args):
+    from ..datasets._parallel_text import BUNDLED_PARALLEL_TEXT
+
     directions = list(DIRECTIONS) if args.direction == "both" else [args.direction]
     out_dir = Path(args.output)
-    with output_folder(out_dir, overwrite=args.overwrite, inputs={"--data": args.data}) as tmp:
+    inputs = {"--data": args.data} if args.data is not None else {"bundled --data": BUNDLED_PARALLEL_TEXT}
+    with output_folder(out_dir, overwrite=args.overwrite, inputs=inputs) as tmp:
         n_docs, results = run_retrieval(args.data, directions, args.splits, args.alpha, args.seed)
         print(f"{n_docs} aligned documents, {args.splits} random 50/50 splits, IOKR alpha={args.alpha}")
         print_results(results)

@@ -222,3 +222,21 @@ def test_check_outputs_skips_missing_options_and_accepts_lists(tmp_path):
     check_outputs({"--output": tmp_path / "new", "--report": None}, {"--store": None})
     check_outputs([tmp_path / "new"], [tmp_path / "absent-input"])
     assert _output.is_quiet() is False
+
+
+def test_demo_and_retrieval_refuse_before_any_work(tmp_path, capsys, monkeypatch):
+    from iokr.cli import demo
+    from iokr.datasets import BUNDLED_METABOLITES, BUNDLED_PARALLEL_TEXT
+
+    monkeypatch.setattr(demo, "write_json", None)  # the run must stop before writing anything
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "summary.json").write_text("{}")
+    assert main(["demo", "--output", str(out)]) == 2
+    assert "already exists: pass --overwrite" in capsys.readouterr().err
+    bundled = BUNDLED_METABOLITES["spectra"].parent
+    assert main(["demo", "--output", str(bundled), "--overwrite"]) == 2
+    assert f"contains bundled spectra {BUNDLED_METABOLITES['spectra']}" in capsys.readouterr().err
+    assert main(["retrieval", "evaluate", "--output", str(BUNDLED_PARALLEL_TEXT), "--overwrite"]) == 2
+    assert "is the same file as bundled --data" in capsys.readouterr().err
+    assert BUNDLED_PARALLEL_TEXT.stat().st_size > 0 and (out / "summary.json").read_text() == "{}"
