@@ -70,7 +70,13 @@ def log(message):
     message : str
         The line, without its newline.
     """
-    if not _quiet:
+    if _quiet:
+        return
+    if "tqdm" in sys.modules and getattr(sys.stderr, "isatty", lambda: False)():
+        from tqdm import tqdm
+
+        tqdm.write(message, file=sys.stderr)  # above a live bar, which is redrawn below
+    else:
         print(message, file=sys.stderr, flush=True)
 
 
@@ -179,6 +185,8 @@ def output_folder(path, *, overwrite=False, inputs=(), option="--output"):
     check_outputs({option: path}, inputs, overwrite=overwrite)
     if path.exists() and not path.is_dir():
         raise CommandError(f"{option} {path} is a file: expected a folder.")
+    if path.is_symlink():  # a link to the results' real place: replace the folder it points to, keep the link
+        path = Path(os.path.realpath(path))
     with atomic_folder(path) as tmp:
         yield tmp
 

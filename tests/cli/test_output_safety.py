@@ -240,3 +240,15 @@ def test_demo_and_retrieval_refuse_before_any_work(tmp_path, capsys, monkeypatch
     assert main(["retrieval", "evaluate", "--output", str(BUNDLED_PARALLEL_TEXT), "--overwrite"]) == 2
     assert "is the same file as bundled --data" in capsys.readouterr().err
     assert BUNDLED_PARALLEL_TEXT.stat().st_size > 0 and (out / "summary.json").read_text() == "{}"
+
+
+def test_output_folder_through_a_symbolic_link_replaces_the_target_and_keeps_the_link(tmp_path):
+    real = tmp_path / "scratch" / "results"
+    real.mkdir(parents=True)
+    (real / "old.txt").write_text("old")
+    link = tmp_path / "results"
+    link.symlink_to(real)
+    with output_folder(link, overwrite=True) as tmp:
+        (tmp / "new.txt").write_text("new")
+    assert link.is_symlink() and sorted(p.name for p in link.iterdir()) == ["new.txt"]
+    assert _temporaries(real.parent) == [] and _temporaries(tmp_path) == []

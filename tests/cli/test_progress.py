@@ -109,3 +109,19 @@ def test_quiet_option_reaches_the_subcommands(tmp_path, capsys, argv_quiet):
     else:
         assert err.splitlines()[0] == "en-es splits: started (2)" and "en-es splits: done in" in err
     assert not _output.is_quiet()  # restored after the command
+
+
+def test_log_lines_go_above_a_live_bar(monkeypatch):
+    terminal = FakeTerminal()
+    monkeypatch.setattr("sys.stderr", terminal)
+    tick = Progress(2, "fits")
+    tick()
+    _output.log("read 12 spectra")
+    tick()
+    text = terminal.getvalue()
+    assert "read 12 spectra\n" in text and text.index("read 12 spectra") < text.index("2/2")
+
+
+def test_log_line_without_terminal(capsys):
+    _output.log("read 12 spectra")
+    assert capsys.readouterr().err == "read 12 spectra\n"
