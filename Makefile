@@ -14,7 +14,7 @@ venv: $(BIN)/activate
 	$(BIN)/pip install --quiet -e ".[$(EXTRAS)]"
 
 demo: venv
-	$(BIN)/iokr demo --output results/demo
+	$(BIN)/iokr demo --output results/demo --overwrite
 
 test: venv
 	$(BIN)/python -m pytest -q tests

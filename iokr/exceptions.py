@@ -1,14 +1,39 @@
-"""Warning and error categories raised by iokr, so callers can filter them precisely."""
+"""Warning and error categories raised by iokr, so callers can filter them precisely.
 
-from sklearn.exceptions import ConvergenceWarning, NotFittedError
+``ConvergenceWarning`` and ``NotFittedError`` are scikit-learn's own classes (so filters and ``except`` clauses
+written for scikit-learn catch ours too); they are looked up on first access, so importing this module does not
+import scikit-learn.
+"""
+
+from typing import TYPE_CHECKING
 
 __all__ = [
     "ConvergenceWarning",
-    "NotFittedError",
-    "NumericalStabilityWarning",
     "EmptyCandidateSetWarning",
     "IOKRDataError",
+    "NotFittedError",
+    "NumericalStabilityWarning",
 ]
+
+_FROM_SKLEARN = ("ConvergenceWarning", "NotFittedError")
+
+
+if TYPE_CHECKING:
+    from sklearn.exceptions import ConvergenceWarning, NotFittedError
+
+
+def __getattr__(name):
+    if name in _FROM_SKLEARN:
+        from sklearn import exceptions
+
+        value = getattr(exceptions, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
 
 
 class NumericalStabilityWarning(UserWarning):

@@ -1,17 +1,205 @@
-"""Helpers shared by subcommands: atomic writes, progress lines, tables."""
+"""What every subcommand shares at its boundary: output safety, atomic writes, progress and log lines, tables.
+
+Nothing here imports numpy or the library's numerical layers, so subcommand modules can import it at the top and
+``iokr --help`` stays fast.
+
+Outputs never destroy inputs, and are complete or absent:
+
+- :func:`check_outputs` refuses, before any work, an output that is an input (same file, through links too) or a
+  folder containing one, and an existing output unless ``--overwrite`` is given;
+- :func:`output_folder` writes a result folder under a temporary sibling name and renames it into place at the end;
+  :func:`write_atomic` / :func:`write_json` do the same for one file. On any exception, Ctrl-C or SIGTERM the
+  temporary is removed; the temporaries of a killed run (SIGKILL, power loss) are swept by the next run.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
 
-from ..io._atomic import atomic_open
+from ..io._atomic import atomic_folder, atomic_open, sweep_temporaries
+
+
+class CommandError(Exception):
+    """An error to report to the user as one line (exit code 2)."""
+
+
+# Set by ``iokr --quiet`` (see :func:`set_quiet`); read when a progress object is created and by :func:`log`.
+_quiet = False
+
+
+def set_quiet(quiet):
+    """Turn progress and log lines off (``True``) or on; return the previous setting.
+
+    Parameters
+    ----------
+    quiet : bool
+        The new setting.
+
+    Returns
+    -------
+    previous : bool
+        The setting before the call, so callers can restore it.
+    """
+    global _quiet
+    previous, _quiet = _quiet, bool(quiet)
+    return previous
+
+
+def is_quiet():
+    """Return True when progress and log lines are off (``iokr --quiet``).
+
+    Returns
+    -------
+    quiet : bool
+        The current setting.
+    """
+    return _quiet
+
+
+def log(message):
+    """Print one status line on stderr, unless ``--quiet``.
+
+    Parameters
+    ----------
+    message : str
+        The line, without its newline.
+    """
+    if _quiet:
+        return
+    if "tqdm" in sys.modules and getattr(sys.stderr, "isatty", lambda: False)():
+        from tqdm import tqdm
+
+        tqdm.write(message, file=sys.stderr)  # above a live bar, which is redrawn below
+    else:
+        print(message, file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------------------------------------------- outputs
+
+
+def _same_file(a, b):
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _resolved(path):
+    return Path(os.path.realpath(os.path.expanduser(path)))
+
+
+def _is_within(inner, outer):
+    return inner == outer or outer in inner.parents
+
+
+def _items(paths):
+    items = paths.items() if hasattr(paths, "items") else ((str(p), p) for p in paths)
+    return [(str(option), Path(path)) for option, path in items if path is not None]
+
+
+def _non_empty(path):
+    if not path.is_dir():
+        return path.exists() or path.is_symlink()
+    with os.scandir(path) as entries:
+        return next(entries, None) is not None
+
+
+def check_outputs(outputs, inputs=(), *, overwrite=False):
+    """Refuse outputs that would destroy an input, or an existing result without ``--overwrite``.
+
+    Call it before any work; it also removes the stale temporaries of killed runs beside each output.
+
+    Parameters
+    ----------
+    outputs : dict of {str: path or None}
+        Option name as the user typed it (``"--output"``) -> output file or folder. ``None`` values are skipped.
+        A plain list of paths is accepted too (the paths then name themselves in messages).
+    inputs : dict of {str: path or None}, default=()
+        Option name -> input file or folder, as for ``outputs``.
+    overwrite : bool, default=False
+        Whether existing outputs may be replaced (``--overwrite``). Inputs are protected regardless.
+
+    Raises
+    ------
+    CommandError
+        With a one-line message naming the option(s) and path(s): an output is an input (same file or folder,
+        through symbolic or hard links too); an output folder contains an input or the current folder; an output
+        exists (a folder counts when not empty) and ``overwrite`` is False.
+    """
+    inputs = _items(inputs)
+    cwd, home = _resolved(os.getcwd()), _resolved("~")
+    for option, path in _items(outputs):
+        real = _resolved(path)
+        for in_option, in_path in inputs:
+            if _same_file(path, in_path) or (in_path.exists() and real == _resolved(in_path)):
+                raise CommandError(f"{option} {path} is the same file as {in_option} {in_path}: an output must not "
+                                   "replace an input.")
+            if path.is_dir() and _is_within(_resolved(in_path), real):
+                raise CommandError(f"{option} {path} contains {in_option} {in_path}: choose an output folder that "
+                                   "does not hold the inputs.")
+        if path.is_dir() and (_is_within(cwd, real) or real == home):
+            raise CommandError(f"{option} {path} is the current folder, one of its parents or the home folder: "
+                               "choose a folder for the results alone.")
+        if not overwrite and _non_empty(path):
+            raise CommandError(f"{option} {path} already exists: pass --overwrite to replace it.")
+        sweep_temporaries(real.parent)
+
+
+@contextmanager
+def output_folder(path, *, overwrite=False, inputs=(), option="--output"):
+    """Write a result folder completely or not at all.
+
+    Checks the folder with :func:`check_outputs`, then yields an empty temporary sibling folder
+    (``.<name>.tmp-<pid>-<random>``) to write into. When the block succeeds the temporary folder is renamed to
+    ``path``, replacing the previous folder as a whole (allowed by ``overwrite``); on any exception, Ctrl-C or
+    SIGTERM (``iokr`` turns it into an exception) it is removed and ``path`` is left untouched.
+
+    Parameters
+    ----------
+    path : str or Path
+        The result folder.
+    overwrite : bool, default=False
+        Whether an existing non-empty folder may be replaced.
+    inputs : dict of {str: path or None}, default=()
+        The command's inputs (option name -> path), which the folder must neither be nor contain.
+    option : str, default="--output"
+        The option that gave ``path``, for messages.
+
+    Yields
+    ------
+    tmp : Path
+        The temporary folder. Print final paths as ``Path(path) / name``, not under ``tmp``.
+
+    Raises
+    ------
+    CommandError
+        As :func:`check_outputs`, or when ``path`` is an existing file.
+    """
+    path = Path(path)
+    check_outputs({option: path}, inputs, overwrite=overwrite)
+    if path.exists() and not path.is_dir():
+        raise CommandError(f"{option} {path} is a file: expected a folder.")
+    if path.is_symlink():  # a link to the results' real place: replace the folder it points to, keep the link
+        path = Path(os.path.realpath(path))
+    with atomic_folder(path) as tmp:
+        yield tmp
 
 
 def write_atomic(path, text):
     """Write ``text`` to ``path`` through a temporary file and a rename, so readers never see half a file.
 
-    ``text`` is a str (written as UTF-8) or bytes (written as is, e.g. a PNG).
+    Parameters
+    ----------
+    path : str or Path
+        The file to write (its folder is created if needed).
+    text : str or bytes
+        Written as UTF-8 when a str, as is when bytes (e.g. a PNG).
     """
     if isinstance(text, (bytes, bytearray)):
         with atomic_open(path, "wb") as handle:
@@ -22,26 +210,164 @@ def write_atomic(path, text):
 
 
 def write_json(path, data):
+    """Write ``data`` as indented JSON through :func:`write_atomic` (numpy scalars written as floats).
+
+    Parameters
+    ----------
+    path : str or Path
+        The file to write.
+    data : object
+        JSON-serializable data.
+    """
     write_atomic(path, json.dumps(data, indent=2, sort_keys=False, default=float) + "\n")
 
 
-class Progress:
-    """A one-line progress indicator on stderr (quiet when stderr is not a terminal, except for the final line)."""
+# --------------------------------------------------------------------------------------------------------- progress
 
-    def __init__(self, total, label):
-        self.total, self.label, self.done = total, label, 0
-        self.interactive = sys.stderr.isatty()
+
+class Progress:
+    """Progress of one stage on stderr: a bar with ETA on a terminal, a start and an end line otherwise.
+
+    With ``--quiet`` nothing is printed. Call the object to advance: ``progress()`` counts one more step,
+    ``progress(done)`` sets the number of steps done. A stage with a known total ends by itself when the count
+    reaches it; otherwise call :meth:`close`, or use the object as a context manager.
+
+    Parameters
+    ----------
+    total : int or None
+        Number of steps of the stage; None when unknown.
+    label : str
+        Name of the stage, e.g. ``"cross-validation fits"``.
+    stream : file object, optional
+        Where to print (default: ``sys.stderr`` at creation).
+    interactive : bool, optional
+        Draw a live bar (tqdm) rather than lines (default: whether ``stream`` is a terminal).
+
+    Examples
+    --------
+    >>> tick = Progress(18, "cross-validation fits")  # doctest: +SKIP
+    >>> for fit in fits:  # doctest: +SKIP
+    ...     run(fit)
+    ...     tick()
+    >>> with Progress(None, "reading spectra") as tick:  # doctest: +SKIP
+    ...     for record in records:
+    ...         tick()
+    """
+
+    def __init__(self, total, label, *, stream=None, interactive=None):
+        self.total = None if total is None else int(total)
+        self.label = label
+        self.done = 0
+        self.closed = False
+        self._stream = sys.stderr if stream is None else stream
+        self._quiet = _quiet
+        self._start = time.perf_counter()
+        self._lock = threading.Lock()
+        self._bar = None
+        if self._quiet:
+            return
+        if interactive is None:
+            isatty = getattr(self._stream, "isatty", None)
+            interactive = bool(isatty and isatty())
+        if interactive:
+            try:
+                from tqdm import tqdm
+            except ImportError:  # pragma: no cover - tqdm is a dependency; lines are a fine fallback
+                interactive = False
+            else:
+                self._bar = tqdm(total=self.total, desc=label, file=self._stream, leave=True, dynamic_ncols=True,
+                                 mininterval=0.5)
+        if not interactive:
+            count = "" if self.total is None else f" ({self.total})"
+            self._print(f"{label}: started{count}")
+        if self.total == 0:
+            self.close()
+
+    def _print(self, line):
+        print(line, file=self._stream, flush=True)
 
     def __call__(self, done=None):
-        self.done = self.done + 1 if done is None else done
-        if self.interactive:
-            print(f"\r{self.label}: {self.done}/{self.total}", end="", file=sys.stderr, flush=True)
-        if self.done >= self.total:
-            print(("\r" if self.interactive else "") + f"{self.label}: {self.total}/{self.total} done",
-                  file=sys.stderr, flush=True)
+        """Count one more step, or set the number of steps done.
+
+        Parameters
+        ----------
+        done : int, optional
+            Number of steps done so far; one more than before when not given.
+        """
+        with self._lock:
+            previous = self.done
+            self.done = previous + 1 if done is None else int(done)
+            if self.closed:
+                return
+            if self._bar is not None and self.done > previous:
+                self._bar.update(self.done - previous)
+            finished = self.total is not None and self.done >= self.total
+        if finished:
+            self.close()
+
+    def close(self):
+        """End the stage: close the bar, or print ``<label>: done in <seconds> s``."""
+        with self._lock:
+            if self.closed:
+                return
+            self.closed = True
+        if self._quiet:
+            return
+        if self._bar is not None:
+            self._bar.close()
+            return
+        count = f" ({self.done})" if self.total is None else ""
+        self._print(f"{self.label}: done{count} in {time.perf_counter() - self._start:.1f} s")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, traceback):
+        if exc_type is None:
+            self.close()
+        else:  # the error is reported by the command; leave no "done" line, close a bar where it stopped
+            with self._lock:
+                self.closed = True
+            if self._bar is not None:
+                self._bar.close()
+        return False
+
+
+def progress(total, label):
+    """Return the progress callback of one stage: ``progress(total, label) -> callable(done=None)``.
+
+    This is the factory the applications' jobs take (``progress=progress``). See :class:`Progress`.
+
+    Parameters
+    ----------
+    total : int or None
+        Number of steps; None when unknown (then close the object, or use it in a ``with`` block).
+    label : str
+        Name of the stage.
+
+    Returns
+    -------
+    progress : Progress
+        Call it after each step.
+    """
+    return Progress(total, label)
 
 
 def format_table(header, rows):
+    """Format rows as a plain-text table with right-aligned columns.
+
+    Parameters
+    ----------
+    header : list of str
+        Column names.
+    rows : list of list
+        Cells (formatted with ``str``).
+
+    Returns
+    -------
+    table : str
+        Header, a dashed rule and the rows, joined by newlines.
+    """
     widths = [max(len(str(x)) for x in column) for column in zip(header, *rows)]
-    line = lambda values: "  ".join(str(v).rjust(w) for v, w in zip(values, widths))  # noqa: E731
+    line = lambda values: "  ".join(str(v).rjust(w) for v, w in zip(values, widths))
     return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in rows])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ._output import write_json
+from ._output import output_folder, write_json
 
 
 def register(subparsers):
@@ -24,21 +24,24 @@ def run(args):
     from ._report import write_report
     from .metabolites import _load_app, _log, _progress, summary_table
 
-    jobs = _load_app()
+    inputs = {f"bundled {key}": path for key, path in BUNDLED_METABOLITES.items()}
     out = Path(args.output)
-    print("Metabolite identification on the bundled MassBank subset and 60 PubChem candidate lists")
-    summary = jobs.evaluate_job(BUNDLED_METABOLITES["spectra"], BUNDLED_METABOLITES["candidates"],
-                                fingerprint_cache=BUNDLED_METABOLITES["fingerprint_cache"],
-                                grid=None,  # the app's default grid, chosen by CV on the full training data
-                                n_folds=args.folds, progress=_progress, log=_log, model_output=out / "model.npz")
-    write_json(out / "summary.json", summary)
-    print(f"{summary['n_lists_with_spectra']} of {summary['n_lists']} lists have query spectra; "
-          f"{summary['n_query_spectra']} query spectra; trained on {summary['n_train_structures']} structures "
-          f"(alpha={summary['chosen']['alpha']} by {args.folds}-fold CV; MKL weights "
-          f"{[round(w, 2) for w in summary['weights']]})")
-    print(summary_table(summary))
-    png, page = write_report(summary, out)
-    print(f"report: {png}, {page}; summary: {out / 'summary.json'}; model: {out / 'model.npz'}")
+    with output_folder(out, overwrite=args.overwrite, inputs=inputs) as tmp:
+        jobs = _load_app()
+        print("Metabolite identification on the bundled MassBank subset and 60 PubChem candidate lists")
+        summary = jobs.evaluate_job(BUNDLED_METABOLITES["spectra"], BUNDLED_METABOLITES["candidates"],
+                                    fingerprint_cache=BUNDLED_METABOLITES["fingerprint_cache"],
+                                    grid=None,  # the app's default grid, chosen by CV on the full training data
+                                    n_folds=args.folds, progress=_progress, log=_log,
+                                    model_output=tmp / "model.npz")
+        write_json(tmp / "summary.json", summary)
+        print(f"{summary['n_lists_with_spectra']} of {summary['n_lists']} lists have query spectra; "
+              f"{summary['n_query_spectra']} query spectra; trained on {summary['n_train_structures']} structures "
+              f"(alpha={summary['chosen']['alpha']} by {args.folds}-fold CV; MKL weights "
+              f"{[round(w, 2) for w in summary['weights']]})")
+        print(summary_table(summary))
+        png, page = write_report(summary, tmp)
+    print(f"report: {out / png.name}, {out / page.name}; summary: {out / 'summary.json'}; model: {out / 'model.npz'}")
     print("identify your own spectra with this model (trained without the 60 lists' true structures):\n"
           f"  iokr metabolites identify --model {out / 'model.npz'} --spectra YOUR.mgf --candidates "
           "YOUR_STRUCTURES.csv --output identified/")

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..apps.multilabel import evaluate_multilabel
-from ..datasets import load_arff
-from ..kernels import Gaussian
-from ._output import Progress, format_table, write_json
+from ._output import Progress, format_table, output_folder, write_json
 
 
 def register(subparsers):
@@ -29,22 +26,29 @@ def register(subparsers):
 
 
 def run_evaluate(args):
-    X_train, Y_train = load_arff(args.train, args.labels)
-    X_test, Y_test = load_arff(args.test, args.labels)
-    X_train, X_test = X_train.toarray(), X_test.toarray()
-    kernels = ["linear"] + [Gaussian(g / X_train.shape[1]) for g in args.gammas]
-    progress = Progress(len(args.alphas) * len(kernels), "grid points")
-    result = evaluate_multilabel(X_train, Y_train, X_test, Y_test, alphas=args.alphas, input_kernels=kernels,
-                                 cv=args.cv, progress=progress)
-    rows = [[r["alpha"], r["input_kernel"], f"{r['cv_f1']:.2f} +- {r['cv_f1_std']:.2f}"] for r in result["cv_results"]]
-    print(format_table(["alpha", "input kernel", f"{args.cv}-fold CV F1 %"], rows))
-    print(f"selected {result['best']}: test example-F1 {result['f1']:.2f} %, Hamming loss {result['hamming']:.4f} "
-          f"({result['n_candidate_sets']} candidate label sets)")
+    from ..apps.multilabel import evaluate_multilabel
+    from ..datasets import load_arff
+    from ..kernels import Gaussian
+
     out_dir = Path(args.output)
-    write_json(out_dir / "summary.json", {**result, "train": str(args.train), "test": str(args.test)})
+    with output_folder(out_dir, overwrite=args.overwrite, inputs={"--train": args.train, "--test": args.test}) as tmp:
+        X_train, Y_train = load_arff(args.train, args.labels)
+        X_test, Y_test = load_arff(args.test, args.labels)
+        X_train, X_test = X_train.toarray(), X_test.toarray()
+        kernels = ["linear"] + [Gaussian(g / X_train.shape[1]) for g in args.gammas]
+        progress = Progress(len(args.alphas) * len(kernels), "grid points")
+        result = evaluate_multilabel(X_train, Y_train, X_test, Y_test, alphas=args.alphas, input_kernels=kernels,
+                                     cv=args.cv, progress=progress)
+        rows = [[r["alpha"], r["input_kernel"], f"{r['cv_f1']:.2f} +- {r['cv_f1_std']:.2f}"]
+                for r in result["cv_results"]]
+        print(format_table(["alpha", "input kernel", f"{args.cv}-fold CV F1 %"], rows))
+        print(f"selected {result['best']}: test example-F1 {result['f1']:.2f} %, Hamming loss "
+              f"{result['hamming']:.4f} ({result['n_candidate_sets']} candidate label sets)")
+        write_json(tmp / "summary.json", {**result, "train": str(args.train), "test": str(args.test)})
+        if args.report:
+            write_report(result, tmp, args.train, args.test)
     if args.report:
-        paths = write_report(result, out_dir, args.train, args.test)
-        print(f"report: {paths['html']}")
+        print(f"report: {out_dir / 'report.html'}")
     print(f"summary written to {out_dir / 'summary.json'}")
     return 0
 

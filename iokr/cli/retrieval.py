@@ -4,11 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
-from ..apps.retrieval import evaluate_retrieval
-from ..datasets import load_parallel_text
-from ._output import Progress, format_table, write_json
+from ._output import Progress, format_table, output_folder, write_json
 
 DIRECTIONS = {"en-es": (1, 2), "es-en": (2, 1)}
 
@@ -30,6 +26,9 @@ def register(subparsers):
 
 
 def run_retrieval(data, directions, splits, alpha, seed):
+    from ..apps.retrieval import evaluate_retrieval
+    from ..datasets import load_parallel_text
+
     loaded = load_parallel_text(data)
     results = {}
     for direction in directions:
@@ -46,22 +45,29 @@ def print_results(results):
 
 
 def run_evaluate(args):
+    from ..datasets._parallel_text import BUNDLED_PARALLEL_TEXT
+
     directions = list(DIRECTIONS) if args.direction == "both" else [args.direction]
-    n_docs, results = run_retrieval(args.data, directions, args.splits, args.alpha, args.seed)
-    print(f"{n_docs} aligned documents, {args.splits} random 50/50 splits, IOKR alpha={args.alpha}")
-    print_results(results)
     out_dir = Path(args.output)
-    write_json(out_dir / "summary.json",
-               {"n_documents": n_docs, "splits": args.splits, "alpha": args.alpha, "results": results})
+    inputs = {"--data": args.data} if args.data is not None else {"bundled --data": BUNDLED_PARALLEL_TEXT}
+    with output_folder(out_dir, overwrite=args.overwrite, inputs=inputs) as tmp:
+        n_docs, results = run_retrieval(args.data, directions, args.splits, args.alpha, args.seed)
+        print(f"{n_docs} aligned documents, {args.splits} random 50/50 splits, IOKR alpha={args.alpha}")
+        print_results(results)
+        write_json(tmp / "summary.json",
+                   {"n_documents": n_docs, "splits": args.splits, "alpha": args.alpha, "results": results})
+        if args.report:
+            write_report(results, tmp, n_docs, args.splits, args.alpha)
     if args.report:
-        paths = write_report(results, out_dir, n_docs, args.splits, args.alpha)
-        print(f"report: {paths['html']}")
+        print(f"report: {out_dir / 'report.html'}")
     print(f"summary written to {out_dir / 'summary.json'}")
     return 0
 
 
 def write_report(results, out_dir, n_docs, splits, alpha):
     """HTML/PNG report of :func:`run_retrieval` results (ranks pooled over the splits of each direction)."""
+    import numpy as np
+
     from ._report import write_evaluation_report
 
     rank_sets, timings = {}, {}

@@ -28,7 +28,7 @@ def _check_report(out_dir, n_figures=3):
         assert png.startswith(PNG_MAGIC)
     # The page embeds exactly the PNG files written beside it.
     assert sorted(embedded) == sorted(p.read_bytes() for p in written)
-    assert not [p.name for p in out_dir.iterdir() if p.name.endswith(".tmp")]
+    assert not [p.name for p in out_dir.iterdir() if ".tmp" in p.name]
     return page
 
 
@@ -85,7 +85,7 @@ def test_interrupted_report_keeps_previous_page_and_leaves_no_temporary(tmp_path
     with pytest.raises(KeyboardInterrupt):
         _report.write_evaluation_report(tmp_path, title="t", rank_sets={"a": ([1], 1)}, summary_table=(["a"], []))
     assert (tmp_path / "report.html").read_text() == "old"
-    assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    assert not [p.name for p in tmp_path.iterdir() if ".tmp" in p.name]
 
 
 def test_metabolite_report_from_summary(tmp_path):
