@@ -243,6 +243,23 @@ def _in_process(model_path, mgf, db_path):
 
 
 # -- run ----------------------------------------------------------------------------------------------------------
+def _measured_code():
+    """Where the measured ``iokr`` comes from: a snapshot folder carrying a COMMIT file, or a git checkout."""
+    import iokr
+
+    root = Path(iokr.__file__).resolve().parents[1]
+    if (root / "COMMIT").exists():
+        return f"iokr from {root} (git archive of commit {(root / 'COMMIT').read_text().strip()[:12]})"
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], check=True,
+                              capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", "iokr"], check=True,
+                               capture_output=True, text=True).stdout.strip()
+        return f"iokr from {root} (commit {head}{', with uncommitted changes under iokr/' if dirty else ''})"
+    except (OSError, subprocess.CalledProcessError):
+        return f"iokr from {root}"
+
+
 def run(quick=False, data_dir=None):
     from iokr.apps.metabolites._default_model import default_model_path, ensure_default_model
 
@@ -256,7 +273,7 @@ def run(quick=False, data_dir=None):
     assert Path(model_path) == default_model_path()
     script = _iokr_script()
     iokr = [_python(), script]
-    rows = []
+    rows = [{"task": "measured code", "note": _measured_code()}]
 
     # 1. index
     n_rows = 2000 if quick else 100_000

@@ -5,24 +5,17 @@ from __future__ import annotations
 import argparse
 import csv
 import io
-import json
 from pathlib import Path
 
-from ._output import Progress, format_table, write_atomic, write_json
+from ._output import check_outputs, format_table, log, output_folder, progress, write_atomic, write_json
 
 TOP_KEYS = ("top1", "top5", "top10", "top20")
 
 
-def _progress(total, label):
-    if total is None:
-        return lambda done=None: None
-    return Progress(total, label)
-
-
-def _log(message):
-    import sys
-
-    print(message, file=sys.stderr, flush=True)
+# The jobs' progress factory and status lines: tqdm bars on a terminal, a line per stage otherwise, silent with
+# --quiet (one mechanism for every subcommand, in ._output).
+_progress = progress
+_log = log
 
 
 def _grid(args, default):
@@ -143,7 +136,6 @@ def register(subparsers):
     identify.add_argument("--adduct-policy", choices=ADDUCT_POLICIES, default="refuse",
                           help="queries of a precursor type the model was not trained on: 'refuse' (status "
                                "'unsupported adduct') or 'assume' (ranked, with a warning) (default: refuse)")
-    identify.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
     identify.add_argument("--store", default=None,
                           help="SQLite cache of parsed structures for candidate lists (default: in memory)")
     identify.set_defaults(func=run_identify)
@@ -156,7 +148,6 @@ def register(subparsers):
     index.add_argument("--output", required=True, help="database file to write (.sqlite)")
     index.add_argument("--model", default=None,
                        help="store the fingerprints of this model (default: those of the ready model)")
-    index.add_argument("--overwrite", action="store_true", help="replace an existing database file")
     index.set_defaults(func=run_index)
 
     evaluate = actions.add_parser("evaluate", help="structure-disjoint evaluation on candidate lists")
@@ -195,6 +186,9 @@ def _load_app():
 
 def run_train(args):
     _check_common(args)
+    check_outputs({"--output": args.output}, {"--spectra": args.spectra, "--exclude-candidates":
+                                               args.exclude_candidates, "--store": args.store},
+                  overwrite=args.overwrite)
     jobs = _load_app()
     out = jobs.train_job(args.spectra, args.output, exclude_candidates=args.exclude_candidates,
                          store_path=args.store, progress=_progress, log=_log, **_model_options(args, jobs))
@@ -212,7 +206,7 @@ def _write_table(rows, columns):
     return buffer.getvalue()
 
 
-def _resolve_model(args, jobs):
+def _resolve_model(args):
     if args.model:
         return args.model
     from ..apps.metabolites._default_model import ensure_default_model
@@ -227,77 +221,32 @@ def run_identify(args):
         raise CommandError(f"--top-k must be >= 1, got {args.top_k}.")
     if not args.ppm > 0:
         raise CommandError(f"--ppm must be > 0, got {args.ppm}.")
-    out = _check_output_folder(args.output, [args.spectra, args.candidates, args.model, args.store], args.overwrite)
+    inputs = {"--spectra": args.spectra, "--candidates": args.candidates, "--model": args.model, "--store": args.store}
+    check_outputs({"--output": args.output}, inputs, overwrite=args.overwrite)
     jobs = _load_app()
-    from ..apps.metabolites._identify import IdentifySettings
+    from ..apps.metabolites._identify import QUERY_COLUMNS, RESULT_COLUMNS, IdentifySettings
 
     settings = IdentifySettings(top_k=args.top_k, ppm=args.ppm, query_id_field=args.query_id_field,
                                 adduct_policy=args.adduct_policy)
-    model = _resolve_model(args, jobs)
+    model = _resolve_model(args)
     result = jobs.identify_job(model, args.spectra, args.candidates, settings, store_path=args.store,
                                progress=_progress, log=_log)
-    from ..apps.metabolites._identify import QUERY_COLUMNS, RESULT_COLUMNS
-
     candidate_columns = result["candidate_columns"]
-    files = {
-        "structure_identifications.tsv": _write_table(result["identifications"],
-                                                      [*QUERY_COLUMNS, *candidate_columns, *RESULT_COLUMNS]),
-        "structure_candidates.tsv": _write_table(result["candidates"], ["query_id", "rank", *candidate_columns,
-                                                                        "score"]),
-        "parameters.json": json.dumps(result["parameters"], indent=2) + "\n",
-    }
-    _write_folder(out, files, args.overwrite)
+    with output_folder(args.output, overwrite=args.overwrite, inputs=inputs) as tmp:
+        write_atomic(tmp / "structure_identifications.tsv",
+                     _write_table(result["identifications"], [*QUERY_COLUMNS, *candidate_columns, *RESULT_COLUMNS]))
+        write_atomic(tmp / "structure_candidates.tsv",
+                     _write_table(result["candidates"], ["query_id", "rank", *candidate_columns, "score"]))
+        write_json(tmp / "parameters.json", result["parameters"])
     counts = ", ".join(f"{n} {status}" for status, n in sorted(result["statuses"].items(), key=lambda x: (-x[1], x[0])))
-    print(f"{len(result['identifications'])} queries: {counts}; tables written to {out}")
+    print(f"{len(result['identifications'])} queries: {counts}; tables written to {args.output}")
     return 0
 
 
-def _check_output_folder(output, inputs, overwrite):
-    """The output folder, refused when it is one of the inputs or exists (without ``overwrite``)."""
-    from .main import CommandError
-
-    out = Path(output)
-    for path in inputs:
-        if path and Path(path).exists() and out.exists() and out.resolve() == Path(path).resolve():
-            raise CommandError(f"--output {out} is also an input; choose another folder.")
-    if out.exists() and not out.is_dir():
-        raise CommandError(f"--output {out} exists and is not a folder; choose another path.")
-    if out.exists() and not overwrite:
-        raise CommandError(f"--output {out} already exists; pass --overwrite to replace it.")
-    return out
-
-
-def _write_folder(out, files, overwrite):
-    """Write ``files`` (name -> text) into a temporary sibling folder, then rename it into place."""
-    import os
-    import shutil
-    import tempfile
-
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
-        for name, text in files.items():
-            (tmp / name).write_text(text, encoding="utf-8", newline="")
-        if out.exists() and overwrite:
-            old = out.with_name(f".{out.name}.old-{os.getpid()}")
-            out.rename(old)
-            tmp.rename(out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            tmp.rename(out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
-
 def run_index(args):
-    from .main import CommandError
 
     out = Path(args.output)
-    if out.exists() and Path(args.database).exists() and out.resolve() == Path(args.database).resolve():
-        raise CommandError(f"--output {out} is the input database; choose another file.")
-    if out.exists() and not args.overwrite:
-        raise CommandError(f"--output {out} already exists; pass --overwrite to replace it.")
+    check_outputs({"--output": out}, {"DATABASE": args.database, "--model": args.model}, overwrite=args.overwrite)
     _load_app()
     from ..apps.metabolites._database import StructureDatabase
 
@@ -306,11 +255,11 @@ def run_index(args):
 
         fingerprinter = load_fingerprinter(args.model)
     else:
-        from ..apps.metabolites._jobs import _fingerprinter, DEFAULT_FINGERPRINT
+        from ..apps.metabolites._jobs import DEFAULT_FINGERPRINT, _fingerprinter
 
         fingerprinter = _fingerprinter(DEFAULT_FINGERPRINT)
-    progress = _progress(None, "indexing structures")
-    db, stats = StructureDatabase.build(args.database, out, fingerprinter, progress=progress)
+    with _progress(None, "indexing structures (rows read)") as bar:
+        db, stats = StructureDatabase.build(args.database, out, fingerprinter, progress=bar)
     db.close()
     print(f"{stats['n_structures']} structures indexed from {stats['n_rows']} rows ({stats['n_unparsable']} "
           f"unparsable, {stats['n_duplicates']} duplicates merged) in {stats['seconds']:.1f} s "
@@ -332,21 +281,24 @@ def summary_table(summary):
 
 def run_evaluate(args):
     _check_common(args)
+    inputs = {"--spectra": args.spectra, "--candidates": args.candidates, "--store": args.store}
+    check_outputs({"--output": args.output}, inputs, overwrite=args.overwrite)
     jobs = _load_app()
     out_dir = Path(args.output)
-    summary = jobs.evaluate_job(args.spectra, args.candidates, store_path=args.store, progress=_progress, log=_log,
-                                model_output=out_dir / "model.npz", **_model_options(args, jobs))
-    write_json(out_dir / "summary.json", summary)
-    from ._report import markdown_report
+    with output_folder(out_dir, overwrite=args.overwrite, inputs=inputs) as tmp:
+        summary = jobs.evaluate_job(args.spectra, args.candidates, store_path=args.store, progress=_progress,
+                                    log=_log, model_output=tmp / "model.npz", **_model_options(args, jobs))
+        write_json(tmp / "summary.json", summary)
+        from ._report import markdown_report
 
-    write_atomic(out_dir / "summary.md", markdown_report(summary))
-    print(f"{summary['n_lists_with_spectra']} of {summary['n_lists']} lists have query spectra; "
-          f"{summary['n_query_spectra']} query spectra; trained on {summary['n_train_structures']} structures")
-    print(summary_table(summary))
-    if args.report:
-        from ._report import write_report
+        write_atomic(tmp / "summary.md", markdown_report(summary))
+        print(f"{summary['n_lists_with_spectra']} of {summary['n_lists']} lists have query spectra; "
+              f"{summary['n_query_spectra']} query spectra; trained on {summary['n_train_structures']} structures")
+        print(summary_table(summary))
+        if args.report:
+            from ._report import write_report
 
-        _, page = write_report(summary, out_dir)
-        print(f"report: {page}")
+            _, page = write_report(summary, tmp)
+            print(f"report: {out_dir / page.name}")
     print(f"summary written to {out_dir / 'summary.json'}")
     return 0

@@ -126,7 +126,7 @@ def read_structure_rows(path):
     if not path.is_file():
         raise IOKRDataError(f"Structure database {path} is not a regular file.")
     name = path.name.lower().removesuffix(".gz")
-    if name.endswith(".sdf") or name.endswith(".mol"):
+    if name.endswith((".sdf", ".mol")):
         columns, rows = _sdf_rows(path)
         return columns, rows, ["smiles"]
     if not name.endswith((".csv", ".tsv", ".txt")):
@@ -143,8 +143,8 @@ def read_structure_rows(path):
 
 _CREATE = (
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    "CREATE TABLE structures (id INTEGER PRIMARY KEY, key14 TEXT NOT NULL, inchikey TEXT NOT NULL, "
-    "smiles TEXT NOT NULL, formula TEXT NOT NULL, mass REAL NOT NULL, fp BLOB NOT NULL, columns TEXT NOT NULL)",
+    ("CREATE TABLE structures (id INTEGER PRIMARY KEY, key14 TEXT NOT NULL, inchikey TEXT NOT NULL, "
+     "smiles TEXT NOT NULL, formula TEXT NOT NULL, mass REAL NOT NULL, fp BLOB NOT NULL, columns TEXT NOT NULL)"),
 )
 
 
@@ -334,8 +334,7 @@ class StructureDatabase:
         when ``fingerprinter`` has other parameters than the stored ones."""
         if fingerprinter is not None and fingerprinter.params() != self.fingerprint:
             smiles = [r[0] for r in self._rows(ids, "smiles")]
-            F, ok = fingerprinter.transform(smiles)
-            return F
+            return fingerprinter.transform(smiles)[0]
         blobs = [r[0] for r in self._rows(ids, "fp")]
         return decode_fingerprints(blobs, self.fingerprinter.n_features, self.fingerprinter.binary,
                                    f"Structure database {self.path}")

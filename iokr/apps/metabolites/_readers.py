@@ -272,7 +272,7 @@ SPECTRUM_FORMATS = {".mgf": "mgf", ".msp": "msp", ".mzml": "mzml", ".mzxml": "mz
 
 def _spectrum_format(path):
     name = path.name.lower()
-    name = name[:-3] if name.endswith(".gz") else name
+    name = name.removesuffix(".gz")
     fmt = next((f for ext, f in SPECTRUM_FORMATS.items() if name.endswith(ext)), None)
     if fmt == "json":
         from ._msfiles import open_text

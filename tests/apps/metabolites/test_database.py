@@ -121,6 +121,6 @@ def test_sdf_tables(tmp_path):
         mol.SetProp("Identifier", f"S{i}")
         writer.write(mol)
     writer.close()
-    db, stats = StructureDatabase.build(path, ":memory:", FP)
+    db, _ = StructureDatabase.build(path, ":memory:", FP)
     records = db.records(db.by_formula("C2H6O"))
     assert [r["identifier"] for r in records] == ["S0", "S1"] and records[0]["name"] == "mol 0"

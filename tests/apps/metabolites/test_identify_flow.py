@@ -61,10 +61,10 @@ def lab(tmp_path_factory):
                 n += 1
         writer.writerow(["CID-bad", "garbage", "InChI=1S/not-a-structure", "", ""])
     a, b = (records[k] for k in true)
-    peaks = lambda r: "\n".join(f"{mz} {i}" for mz, i in r["peaks"])  # noqa: E731
+    peaks = lambda r: "\n".join(f"{mz} {i}" for mz, i in r["peaks"])
     blocks = [
-        f"FEATURE_ID=101\nSCANS=7\nTITLE=first\nPEPMASS={a['precursor_mz']} 1234\nCHARGE=1+\n"
-        f"FORMULA={_shuffle_formula(a['formula_rdkit'])}\nADDUCT=[M+H]+\n{peaks(a)}",
+        (f"FEATURE_ID=101\nSCANS=7\nTITLE=first\nPEPMASS={a['precursor_mz']} 1234\nCHARGE=1+\n"
+         f"FORMULA={_shuffle_formula(a['formula_rdkit'])}\nADDUCT=[M+H]+\n{peaks(a)}"),
         f"FEATURE_ID=102\nPEPMASS={b['precursor_mz']}\nCHARGE=1+\n{peaks(b)}",  # by mass, adduct assumed
         f"FEATURE_ID=103\nPEPMASS={b['precursor_mz']}\nCHARGE=1+\nADDUCT=[M+Na]+\n{peaks(b)}",
         f"FEATURE_ID=104\nCHARGE=1+\n{peaks(b)}",  # no precursor
@@ -101,7 +101,7 @@ def test_index_and_identify_through_the_cli(lab, tmp_path, capsys):
                 "105": "unsupported adduct", "106": "no candidates", "107": "invalid formula",
                 "108": "unknown adduct", "109": "no peaks"}
     assert {q: r["status"] for q, r in ident.items()} == expected
-    a, b = lab["records"]
+    a, _ = lab["records"]
     assert ident["101"]["lookup"] == f"formula {canonical_formula(a['formula_rdkit'])}"
     assert ident["102"]["lookup"].startswith("mass ") and "assumed [M+H]+" in ident["102"]["detail"]
     assert ident["103"]["detail"] == "[M+Na]+; model: [M+H]+"
@@ -121,7 +121,8 @@ def test_index_and_identify_through_the_cli(lab, tmp_path, capsys):
 def _check_against_brute_force(lab, cands, ident):
     """Top-5 of each ranked query == the model's own ranking of the CSV rows that fit the query."""
     model, fingerprinter, cleaning, _ = load_identifier(lab["model"])
-    rows = list(csv.DictReader(open(lab["db"], encoding="utf-8-sig")))
+    with open(lab["db"], encoding="utf-8-sig") as handle:
+        rows = list(csv.DictReader(handle))
     from iokr.apps.metabolites import parse_structure
     from iokr.apps.metabolites._fingerprints import molecular_formula
 
@@ -203,7 +204,8 @@ def test_query_scores_do_not_depend_on_the_batch(lab):
         [np.column_stack([rng.uniform(1e5, 1e6, 50), rng.uniform(0, 1, 50)]), np.array([[1e-3, 1.0]]),
          np.column_stack([rng.uniform(50, 500, 400), rng.uniform(0, 1, 400)])],
         np.array([1e17, 1e-3, 3e3]))
-    F, _ = fingerprinter.transform([r["InChI"] for r in csv.DictReader(open(lab["db"], encoding="utf-8-sig"))][:30])
+    with open(lab["db"], encoding="utf-8-sig") as handle:
+        F, _ = fingerprinter.transform([r["InChI"] for r in csv.DictReader(handle)][:30])
     alone = [model.score_sets(queries[np.array([i])], [F])[0] for i in range(len(queries))]
     order = rng.permutation(len(queries) + len(hostile))
     batch = concatenate([queries, hostile])[order]
