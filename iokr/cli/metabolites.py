@@ -66,8 +66,10 @@ def _add_model_options(parser):
                         help="output kernels searched by cross-validation (default: the app's grid)")
     parser.add_argument("--output-gammas", type=float, nargs="+", default=None,
                         help="Gaussian-Tanimoto output widths searched by cross-validation (default: the app's grid)")
-    parser.add_argument("--folds", type=int, default=3, help="cross-validation folds over training structures")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--folds", type=int, default=3,
+                        help="cross-validation folds over training structures (default: 3)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the random structure folds (default: 0)")
     parser.add_argument("--store", default=None, help="SQLite candidate store caching parsed structures and "
                         "fingerprints (default: in memory)")
 
@@ -104,10 +106,13 @@ def register(subparsers):
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
 
     train = actions.add_parser("train", help="train a model on spectra of known structures")
-    train.add_argument("--spectra", required=True, help="training spectra (MassBank .jsonl(.gz), .mgf, .msp)")
+    train.add_argument("--spectra", required=True,
+                       help="training spectra with structures (InChIKey, or SMILES/InChI): .mgf, .msp, .mzML, "
+                            ".mzXML, .json or MassBank .jsonl, each optionally .gz; the model records their "
+                            "precursor types")
     train.add_argument("--output", required=True, help="model file to write (.npz)")
     train.add_argument("--exclude-candidates", default=None,
-                       help="candidate lists whose true structures must not be trained on")
+                       help="candidate lists whose true structures must not be trained on (default: none)")
     _add_model_options(train)
     train.set_defaults(func=run_train)
 
@@ -151,7 +156,9 @@ def register(subparsers):
     index.set_defaults(func=run_index)
 
     evaluate = actions.add_parser("evaluate", help="structure-disjoint evaluation on candidate lists")
-    evaluate.add_argument("--spectra", required=True, help="spectra in the shared MassBank JSONL format")
+    evaluate.add_argument("--spectra", required=True,
+                          help="spectra with structures (any format of 'train'); queries are those of the lists' "
+                               "true structures")
     evaluate.add_argument("--candidates", required=True, help=".tar.gz or folder of candidate lists")
     evaluate.add_argument("--output", required=True, help="folder for summary.json (and the model)")
     evaluate.add_argument("--report", action="store_true",
