@@ -23,6 +23,7 @@ from urllib.parse import quote
 import numpy as np
 
 from ...exceptions import IOKRDataError
+from ._candidates import _inchi_key
 from ._fingerprints import Fingerprinter, inchikey, parse_structure
 from ._formulas import FormulaError, canonical_formula, monoisotopic_mass
 
@@ -195,7 +196,7 @@ class StructureDatabase:
 
     # -- building ---------------------------------------------------------------------------------------------------
     @classmethod
-    def build(cls, source, output, fingerprinter=None, progress=None):
+    def build(cls, source, output, fingerprinter=None, progress=None, n_jobs=None):
         """Parse every structure of ``source`` and write the database ``output`` (``":memory:"`` for a temporary
         one). Rows RDKit rejects are counted; rows whose first InChIKey block repeats an earlier row are merged
         into it (the first row's columns kept).
@@ -208,7 +209,10 @@ class StructureDatabase:
             The database file, written whole or not at all (through a temporary file and a rename).
         fingerprinter : Fingerprinter, optional
         progress : callable, optional
-            Called with the number of rows read so far, every 1,000 rows.
+            Called with the number of rows read so far, after every chunk of rows.
+        n_jobs : int, optional
+            Processes parsing and fingerprinting structures (default: the number of CPUs; tables of fewer than
+            :data:`CHUNK_ROWS` rows are parsed in this process).
 
         Returns
         -------
@@ -230,7 +234,7 @@ class StructureDatabase:
             except sqlite3.Error as exc:
                 raise IOKRDataError(f"Cannot write the structure database {output} ({exc}).") from None
         try:
-            stats = cls._fill(connection, columns, rows, structure_columns, fingerprinter, progress)
+            stats = cls._fill(connection, columns, rows, structure_columns, fingerprinter, progress, n_jobs)
             meta = {"schema": SCHEMA, "version": str(VERSION), "fingerprint": json.dumps(fingerprinter.params()),
                     "columns": json.dumps(columns), "n_structures": str(stats["n_structures"]),
                     "source": Path(source).name, "n_rows": str(stats["n_rows"]),
@@ -255,48 +259,34 @@ class StructureDatabase:
         return db, stats
 
     @staticmethod
-    def _fill(connection, columns, rows, structure_columns, fingerprinter, progress):
+    def _fill(connection, columns, rows, structure_columns, fingerprinter, progress, n_jobs):
         for statement in _CREATE:
             connection.execute(statement)
         id_col, name_col = _pick(columns, IDENTIFIER_COLUMNS), _pick(columns, NAME_COLUMNS)
-        seen, batch = set(), []
-        n_rows = n_bad = n_dup = 0
-        for row in rows:
-            n_rows += 1
-            text = next((row.get(c) for c in structure_columns if (row.get(c) or "").strip()), None)
-            mol = parse_structure(text) if text else None
-            key = inchikey(mol) if mol is not None else None
-            if key is None:
-                n_bad += 1
-                continue
-            if key[:14] in seen:
-                n_dup += 1
-                continue
-            seen.add(key[:14])
-            try:
-                formula = canonical_formula(_formula_of(mol))
-                mass = monoisotopic_mass(formula)
-            except FormulaError:
-                n_bad += 1
-                continue
-            fp, _ = fingerprinter.transform([mol])
-            smiles = text if not text.startswith("InChI=") else _smiles_of(mol)
-            user = {c: row.get(c, "") for c in columns}
-            user["__identifier"] = row.get(id_col, "") if id_col else ""
-            user["__name"] = row.get(name_col, "") if name_col else ""
-            batch.append((key[:14], key, smiles, formula, mass, encode_fingerprint(fp[0], fingerprinter.binary),
-                          json.dumps(user, ensure_ascii=False)))
-            if len(batch) >= 1000:
-                connection.executemany("INSERT INTO structures (key14, inchikey, smiles, formula, mass, fp, "
-                                       "columns) VALUES (?, ?, ?, ?, ?, ?, ?)", batch)
-                batch = []
-            if progress is not None and n_rows % 1000 == 0:
-                progress(n_rows)
-        connection.executemany("INSERT INTO structures (key14, inchikey, smiles, formula, mass, fp, columns) "
-                               "VALUES (?, ?, ?, ?, ?, ?, ?)", batch)
-        if progress is not None:
-            progress(n_rows)
-        return {"n_rows": n_rows, "n_structures": len(seen), "n_unparsable": n_bad, "n_duplicates": n_dup}
+        insert = ("INSERT INTO structures (key14, inchikey, smiles, formula, mass, fp, columns) "
+                  "VALUES (?, ?, ?, ?, ?, ?, ?)")
+        seen = set()
+        counts = {"n_rows": 0, "n_unparsable": 0, "n_duplicates": 0}
+        for chunk, parsed in _parsed_chunks(rows, structure_columns, fingerprinter, n_jobs):
+            batch = []
+            for row, result in zip(chunk, parsed):
+                counts["n_rows"] += 1
+                if result is None:
+                    counts["n_unparsable"] += 1
+                    continue
+                key, smiles, formula, mass, blob = result
+                if key[:14] in seen:  # the first row of a skeleton wins, in file order
+                    counts["n_duplicates"] += 1
+                    continue
+                seen.add(key[:14])
+                user = {c: row.get(c, "") for c in columns}
+                user["__identifier"] = row.get(id_col, "") if id_col else ""
+                user["__name"] = row.get(name_col, "") if name_col else ""
+                batch.append((key[:14], key, smiles, formula, mass, blob, json.dumps(user, ensure_ascii=False)))
+            connection.executemany(insert, batch)
+            if progress is not None:
+                progress(counts["n_rows"])
+        return {**counts, "n_structures": len(seen)}
 
     # -- queries ----------------------------------------------------------------------------------------------------
     def _ids(self, sql, args):
@@ -360,6 +350,65 @@ class StructureDatabase:
 
     def close(self):
         self.db.close()
+
+
+#: Rows parsed per chunk (one chunk per worker task).
+CHUNK_ROWS = 2000
+
+
+def _parse_row(text, fingerprinter):
+    """``(inchikey, smiles, formula, mass, fingerprint bytes)`` of one structure text, or None if RDKit rejects it."""
+    mol = parse_structure(text) if text else None
+    if mol is None:
+        return None
+    # The key of a given InChI straight from its text (skips regenerating the InChI from the molecule).
+    key = _inchi_key(text.strip()) if text.startswith("InChI=") else None
+    key = key or inchikey(mol)
+    if key is None:
+        return None
+    try:
+        formula = canonical_formula(_formula_of(mol))
+    except FormulaError:
+        return None
+    fp, _ = fingerprinter.transform([mol])
+    smiles = text.strip() if not text.startswith("InChI=") else _smiles_of(mol)
+    return key, smiles, formula, monoisotopic_mass(formula), encode_fingerprint(fp[0], fingerprinter.binary)
+
+
+def _parse_texts(texts, fingerprint):
+    fingerprinter = Fingerprinter(**fingerprint)
+    return [_parse_row(t, fingerprinter) for t in texts]
+
+
+def _parsed_chunks(rows, structure_columns, fingerprinter, n_jobs):
+    """``(rows, parsed)`` per chunk of :data:`CHUNK_ROWS` rows, parsed in worker processes when there are several
+    chunks (RDKit parsing and fingerprints dominate indexing; results keep the file order)."""
+    import itertools
+    import os
+
+    def texts_of(chunk):
+        return [next((r.get(c) for c in structure_columns if (r.get(c) or "").strip()), None) for r in chunk]
+
+    rows = iter(rows)
+    chunks = iter(lambda: list(itertools.islice(rows, CHUNK_ROWS)), [])
+    head = list(itertools.islice(chunks, 2))
+    chunks = itertools.chain(head, chunks)
+    n_jobs = (os.cpu_count() or 1) if n_jobs is None else n_jobs
+    if len(head) < 2 or n_jobs <= 1:
+        for chunk in chunks:
+            yield chunk, _parse_texts(texts_of(chunk), fingerprinter.params())
+        return
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=n_jobs) as pool:
+        pending = []
+        for chunk in chunks:
+            pending.append((chunk, pool.submit(_parse_texts, texts_of(chunk), fingerprinter.params())))
+            if len(pending) > 2 * n_jobs:  # bounded look-ahead: memory stays a few chunks
+                chunk, future = pending.pop(0)
+                yield chunk, future.result()
+        for chunk, future in pending:
+            yield chunk, future.result()
 
 
 def _formula_of(mol):

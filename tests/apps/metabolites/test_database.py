@@ -124,3 +124,16 @@ def test_sdf_tables(tmp_path):
     db, _ = StructureDatabase.build(path, ":memory:", FP)
     records = db.records(db.by_formula("C2H6O"))
     assert [r["identifier"] for r in records] == ["S0", "S1"] and records[0]["name"] == "mol 0"
+
+
+def test_worker_processes_give_the_single_process_database(table, monkeypatch):
+    from iokr.apps.metabolites import _database
+
+    monkeypatch.setattr(_database, "CHUNK_ROWS", 4)  # several chunks: the process pool runs
+    one, stats_one = StructureDatabase.build(table, ":memory:", FP, n_jobs=1)
+    two, stats_two = StructureDatabase.build(table, ":memory:", FP, n_jobs=2)
+    assert {k: v for k, v in stats_one.items() if k not in ("seconds", "structures_per_s")} == \
+        {k: v for k, v in stats_two.items() if k not in ("seconds", "structures_per_s")}
+    ids = np.arange(1, stats_one["n_structures"] + 1)
+    assert one.records(ids) == two.records(ids)
+    np.testing.assert_array_equal(one.fingerprints(ids), two.fingerprints(ids))
