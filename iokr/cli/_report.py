@@ -19,7 +19,7 @@ from ._output import write_atomic
 
 MAX_K = 50
 #: File names of the figures (``topk`` keeps the demo's historical name ``report.png``).
-FIGURES = {"topk": "report.png", "ranks": "ranks.png", "timings": "timings.png"}
+FIGURES = {"topk": "report.png", "ranks": "ranks.png", "timings": "timings.png", "reliability": "reliability.png"}
 
 
 def _finite_ranks(ranks):
@@ -142,8 +142,35 @@ def _img(png, alt):
     return f'<p><img alt="{html.escape(alt)}" src="data:image/png;base64,{base64.b64encode(png).decode()}"></p>'
 
 
+def reliability_figure(confidence):
+    """Reliability diagram (PNG bytes): accuracy of the top hit against the mean confidence per bin, one curve per
+    query kind (``confidence`` of ``evaluate_job``'s summary)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 5), dpi=110)
+    ax.plot([0, 1], [0, 1], color="grey", linestyle=":", label="perfect calibration")
+    for kind, report in confidence.items():
+        bins = report["bins"]
+        ax.plot([b["mean_confidence"] for b in bins], [b["accuracy"] for b in bins], marker="o",
+                label=f"{kind.replace('_', ' ')} (ECE {report['ece']:.3f}, n={report['n']})")
+    ax.set_xlabel("confidence of the top hit (bin mean)")
+    ax.set_ylabel("fraction of top hits that are right")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="upper left", fontsize=8)
+    ax.set_title("Reliability of the confidence")
+    fig.tight_layout()
+    png = _png(fig)
+    plt.close(fig)
+    return png
+
+
 def write_evaluation_report(out_dir, *, title, rank_sets, timings=None, summary_table=None, notes=(),
-                            detail_table=None):
+                            detail_table=None, reliability=None):
     """Write the report of a ranking evaluation into ``out_dir``: three PNG figures and ``report.html``.
 
     Parameters
@@ -162,6 +189,8 @@ def write_evaluation_report(out_dir, *, title, rank_sets, timings=None, summary_
         Paragraphs (protocol, data) shown under the title.
     detail_table : (header, rows), optional
         Per-query (or per-list) ranks, shown last.
+    reliability : dict, optional
+        Calibration of the confidence per query kind (``ece``, ``n``, ``bins``): a reliability diagram and table.
 
     Returns
     -------
@@ -170,6 +199,8 @@ def write_evaluation_report(out_dir, *, title, rank_sets, timings=None, summary_
     """
     out_dir = Path(out_dir)
     figures = _figures(rank_sets, timings, title)
+    if reliability:
+        figures["reliability"] = reliability_figure(reliability)
     paths = {}
     for key, png in figures.items():
         path = out_dir / FIGURES[key]
@@ -185,6 +216,13 @@ def write_evaluation_report(out_dir, *, title, rank_sets, timings=None, summary_
         rows = [[k, f"{float(v):.2f}"] for k, v in timings.items()]
         parts.append("<h2>Timing per stage</h2>" + _img(figures["timings"], "time per stage")
                      + _table(["stage", "seconds"], rows))
+    if reliability:
+        rows = [[kind, f"{b['low']:.1f}-{b['high']:.1f}", b["n"], f"{b['mean_confidence']:.3f}",
+                 f"{b['accuracy']:.3f}"] for kind, report in reliability.items() for b in report["bins"]]
+        eces = "; ".join(f"{kind.replace('_', ' ')}: {r['ece']:.3f} (n={r['n']})" for kind, r in reliability.items())
+        parts.append("<h2>Confidence</h2>" + f"<p>Expected calibration error: {html.escape(eces)}</p>"
+                     + _img(figures["reliability"], "reliability diagram")
+                     + _table(["queries", "bin", "n", "mean confidence", "accuracy"], rows))
     if detail_table is not None:
         parts.append("<h2>Per query</h2>" + _table(*detail_table))
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
@@ -222,7 +260,8 @@ def write_report(summary, out_dir, title="Metabolite identification: top-k accur
     paths = write_evaluation_report(
         out_dir, title=title, rank_sets=_metabolite_ranks(summary), timings=summary.get("timings_s"),
         summary_table=(["", "top-1 %", "top-5 %", "top-10 %", "top-20 %"], rows), notes=notes,
-        detail_table=(["list", "candidates", "query spectra", "rank (merged)", "published rank"], detail))
+        detail_table=(["list", "candidates", "query spectra", "rank (merged)", "published rank"], detail),
+        reliability=summary.get("confidence"))
     return paths["topk"], paths["html"]
 
 
@@ -249,6 +288,9 @@ def markdown_report(summary, title="Metabolite identification (IOKR) on PubChem 
               f"sigma_intensity={chosen.get('sigma_intensity')}, output {chosen.get('output_kernel')} "
               f"(gamma={chosen.get('output_gamma')}), alpha={chosen.get('alpha')} chosen by cross-validation",
               f"- fingerprint: {summary.get('fingerprint')}; cleaning: {summary.get('cleaning')}",
+              "- confidence of the top hit, expected calibration error: " + (", ".join(
+                  f"{kind.replace('_', ' ')} {r['ece']:.3f} (n={r['n']})" for kind, r in
+                  summary["confidence"].items()) if summary.get("confidence") else "not calibrated"),
               "- timings (s, shared 2-core machine under load): "
               + ", ".join(f"{k}={v:.0f}" for k, v in summary.get("timings_s", {}).items()), "",
               "## Cross-validation (training structures only)", "",

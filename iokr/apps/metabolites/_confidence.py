@@ -173,7 +173,7 @@ def expected_calibration_error(probabilities, correct, n_bins=N_BINS):
     return float(ece), bins
 
 
-def calibration_examples(train, params, n_folds, seed, base_grams):
+def calibration_examples(train, params, n_folds, seed, base_grams, progress=None):
     """Hold-out ranked lists on training structures (see the module docstring): ``(margins, sizes, correct)``.
 
     Parameters
@@ -185,6 +185,8 @@ def calibration_examples(train, params, n_folds, seed, base_grams):
         The folds of the cross-validation (the same random structure folds).
     base_grams : tuple
         ``MetaboliteIdentifier(**params).base_grams(train.spectra)``.
+    progress : callable, optional
+        Called after each fold.
     """
     from ...decoding import CandidateSets
     from ._model import MetaboliteIdentifier
@@ -215,6 +217,8 @@ def calibration_examples(train, params, n_folds, seed, base_grams):
             truth = [int(np.flatnonzero(lst == i)[0]) for lst, i in zip(lists, queries)]
             scores = model.score_sets(spectra[queries], CandidateSets(Y, lists), test_kernel=(K[mask], diag[mask]))
             examples.append(top_margins(scores, truth))
+        if progress is not None:
+            progress()
     if not examples:
         raise ValueError("calibration needs at least two structures per fold")
     return tuple(np.concatenate([e[k] for e in examples]) for k in range(3))

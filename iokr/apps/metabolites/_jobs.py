@@ -39,8 +39,24 @@ DEFAULT_PARAMS = {"kernels": ("ppk", "ppk_nl", "binned", "binned_nl"), "weights"
                   "sigma_intensity": 0.25, "output_kernel": "gaussian_tanimoto"}
 
 
+class _Silent:
+    """The progress of a stage when nobody watches (same calls as :class:`iokr.cli._output.Progress`)."""
+
+    def __call__(self, done=None):
+        pass
+
+    def close(self):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
 def _noop_progress(total, label):
-    return lambda *args: None
+    return _Silent()
 
 
 def _fingerprinter(fingerprint):
@@ -94,11 +110,15 @@ def fit_with_cv(spectra, store, cleaning, exclude_keys=(), params=None, grid=Non
         best, table = {**params, **{k: v[0] for k, v in grid.items()}}, []
     timings["cross_validation_s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    base_grams = MetaboliteIdentifier(**best).base_grams(train.spectra)  # shared by calibration and final fit
+    final = MetaboliteIdentifier(**best)
+    with progress(len(final.kernels), "training Gram blocks (one per spectrum kernel)") as tick:
+        base_grams = final.base_grams(train.spectra, progress=tick)  # shared by calibration and final fit
     calibration = None
     if n_folds > 1:
         try:
-            calibration = fit_calibration(*calibration_examples(train, best, n_folds, seed, base_grams))
+            with progress(n_folds, "confidence calibration folds") as tick:
+                examples = calibration_examples(train, best, n_folds, seed, base_grams, progress=tick)
+            calibration = fit_calibration(*examples)
         except ValueError as exc:
             log(f"confidence: not calibrated ({exc})")
     timings["calibration_s"] = time.perf_counter() - t0
@@ -249,7 +269,8 @@ def evaluate_job(spectra_path, candidates_path, *, store_path=None, fingerprint=
     spectra, report = read_spectra(spectra_path, require_structure=True)
     log(f"{spectra_path}: {report.summary()}")
     t0 = time.perf_counter()
-    lists = read_candidate_lists(candidates_path, store, progress=None)
+    with progress(None, "reading candidate lists") as tick:
+        lists = read_candidate_lists(candidates_path, store, progress=tick)
     t_lists = time.perf_counter() - t0
     n_bad = sum(lst.n_unparsable for lst in lists)
     log(f"{candidates_path}: {len(lists)} candidate lists, {sum(len(lst) for lst in lists)} unique candidates, "

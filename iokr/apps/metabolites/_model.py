@@ -135,13 +135,18 @@ class MetaboliteIdentifier(BaseEstimator):
                              f"from {SPECTRUM_KERNELS}. Got {self.kernels!r} instead.")
         return [make_spectrum_kernel(k, self.sigma_mz, self.sigma_intensity, self.bin_width) for k in self.kernels]
 
-    def base_grams(self, spectra):
-        """Normalized training Grams of the base kernels and their raw diagonals (reusable across fits)."""
+    def base_grams(self, spectra, progress=None):
+        """Normalized training Grams of the base kernels and their raw diagonals (reusable across fits).
+
+        ``progress``, when given, is called after each kernel.
+        """
         grams, diags = [], []
         for kernel in self._base_kernels():
             K, d, _ = normalized_gram(kernel, spectra, working_memory=self.working_memory)
             grams.append(K)
             diags.append(d)
+            if progress is not None:
+                progress()
         return grams, diags
 
     def fit(self, spectra, Y, *, base_grams=None):
