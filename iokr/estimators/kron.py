@@ -22,7 +22,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._config import working_memory_bytes
 from .._validation import check_array_2d, check_finite, check_square_gram
 from ..kernels import make_kernel
-from ..linalg import EigenPath, SampledKroneckerOperator, block_cg
+from ..linalg import EigenPath, SampledKroneckerOperator, block_cg, leave_row_and_column_out
 from ..metrics import concordance_index, pairwise_rank_loss
 
 __all__ = ["ConditionalRankRLS", "KronRLS", "TwoStepRLS"]
@@ -99,31 +99,6 @@ def _holdout_ab_c(V, s1, U, s2, Y, alpha, setting):
     Z = V.T @ Y
     UU = (U * U).T
     return V @ (((W * Yt) @ U.T - (W @ UU) * Z) / (Wc @ UU))
-
-
-def _holdout_d(K1, eig2, Y, alpha):
-    """Leave-row-and-column-out predictions: row ``i`` is left out by retraining (``n1`` eigendecompositions of
-    ``K1`` without ``i``), column ``j`` by the setting-C shortcut on that model, evaluated at the new row ``i``.
-
-    For the model trained on rows ``R`` (``K1_RR = V' S1' V'^T``) the setting-C quantities divided by ``s1'``
-    give ``V'^T A^(-j) k2_j`` without dividing by tiny eigenvalues, and the prediction is ``K1[i, R] V'`` times it.
-    """
-    n1 = K1.shape[0]
-    U, s2 = eig2.eigenvectors, eig2.eigenvalues
-    UU = (U * U).T
-    out = np.empty(Y.shape)
-    for i in range(n1):
-        rest = np.delete(np.arange(n1), i)
-        eig1 = EigenPath(K1[np.ix_(rest, rest)], name="K1")
-        V, s1 = eig1.eigenvectors, eig1.eigenvalues
-        denom = np.outer(s1, s2) + alpha
-        Dw = s2[None, :] / denom  # W / s1'
-        Yr = Y[rest]
-        Z = V.T @ Yr
-        Yt = Z @ U
-        scaled = ((Dw * Yt) @ U.T - (Dw @ UU) * Z) / ((alpha / denom) @ UU)
-        out[i] = (K1[i, rest] @ V) @ scaled
-    return out
 
 
 def _holdout_symmetric_a(V, s, Y, A, alpha, sign):
@@ -600,16 +575,28 @@ class _PairwiseRLS(BaseEstimator):
         -------
         scores : ndarray of shape (n_alphas,)
             Cross-validated score of each alpha (higher is better).
+
+        Notes
+        -----
+        KronRLS setting D on complete labels (two domains, ``n_folds=None``) decomposes every leave-one-row-out
+        Gram matrix once for the whole grid (:func:`iokr.linalg.leave_row_and_column_out`); other settings and
+        estimators evaluate the alphas one at a time.
         """
         check_is_fitted(self, "dual_coef_")
         rows, _, values = self._labelled()
         scores = []
-        for a in alphas:
-            P = np.ravel(self.holdout_predictions(setting, alpha=a, n_folds=n_folds, random_state=random_state))
+        for P in self._holdout_path(alphas, setting, n_folds, random_state):
+            P = np.ravel(P)
             keep = ~np.isnan(P)
             y, p = values[keep], P[keep]
             scores.append(self._default_score(y, p, rows[keep]) if scoring is None else scoring(y, p))
         return np.array(scores)
+
+
+    def _holdout_path(self, alphas, setting, n_folds, random_state):
+        """Hold-out predictions for each alpha, one at a time (subclasses share work across alphas)."""
+        for a in alphas:
+            yield self.holdout_predictions(setting, alpha=a, n_folds=n_folds, random_state=random_state)
 
 
 class KronRLS(_PairwiseRLS):
@@ -706,12 +693,25 @@ class KronRLS(_PairwiseRLS):
             A = _closed_form(V, s, V, s, Ysym, alpha) + (self.Y_ - Ysym) / alpha
             return _holdout_symmetric_a(V, s, self.Y_, A, alpha, sign)
         if setting == "D":
-            # Loop over the smaller domain, closed form over the larger one.
-            if self.shape_[0] <= self.shape_[1]:
-                return _holdout_d(self.K1_, eig2, self.Y_, alpha)
-            return _holdout_d(self.K2_, eig1, self.Y_.T, alpha).T
+            return self._leave_row_and_column_out([alpha])[0]
         return _holdout_ab_c(eig1.eigenvectors, eig1.eigenvalues, eig2.eigenvectors, eig2.eigenvalues, self.Y_,
                              alpha, setting)
+
+
+    def _leave_row_and_column_out(self, alphas):
+        """Setting-D closed form for a grid (complete labels, two domains): every eigendecomposition is shared."""
+        eig1, eig2 = self.eigen_
+        # Loop over the smaller domain, closed form over the larger one.
+        if self.shape_[0] <= self.shape_[1]:
+            return leave_row_and_column_out(self.K1_, eig2, self.Y_, alphas)
+        return leave_row_and_column_out(self.K2_, eig1, self.Y_.T, alphas).transpose(0, 2, 1)
+
+    def _holdout_path(self, alphas, setting, n_folds, random_state):
+        if setting == "D" and n_folds is None and self.complete_ and not self.one_domain_:
+            alphas = [self._check_cv_args(setting, a, n_folds) for a in alphas]
+            yield from self._leave_row_and_column_out(alphas)
+            return
+        yield from super()._holdout_path(alphas, setting, n_folds, random_state)
 
 
 class ConditionalRankRLS(_PairwiseRLS):

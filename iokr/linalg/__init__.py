@@ -19,6 +19,7 @@ from ._holdout import (
     loo_residuals,
     sq_norms_in_kernel,
 )
+from ._kron_holdout import leave_row_and_column_out
 from ._loo_path import AlphaSkeleton, loo_squared_errors
 from ._kronecker import (
     KroneckerEigen,
@@ -66,6 +67,7 @@ __all__ = [
     "holdout_predictions",
     "holdout_residual_coefficients",
     "holdout_residuals",
+    "leave_row_and_column_out",
     "loo_coefficients",
     "loo_residuals",
     "loo_squared_errors",
