@@ -87,9 +87,8 @@ def _from_mappings(counts, vocab):
     except (TypeError, ValueError):
         first_error()
     key_ids = gram_of_raw[raw_ids]
-    valid = _valid_value_types(chain.from_iterable(map(methodcaller("values"), counts)))
-    rounded = _round_counts(np.fromiter(chain.from_iterable(map(methodcaller("values"), counts)), dtype=np.float64,
-                                        count=total)) if valid else None
+    values = list(chain.from_iterable(map(methodcaller("values"), counts)))
+    rounded = _round_counts(values) if _valid_value_types(values) else None
     if rounded is None:
         first_error()
     rows = np.repeat(np.arange(lengths.size, dtype=np.int64), lengths)
