@@ -74,7 +74,8 @@ def _from_mappings(counts, vocab):
                 raise TypeError(f"'counts[{r}]' must be a mapping from n-grams to counts. Got "
                                 f"{type(mapping).__name__} instead.")
             check_counts(mapping, vocab.n, f"counts[{r}]")
-        raise AssertionError("unreachable: the batch found an invalid entry that check_counts accepts")  # pragma: no cover
+        # pragma: no cover - check_counts rejects whatever the batch rejected
+        raise AssertionError("unreachable: the batch found an invalid entry that check_counts accepts")
 
     if not all(hasattr(kind, "items") for kind in set(map(type, counts))):
         first_error()
