@@ -26,13 +26,12 @@ from ._preimage import DeBruijnGraph, _symbol_key, check_counts
 class _Vocabulary:
     """Distinct n-grams met so far: raw key -> gram id (keys spelling the same gram share it)."""
 
-    def __init__(self, n, name):
+    def __init__(self, n):
         self.n = n
-        self.name = name
         self.column = {}  # raw key -> gram id
         self.gram_id = {}  # gram tuple -> gram id
         self.grams = []
-        self.one_char = []  # per raw-key column order: every symbol a one-character str
+        self.one_char = []  # per gram id: every symbol a one-character str
 
     def add(self, key, where):
         gram = as_symbols(key, f"{where} key")
@@ -115,8 +114,9 @@ def _from_matrix(counts, vocabulary, vocab):
         rows, cols = np.nonzero(counts)
         values = counts[rows, cols]
     dtype = np.asarray(values).dtype
-    rounded = _round_counts(values) if dtype != bool and np.issubdtype(dtype, np.number) else None
-    if rounded is None or np.iscomplexobj(values):
+    real = dtype != bool and (np.issubdtype(dtype, np.integer) or np.issubdtype(dtype, np.floating))
+    rounded = _round_counts(values) if real else None
+    if rounded is None:
         raise ValueError(f"'counts' must hold finite real numbers; got dtype {dtype} with a non-finite or "
                          "non-real entry.")
     as_str = np.full(counts.shape[0], all(vocab.one_char), dtype=bool)
@@ -179,7 +179,7 @@ def ngram_preimage_batch(counts, n, start="^", stop="$", *, vocabulary=None):
     ['aba']
     """
     n = check_order(n)
-    vocab = _Vocabulary(n, "counts")
+    vocab = _Vocabulary(n)
     if isinstance(counts, (str, bytes)) or (hasattr(counts, "items") and not sparse.issparse(counts)):
         raise TypeError("'counts' must be a sequence of mappings or a 2-D count matrix; for one mapping call "
                         "ngram_preimage.")

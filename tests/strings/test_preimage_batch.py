@@ -113,3 +113,10 @@ def test_batch_rejects_bad_containers():
     with pytest.raises(ValueError, match="finite real numbers"):
         ngram_preimage_batch(np.array([[np.inf]]), 2, vocabulary=["^a"])
     assert ngram_preimage_batch([], 3) == []
+
+
+def test_matrix_input_rejects_complex_and_bool():
+    with pytest.raises(ValueError, match="finite real numbers"):
+        ngram_preimage_batch(np.array([[1 + 1j]]), 2, vocabulary=["^a"])
+    with pytest.raises(ValueError, match="finite real numbers"):
+        ngram_preimage_batch(np.array([[True]]), 2, vocabulary=["^a"])
