@@ -138,7 +138,8 @@ class CandidateSets:
         sets : list of array-like of shape (n_i, n_features)
             Candidates of each query.
         deduplicate : bool, default=True
-            Pool identical rows once (queries then index the same pool row).
+            Pool identical rows once (queries then index the same pool row); see :func:`unique_rows` for what
+            "identical" means (``-0.0`` equals ``0.0``, NaN equals NaN) and for the pool order.
 
         Returns
         -------
@@ -159,8 +160,7 @@ class CandidateSets:
         stacked = np.concatenate(sets, axis=0) if sets else np.zeros((0, width))
         offsets = np.cumsum([0] + [s.shape[0] for s in sets])
         if deduplicate and stacked.shape[0]:
-            pool, inverse = np.unique(np.ascontiguousarray(stacked), axis=0, return_inverse=True)
-            inverse = inverse.ravel()
+            pool, inverse = unique_rows(stacked)
         else:
             pool, inverse = stacked, np.arange(stacked.shape[0])
         return cls(pool, [inverse[offsets[q]:offsets[q + 1]] for q in range(len(sets))])
@@ -222,6 +222,93 @@ class CandidateSets:
         """
         return np.asarray(self.pool[self.indices[query]]) if not isinstance(self.pool, PackedBinaryFeatures) else \
             self.pool[self.indices[query]]
+
+
+def _canonical(rows):
+    """``rows`` with one zero and one NaN: equal rows (by value, NaN equal to NaN) get equal bytes."""
+    if rows.dtype.kind not in "fc":
+        return rows
+    canon = rows + rows.dtype.type(0)  # -0.0 + 0.0 == +0.0
+    nan = np.isnan(canon)
+    if nan.any():
+        canon[nan] = np.nan  # one NaN bit pattern (payload and sign dropped)
+    return canon
+
+
+def _row_keys(rows):
+    """Bytes of each canonical row, one row at a time (no copy of the whole matrix)."""
+    for row in rows:
+        yield np.ascontiguousarray(_canonical(row)).tobytes()
+
+
+def _lexicographic_order(rows):
+    """Permutation sorting distinct rows lexicographically by value (``np.unique(rows, axis=0)``'s order).
+
+    Refines a rank column by column with 1-D sorts and stops as soon as every row has its own rank, so the cost
+    is ``O(k log k)`` per column actually needed to tell the rows apart, not per column of the matrix.
+    """
+    k, width = rows.shape
+    rank = np.zeros(k, dtype=np.intp)
+    for c in range(width):
+        order = np.lexsort((rows[:, c], rank))
+        key_r, key_c = rank[order], rows[order, c]
+        new_group = np.empty(k, dtype=bool)
+        new_group[:1] = True
+        new_group[1:] = (key_r[1:] != key_r[:-1]) | (key_c[1:] != key_c[:-1])
+        rank = np.empty(k, dtype=np.intp)
+        rank[order] = np.cumsum(new_group) - 1
+        if rank.max(initial=-1) == k - 1:
+            break
+    return np.argsort(rank, kind="stable")
+
+
+def unique_rows(rows):
+    """Distinct rows of a matrix and, for every row, its index among them; by hashing rows, not by sorting them.
+
+    Parameters
+    ----------
+    rows : ndarray of shape (n, n_features)
+        Any non-object dtype.
+
+    Returns
+    -------
+    unique : ndarray of shape (n_unique, n_features)
+        The distinct rows, sorted lexicographically by value (the order of ``np.unique(rows, axis=0)``).
+    inverse : ndarray of int of shape (n,)
+        ``unique[inverse]`` equals ``rows`` (up to the zero and NaN policy below).
+
+    Notes
+    -----
+    Each row's bytes are hashed (a dict keyed by ``row.tobytes()``), which costs ``O(n n_features)``; only the
+    ``n_unique`` distinct rows are then sorted. ``np.unique(axis=0)`` sorts a structured dtype with one field per
+    feature instead, which took 9 s on 2,250 x 4,000 rows.
+
+    Two rows are equal when their bytes are equal after canonicalizing floating-point values: ``-0.0`` becomes
+    ``0.0`` (so rows equal by value collapse, as with ``np.unique``), and every NaN becomes one NaN, so rows with NaN
+    in the same places and equal elsewhere collapse too (``np.unique(axis=0)`` keeps each NaN row apart). The
+    returned rows carry the canonical values (``0.0``, never ``-0.0``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> unique, inverse = unique_rows(np.array([[1.0, 0.0], [0.0, 2.0], [1.0, -0.0]]))
+    >>> unique
+    array([[0., 2.],
+           [1., 0.]])
+    >>> inverse
+    array([1, 0, 1])
+    """
+    if rows.dtype == object:
+        raise TypeError("unique_rows does not support object arrays; pass a numeric or fixed-width dtype.")
+    first = {}
+    code = np.fromiter((first.setdefault(key, len(first)) for key in _row_keys(rows)), dtype=np.intp,
+                       count=rows.shape[0])
+    firsts = np.unique(code, return_index=True)[1]  # first row of each code, codes in first-seen order
+    unique = _canonical(rows[firsts])
+    order = _lexicographic_order(unique)
+    position = np.empty(order.size, dtype=np.intp)
+    position[order] = np.arange(order.size)
+    return unique[order], position[code]
 
 
 def as_candidate_sets(candidate_sets, n_queries, n_features):

@@ -22,7 +22,16 @@ from sklearn.utils.validation import check_is_fitted
 from .._config import working_memory_bytes
 from .._validation import check_array_2d, check_finite, check_square_gram
 from ..kernels import make_kernel
-from ..linalg import EigenPath, SampledKroneckerOperator, block_cg
+from ..linalg import (
+    EigenPath,
+    SampledKroneckerOperator,
+    block_cg,
+    kron_ridge_dual,
+    kron_ridge_holdout,
+    kron_ridge_leave_edge_out,
+    leave_row_and_column_out,
+    minres,
+)
 from ..metrics import concordance_index, pairwise_rank_loss
 
 __all__ = ["ConditionalRankRLS", "KronRLS", "TwoStepRLS"]
@@ -64,94 +73,6 @@ def _group_center(values, groups, n_groups):
     counts = np.bincount(groups, minlength=n_groups)
     sums = np.bincount(groups, weights=values, minlength=n_groups)
     return values - (sums / np.maximum(counts, 1))[groups]
-
-
-def _closed_form(V, s1, U, s2, Y, alpha):
-    """``A = V [(V^T Y U) / (s1 s2^T + alpha)] U^T``."""
-    return V @ ((V.T @ Y @ U) / (np.outer(s1, s2) + alpha)) @ U.T
-
-
-def _holdout_ab_c(V, s1, U, s2, Y, alpha, setting):
-    """Closed-form hold-out predictions of KronRLS on complete labels for settings A, B and C.
-
-    Setting A (leave one pair out): with ``H = (K2 kron K1)(K2 kron K1 + alpha I)^{-1}``,
-    ``f = (p - diag(H) y) / (1 - diag(H))`` and ``diag(H) = (V o V) W (U o U)^T``, ``W = s1 s2^T / (s1 s2^T + alpha)``.
-
-    Settings B / C (leave one row / column out): in the eigenbasis of ``K2``, the problem splits into
-    independent kernel ridge regressions over rows with kernel ``s2_b K1``; leaving a row out of every column
-    is leave-one-out of each of them: ``Z = Y U``, ``F = (Z_hat - h o Z) / (1 - h)`` with ``h = (V o V) W``,
-    then back-rotated by ``U^T``. Setting C is the same with the roles of the domains swapped.
-    """
-    grid = np.outer(s1, s2)
-    W = grid / (grid + alpha)
-    # 1 - h from the complement weights alpha / (s1 s2 + alpha): the rows of the orthogonal V and U have unit norm,
-    # so this has no cancellation when the leverage h is close to 1 (small alpha).
-    Wc = alpha / (grid + alpha)
-    Yt = V.T @ Y @ U
-    if setting == "A":
-        P = V @ (W * Yt) @ U.T
-        VV, UU = V * V, (U * U).T
-        return (P - (VV @ W @ UU) * Y) / (VV @ Wc @ UU)
-    if setting == "B":
-        Z = Y @ U
-        VV = V * V
-        return ((V @ (W * Yt) - (VV @ W) * Z) / (VV @ Wc)) @ U.T
-    Z = V.T @ Y
-    UU = (U * U).T
-    return V @ (((W * Yt) @ U.T - (W @ UU) * Z) / (Wc @ UU))
-
-
-def _holdout_d(K1, eig2, Y, alpha):
-    """Leave-row-and-column-out predictions: row ``i`` is left out by retraining (``n1`` eigendecompositions of
-    ``K1`` without ``i``), column ``j`` by the setting-C shortcut on that model, evaluated at the new row ``i``.
-
-    For the model trained on rows ``R`` (``K1_RR = V' S1' V'^T``) the setting-C quantities divided by ``s1'``
-    give ``V'^T A^(-j) k2_j`` without dividing by tiny eigenvalues, and the prediction is ``K1[i, R] V'`` times it.
-    """
-    n1 = K1.shape[0]
-    U, s2 = eig2.eigenvectors, eig2.eigenvalues
-    UU = (U * U).T
-    out = np.empty(Y.shape)
-    for i in range(n1):
-        rest = np.delete(np.arange(n1), i)
-        eig1 = EigenPath(K1[np.ix_(rest, rest)], name="K1")
-        V, s1 = eig1.eigenvectors, eig1.eigenvalues
-        denom = np.outer(s1, s2) + alpha
-        Dw = s2[None, :] / denom  # W / s1'
-        Yr = Y[rest]
-        Z = V.T @ Yr
-        Yt = Z @ U
-        scaled = ((Dw * Yt) @ U.T - (Dw @ UU) * Z) / ((alpha / denom) @ UU)
-        out[i] = (K1[i, rest] @ V) @ scaled
-    return out
-
-
-def _holdout_symmetric_a(V, s, Y, A, alpha, sign):
-    """Leave-edge-out predictions of one-domain KronRLS (complete labels): ``(i, j)`` is predicted by the model
-    trained without both directions ``(i, j)`` and ``(j, i)`` (one edge of a symmetric/reciprocal relation).
-
-    With ``M = (K kron K + alpha I)^{-1}`` and ``S = (I + sign P) / 2``, the regularized matrix
-    ``G = (K kron K) S + alpha I`` has ``G^{-1} = S M + (I - S) / alpha``. The ridge hold-out formula
-    ``f_E = y_E - (G^{-1}_EE)^{-1} a_E`` on ``E = {(i, j), (j, i)}`` needs ``m_d = M[(i,j),(i,j)] =
-    ((V o V) D (V o V)^T)_ij`` and ``m_x = M[(i,j),(j,i)] = sum_kl V_ik V_jk V_il V_jl D_kl`` (``D = 1 / (s s^T +
-    alpha)``): ``G^{-1}_EE = [[g, sign (g - 1/alpha)], [sign (g - 1/alpha), g]]`` with ``g = (m_d + sign m_x) / 2 +
-    1 / (2 alpha)``, whose determinant is ``(m_d + sign m_x) / alpha``. ``m_x`` costs ``O(n^4)`` (``n`` products
-    of ``n x n`` matrices). A self-pair ``(i, i)`` is its own edge (``G^{-1}_ee = m_d`` or ``1 / alpha``).
-    """
-    D = 1.0 / (np.outer(s, s) + alpha)
-    VV = V * V
-    m_d = VV @ D @ VV.T
-    m_x = np.empty_like(m_d)
-    for i in range(V.shape[0]):
-        Z = V * V[i]
-        m_x[i] = np.einsum("jk,jk->j", Z @ D, Z)
-    g = 0.5 * (m_d + sign * m_x) + 0.5 / alpha
-    det = (m_d + sign * m_x) / alpha
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = Y - (g * A - sign * (g - 1.0 / alpha) * A.T) / det
-    diag = np.diagonal(m_d) if sign > 0 else np.full(Y.shape[0], 1.0 / alpha)
-    np.fill_diagonal(out, np.diagonal(Y) - np.diagonal(A) / diag)
-    return out
 
 
 def _ranking_hat_parts(V, s1, U, s2, Y, alpha):
@@ -285,13 +206,14 @@ class _PairwiseRLS(BaseEstimator):
     _ranking = False
 
     def __init__(self, alpha=1.0, kernel1="precomputed", kernel2="precomputed", symmetry=None, max_iter=None,
-                 tol=1e-10):
+                 tol=1e-10, solver="cg"):
         self.alpha = alpha
         self.kernel1 = kernel1
         self.kernel2 = kernel2
         self.symmetry = symmetry
         self.max_iter = max_iter
         self.tol = tol
+        self.solver = solver
 
     # ----------------------------------------------------------------------------------------------- validation
     def _check_params(self):
@@ -309,6 +231,8 @@ class _PairwiseRLS(BaseEstimator):
             raise ValueError(f"The 'max_iter' parameter of {name} must be a positive int or None. Got {max_iter!r}.")
         if isinstance(self.tol, bool) or not isinstance(self.tol, numbers.Real) or not self.tol > 0:
             raise ValueError(f"The 'tol' parameter of {name} must be a float > 0. Got {self.tol!r}.")
+        if self.solver not in ("cg", "minres"):
+            raise ValueError(f"The 'solver' parameter of {name} must be 'cg' or 'minres'. Got {self.solver!r}.")
         return float(alpha)
 
     def _train_gram(self, X, kernel_spec, name):
@@ -403,11 +327,11 @@ class _PairwiseRLS(BaseEstimator):
             self.eigen_ = (eig, eig)
             V, s = eig.eigenvectors, eig.eigenvalues
             Ysym = 0.5 * (Y + sign * Y.T)
-            return _closed_form(V, s, V, s, Ysym, alpha) + (Y - Ysym) / alpha
+            return kron_ridge_dual(V, s, V, s, Ysym, alpha) + (Y - Ysym) / alpha
         K2_eff, Y_eff = self._effective(K2, Y)
         eig1, eig2 = EigenPath(K1, name="K1"), EigenPath(K2_eff, name="K2")
         self.eigen_ = (eig1, eig2)
-        return _closed_form(eig1.eigenvectors, eig1.eigenvalues, eig2.eigenvectors, eig2.eigenvalues, Y_eff, alpha)
+        return kron_ridge_dual(eig1.eigenvectors, eig1.eigenvalues, eig2.eigenvectors, eig2.eigenvalues, Y_eff, alpha)
 
     def _effective(self, K2, Y):
         """Regression: ``(K2, Y)``. Ranking (loss matrix ``C_{n2} kron I``): ``(C K2 C, Y C)`` (Corollary 2)."""
@@ -436,7 +360,11 @@ class _PairwiseRLS(BaseEstimator):
             def matmat(B):
                 return op.matmat(B) + alpha * B
 
-        coef, info = block_cg(matmat, rhs, rtol=self.tol, max_iter=self.max_iter, warn=self.max_iter is None)
+        if self.solver == "minres":
+            coef, info = minres(lambda v: matmat(v[:, None])[:, 0], rhs, rtol=self.tol, max_iter=self.max_iter,
+                                warn=self.max_iter is None)
+        else:
+            coef, info = block_cg(matmat, rhs, rtol=self.tol, max_iter=self.max_iter, warn=self.max_iter is None)
         self.n_iter_ = info.n_iter
         self.cg_info_ = info
         self.edge_coef_ = coef
@@ -600,16 +528,28 @@ class _PairwiseRLS(BaseEstimator):
         -------
         scores : ndarray of shape (n_alphas,)
             Cross-validated score of each alpha (higher is better).
+
+        Notes
+        -----
+        KronRLS setting D on complete labels (two domains, ``n_folds=None``) decomposes every leave-one-row-out
+        Gram matrix once for the whole grid (:func:`iokr.linalg.leave_row_and_column_out`); other settings and
+        estimators evaluate the alphas one at a time.
         """
         check_is_fitted(self, "dual_coef_")
         rows, _, values = self._labelled()
         scores = []
-        for a in alphas:
-            P = np.ravel(self.holdout_predictions(setting, alpha=a, n_folds=n_folds, random_state=random_state))
+        for P in self._holdout_path(alphas, setting, n_folds, random_state):
+            P = np.ravel(P)
             keep = ~np.isnan(P)
             y, p = values[keep], P[keep]
             scores.append(self._default_score(y, p, rows[keep]) if scoring is None else scoring(y, p))
         return np.array(scores)
+
+
+    def _holdout_path(self, alphas, setting, n_folds, random_state):
+        """Hold-out predictions for each alpha, one at a time (subclasses share work across alphas)."""
+        for a in alphas:
+            yield self.holdout_predictions(setting, alpha=a, n_folds=n_folds, random_state=random_state)
 
 
 class KronRLS(_PairwiseRLS):
@@ -626,9 +566,13 @@ class KronRLS(_PairwiseRLS):
     symmetry : {None, "symmetric", "reciprocal"}, default=None
         One-domain pairwise kernels ``(K kron K)(I +/- P) / 2`` (eq. 8-9) for symmetric or antisymmetric relations.
     max_iter : int, optional
-        Conjugate-gradient iteration cap for incomplete labels (early stopping).
+        Iteration cap of the iterative solver on incomplete labels (early stopping).
     tol : float, default=1e-10
-        Conjugate-gradient relative residual tolerance.
+        The iterative solver stops when the true relative residual ``||b - M a|| / ||b||`` of the pair system is
+        at most ``tol`` (reported in ``cg_info_``); see Notes.
+    solver : {"cg", "minres"}, default="cg"
+        Iterative solver on incomplete labels. MINRES minimizes the residual over the same Krylov space, so it
+        reaches ``tol`` in at most as many operator products (``benchmarks/bench_kron_solvers.py``).
 
     Attributes
     ----------
@@ -638,10 +582,17 @@ class KronRLS(_PairwiseRLS):
     eigen_ : tuple of EigenPath or None
         Factor eigendecompositions of the closed form (None after conjugate gradient).
     n_iter_ : int
-        Conjugate-gradient iterations (0 for the closed form).
+        Iterations of the iterative solver (0 for the closed form).
+    cg_info_ : CGInfo
+        After the iterative solver: ``relative_residuals[0]``, the true ``||b - M a|| / ||b||`` at the stop.
 
     Notes
     -----
+    Incomplete labels (or ``max_iter``) solve ``M a = b`` with ``M = K_q + alpha I`` (``K_q`` the pair kernel on the
+    labelled pairs) and ``b`` the labels, by CG or MINRES from ``a = 0``. The stopping rule is stated on the true
+    residual: the solver stops at the first iterate with ``||b - M a|| / ||b|| <= tol`` (a cheap recursive estimate
+    proposes the stop, one product with ``M`` confirms it), or after ``max_iter`` iterations.
+
     Proposition 3 of the paper: with complete labels, the symmetric (reciprocal) kernel gives the same predictions
     as the ordinary Kronecker kernel trained on ``(Y + Y^T) / 2`` (``(Y - Y^T) / 2``), i.e. on each edge included in
     both directions; the closed form used here is ``S (K kron K + alpha I)^{-1} y + (I - S) y / alpha``.
@@ -691,9 +642,10 @@ class KronRLS(_PairwiseRLS):
         -----
         Closed forms (complete labels, ``n_folds=None``): with ``symmetry=None``, A-C cost a few
         ``O(n1 n2 (n1 + n2))`` products and D retrains over the smaller domain (``min(n1, n2)`` eigendecompositions)
-        with the closed form over the other; one-domain A is :func:`_holdout_symmetric_a` (``O(n^4)``). One-domain
-        B / C / D (``n`` / ``n`` / ``n (n + 1) / 2`` refits of the closed form on the remaining nodes), incomplete
-        labels (conjugate gradient per split) and k-fold are computed by explicit retraining.
+        with the closed form over the other; one-domain A is :func:`iokr.linalg.kron_ridge_leave_edge_out`
+        (``O(n^4)``). One-domain B / C / D (``n`` / ``n`` / ``n (n + 1) / 2`` refits of the closed form on the
+        remaining nodes), incomplete labels (conjugate gradient per split) and k-fold are computed by explicit
+        retraining.
         """
         alpha = self._check_cv_args(setting, alpha, n_folds)
         if n_folds is not None or not self.complete_ or (self.one_domain_ and setting != "A"):
@@ -703,15 +655,28 @@ class KronRLS(_PairwiseRLS):
             sign = _SYMMETRY[self.symmetry]
             V, s = eig1.eigenvectors, eig1.eigenvalues
             Ysym = 0.5 * (self.Y_ + sign * self.Y_.T)
-            A = _closed_form(V, s, V, s, Ysym, alpha) + (self.Y_ - Ysym) / alpha
-            return _holdout_symmetric_a(V, s, self.Y_, A, alpha, sign)
+            A = kron_ridge_dual(V, s, V, s, Ysym, alpha) + (self.Y_ - Ysym) / alpha
+            return kron_ridge_leave_edge_out(V, s, self.Y_, A, alpha, sign)
         if setting == "D":
-            # Loop over the smaller domain, closed form over the larger one.
-            if self.shape_[0] <= self.shape_[1]:
-                return _holdout_d(self.K1_, eig2, self.Y_, alpha)
-            return _holdout_d(self.K2_, eig1, self.Y_.T, alpha).T
-        return _holdout_ab_c(eig1.eigenvectors, eig1.eigenvalues, eig2.eigenvectors, eig2.eigenvalues, self.Y_,
+            return self._leave_row_and_column_out([alpha])[0]
+        return kron_ridge_holdout(eig1.eigenvectors, eig1.eigenvalues, eig2.eigenvectors, eig2.eigenvalues, self.Y_,
                              alpha, setting)
+
+
+    def _leave_row_and_column_out(self, alphas):
+        """Setting-D closed form for a grid (complete labels, two domains): every eigendecomposition is shared."""
+        eig1, eig2 = self.eigen_
+        # Loop over the smaller domain, closed form over the larger one.
+        if self.shape_[0] <= self.shape_[1]:
+            return leave_row_and_column_out(self.K1_, eig2, self.Y_, alphas)
+        return leave_row_and_column_out(self.K2_, eig1, self.Y_.T, alphas).transpose(0, 2, 1)
+
+    def _holdout_path(self, alphas, setting, n_folds, random_state):
+        if setting == "D" and n_folds is None and self.complete_ and not self.one_domain_:
+            alphas = [self._check_cv_args(setting, a, n_folds) for a in alphas]
+            yield from self._leave_row_and_column_out(alphas)
+            return
+        yield from super()._holdout_path(alphas, setting, n_folds, random_state)
 
 
 class ConditionalRankRLS(_PairwiseRLS):
@@ -730,9 +695,13 @@ class ConditionalRankRLS(_PairwiseRLS):
     symmetry : {None, "symmetric", "reciprocal"}, default=None
         One-domain pairwise kernels, as in :class:`KronRLS`.
     max_iter : int, optional
-        Conjugate-gradient iteration cap for incomplete labels (early stopping).
+        Iteration cap of the iterative solver on incomplete labels (early stopping).
     tol : float, default=1e-10
-        Conjugate-gradient relative residual tolerance.
+        The iterative solver stops when the true relative residual ``||b - M a|| / ||b||`` of the pair system is
+        at most ``tol`` (reported in ``cg_info_``); see Notes.
+    solver : {"cg", "minres"}, default="cg"
+        Iterative solver on incomplete labels. MINRES minimizes the residual over the same Krylov space, so it
+        reaches ``tol`` in at most as many operator products (``benchmarks/bench_kron_solvers.py``).
 
     Notes
     -----
@@ -796,7 +765,7 @@ class ConditionalRankRLS(_PairwiseRLS):
         if setting == "D":
             return _ranking_holdout_d(self.K1_, self.K2_, eig2, Y, alpha)
         _, Yc = self._effective(self.K2_, Y)
-        return _holdout_ab_c(V, s1, U, s2, Yc, alpha, "B")
+        return kron_ridge_holdout(V, s1, U, s2, Yc, alpha, "B")
 
 
 class TwoStepRLS(BaseEstimator):

@@ -19,7 +19,9 @@ from ._holdout import (
     loo_residuals,
     sq_norms_in_kernel,
 )
+from ._kron_holdout import kron_ridge_dual, kron_ridge_holdout, kron_ridge_leave_edge_out, leave_row_and_column_out
 from ._loo_path import AlphaSkeleton, loo_squared_errors
+from ._minres import minres
 from ._kronecker import (
     KroneckerEigen,
     KroneckerOperator,
@@ -66,9 +68,14 @@ __all__ = [
     "holdout_predictions",
     "holdout_residual_coefficients",
     "holdout_residuals",
+    "kron_ridge_dual",
+    "kron_ridge_holdout",
+    "kron_ridge_leave_edge_out",
+    "leave_row_and_column_out",
     "loo_coefficients",
     "loo_residuals",
     "loo_squared_errors",
+    "minres",
     "row_slices",
     "solve_shifted",
     "sq_norms_in_kernel",

@@ -2,8 +2,11 @@
 
 The solver sees only callables (as Falkon's ``optim/conjgrad.py``): ``matmat(V)`` returns ``A @ V`` for a block
 ``V`` of shape (n, k). Each column runs its own CG recursion (the block only batches the operator products), and
-stops when ``||r_j|| <= rtol * ||b_j||``. The true residual ``b - A x`` is recomputed every ``restart_every``
-iterations to stop the recursive residual from drifting.
+stops when its true relative residual ``||b_j - A x_j|| / ||b_j||`` is at most ``rtol``: the recursive residual
+proposes the stop, and one product with the true residual confirms it (otherwise the recursion continues from
+the true residual). The true residual is also recomputed every ``restart_every`` iterations to stop the recursive
+residual from drifting, and at the end for columns stopped by ``max_iter``, so ``CGInfo.relative_residuals``
+always reports the true residual.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ class CGInfo:
     converged : ndarray of bool, shape (k,)
         Whether each right-hand side reached the tolerance.
     relative_residuals : ndarray of shape (k,)
-        Final ``||b_j - A x_j|| / ||b_j||`` from the last residual (true residual when recomputed).
+        Final true relative residual ``||b_j - A x_j|| / ||b_j||``.
     """
 
     n_iter: int
@@ -48,7 +51,7 @@ def block_cg(matmat, rhs, *, x0=None, rtol=1e-8, max_iter=None, preconditioner=N
     x0 : ndarray, optional
         Initial guess (zeros by default).
     rtol : float, default=1e-8
-        Stop column ``j`` when ``||b_j - A x_j|| <= rtol * ||b_j||``.
+        Stop column ``j`` when its true residual satisfies ``||b_j - A x_j|| <= rtol * ||b_j||``.
     max_iter : int, optional
         Iteration cap (default ``10 * n``). Early stopping by ``max_iter`` is also a regularizer
         (Pahikkala et al. 2013); pass ``warn=False`` when that is intended.
@@ -97,9 +100,18 @@ def block_cg(matmat, rhs, *, x0=None, rtol=1e-8, max_iter=None, preconditioner=N
         beta = np.divide(rz_new, rz[cols], out=np.zeros_like(rz_new), where=rz[cols] > 0)
         P[:, cols] = Zc + P[:, cols] * beta
         rz[cols] = rz_new
-        active[cols] = (np.linalg.norm(R[:, cols], axis=0) > rtol * b_norm[cols]) & (pap > 0)
+        small = np.linalg.norm(R[:, cols], axis=0) <= rtol * b_norm[cols]
+        if small.any() and iteration % restart_every != 0:
+            # The recursive residual says done: stop only if the true residual agrees (else carry on from it).
+            done = cols[small]
+            R[:, done] = B[:, done] - matmat(X[:, done])
+            small[small] = np.linalg.norm(R[:, done], axis=0) <= rtol * b_norm[done]
+        active[cols] = ~small & (pap > 0)
         if callback is not None:
             callback(iteration, X[:, 0] if vector else X)
+    stale = np.flatnonzero(active) if iteration % restart_every != 0 else np.zeros(0, dtype=np.intp)
+    if stale.size:  # stopped by max_iter (or breakdown): report the true residual
+        R[:, stale] = B[:, stale] - matmat(X[:, stale])
     relative = np.linalg.norm(R, axis=0) / b_norm
     converged = relative <= rtol * (1 + 1e-12)
     if warn and not converged.all():

@@ -19,6 +19,7 @@ from ._metrics import edit_distance, letter_accuracy, string_error_rate, symbol_
 from ._ngrams import NgramVectorizer, ngram_counts, ngram_features
 from ._output_space import OutputSpace
 from ._preimage import DeBruijnGraph, has_preimage, ngram_preimage, ngram_preimages
+from ._preimage_batch import ngram_preimage_batch
 from ._rounding import learn_thresholds, repair_degrees, round_counts
 from ._segmented import SegmentedStringKDE
 from ._viterbi import viterbi_decode
@@ -49,6 +50,7 @@ __all__ = [
     "ngram_counts",
     "ngram_features",
     "ngram_preimage",
+    "ngram_preimage_batch",
     "ngram_preimages",
     "repair_degrees",
     "round_counts",

@@ -13,6 +13,8 @@ vertex that keeps unused edges, so the output has exactly ``sum(y)`` symbols.
 
 from __future__ import annotations
 
+import functools
+import math
 import numbers
 from collections import Counter
 
@@ -21,6 +23,7 @@ import numpy as np
 from ._ngrams import as_symbols, check_order, ngram_counts
 
 
+@functools.lru_cache(maxsize=65536)
 def _symbol_key(symbol):
     # Integers (symbol ids) sort numerically, anything else by type name and repr: deterministic for any symbols.
     if isinstance(symbol, (int, np.integer)) and not isinstance(symbol, bool):
@@ -179,6 +182,85 @@ class DeBruijnGraph:
         return results
 
 
+def _fast_clean(counts, n):
+    """:func:`check_counts` and :class:`DeBruijnGraph` in one pass for the common input, or None.
+
+    The common input: a ``dict`` (or Counter, as :func:`ngram_counts` returns) whose keys are ``str`` of length ``n``
+    or tuples of ``n`` symbols and whose values are plain ``int`` or ``float``. Returns ``(clean, out_edges, as_str)``
+    equal to ``check_counts(counts, n)``, ``DeBruijnGraph(clean, n).out_edges`` (same insertion orders, same sorted
+    edge lists) and the "every symbol is a one-character str" flag of :func:`_graph_and_key`; anything else (other key
+    or value types, a key of the wrong length, non-finite values, an invalid ``n``) returns None so the general path
+    validates and raises its usual errors.
+    """
+    if type(n) is not int or n < 1 or not isinstance(counts, dict):
+        return None
+    clean = {}
+    as_str = True
+    for key, value in counts.items():
+        kind = type(key)
+        if kind is tuple:
+            if len(key) != n:
+                return None
+            if as_str:
+                for c in key:
+                    if type(c) is not str or len(c) != 1:
+                        as_str = False
+                        break
+        elif kind is not str or len(key) != n:
+            return None
+        kind = type(value)
+        if kind is int:
+            c = value
+        elif kind is float and value - value == 0.0:  # finite
+            c = math.floor(value + 0.5) if value > 0 else 0
+        else:
+            return None
+        if c > 0:
+            gram = key if kind is tuple else tuple(key)
+            clean[gram] = clean.get(gram, 0) + c
+    edges = {}
+    for gram, c in clean.items():
+        edges.setdefault(gram[:-1], []).append([gram[-1], gram[1:], c])
+    for lst in edges.values():
+        if len(lst) > 1:
+            lst.sort(key=lambda e: _symbol_key(e[0]))
+    return clean, edges, as_str
+
+
+def _walk_edges(out_edges, start):
+    """:meth:`DeBruijnGraph.walk` on an edge table ``vertex -> [[symbol, destination, multiplicity], ...]``.
+
+    Each vertex's edges are expanded into a stack of ``(symbol, destination)`` copies, smallest symbol on top, so
+    taking the next unused edge is one ``list.pop``; the order of the walk is the reference walk's.
+    """
+    stacks = {}
+    for v, lst in out_edges.items():
+        expanded = []
+        for symbol, dest, c in reversed(lst):
+            expanded.extend([(symbol, dest)] * c)
+        stacks[v] = expanded
+    pieces = []
+    for root in (start, *out_edges):
+        if not stacks.get(root):
+            continue
+        piece = []
+        vertices = [root]
+        symbols = [None]
+        while vertices:
+            edges = stacks.get(vertices[-1])
+            if edges:
+                symbol, dest = edges.pop()
+                vertices.append(dest)
+                symbols.append(symbol)
+            else:
+                vertices.pop()
+                piece.append(symbols.pop())
+        piece.pop()  # the root's placeholder
+        piece.reverse()
+        pieces.append(piece)
+    return [symbol for piece in pieces for symbol in piece]
+
+
 def _strip(symbols, start, stop, as_str):
     core = [s for s in symbols if s != start and s != stop]
     if as_str and all(isinstance(s, str) for s in core):
@@ -223,6 +305,10 @@ def ngram_preimage(counts, n, start="^", stop="$", *, strict=False):
     >>> ngram_preimage({"^b": 1, "bc": 2, "cb": 1, "ca": 1, "a$": 1}, 2)
     'bcbca'
     """
+    fast = _fast_clean(counts, n) if not strict else None
+    if fast is not None:
+        clean, out_edges, as_str = fast
+        return _strip(_walk_edges(out_edges, (start,) * (n - 1)), start, stop, as_str)
     graph, clean, start_node, _, as_str = _graph_and_key(counts, n, start, stop)
     s = _strip(graph.walk(start_node), start, stop, as_str)
     if strict and Counter(ngram_counts(s, n, start, stop)) != Counter(clean):

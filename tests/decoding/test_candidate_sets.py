@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from iokr.decoding import CandidateSets, PackedBinaryFeatures, as_candidate_sets
+from iokr.decoding._candidates import unique_rows
 
 
 @pytest.mark.parametrize("n_features", [1, 8, 13, 64])
@@ -107,3 +108,61 @@ def test_shared_sets_are_detected_from_indices():
     assert CandidateSets(pool, [np.arange(4), np.arange(4)]).is_shared
     assert not CandidateSets(pool, [np.arange(4), np.array([0, 1, 3, 2])]).is_shared
     assert not CandidateSets(pool, [np.arange(3)]).is_shared
+
+
+def _unique_rows_reference(rows):
+    """The former path: ``np.unique(axis=0)`` (sorts a structured dtype with one field per feature)."""
+    unique, inverse = np.unique(np.ascontiguousarray(rows), axis=0, return_inverse=True)
+    return unique, inverse.ravel()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64, np.uint8, bool])
+@pytest.mark.parametrize("shape", [(300, 7), (40, 1), (1, 5), (200, 300)])
+def test_unique_rows_matches_np_unique(rng, dtype, shape):
+    n, width = shape
+    base = rng.integers(-2, 3, size=(max(n // 4, 1), width)).astype(dtype)
+    rows = base[rng.integers(0, base.shape[0], size=n)]  # many duplicates
+    unique, inverse = unique_rows(rows)
+    expected, expected_inverse = _unique_rows_reference(rows)
+    assert unique.dtype == rows.dtype
+    np.testing.assert_array_equal(unique, expected)
+    np.testing.assert_array_equal(inverse, expected_inverse)
+    np.testing.assert_array_equal(unique[inverse], rows)
+
+
+def test_unique_rows_continuous_values_and_late_differences(rng):
+    rows = rng.normal(size=(50, 20))
+    rows[:, :19] = 0.5  # rows differ only in the last column: the refinement must reach it
+    rows = rows[rng.integers(0, 50, size=200)]
+    unique, inverse = unique_rows(rows)
+    expected, expected_inverse = _unique_rows_reference(rows)
+    np.testing.assert_array_equal(unique, expected)
+    np.testing.assert_array_equal(inverse, expected_inverse)
+
+
+def test_unique_rows_zero_and_nan_policy():
+    rows = np.array([[0.0, 1.0], [-0.0, 1.0], [np.nan, 1.0], [-np.nan, 1.0], [np.nan, 2.0], [1.0, 1.0]])
+    unique, inverse = unique_rows(rows)
+    # -0.0 and 0.0 collapse (as np.unique does); NaN rows equal elsewhere collapse (np.unique keeps them apart).
+    np.testing.assert_array_equal(inverse, [0, 0, 2, 2, 3, 1])
+    assert unique.shape == (4, 2) and not np.signbit(unique[0, 0])
+    np.testing.assert_array_equal(unique[:2], [[0.0, 1.0], [1.0, 1.0]])
+    assert np.isnan(unique[2:, 0]).all()
+    pooled = CandidateSets.from_arrays([rows[:3], rows[3:]])
+    assert pooled.pool.shape == (4, 2)
+    np.testing.assert_array_equal(pooled.indices[0], [0, 0, 2])
+
+
+def test_unique_rows_rejects_object_arrays():
+    with pytest.raises(TypeError, match="object arrays"):
+        unique_rows(np.array([[1, "a"]], dtype=object))
+
+
+def test_from_arrays_pool_equals_np_unique_path(rng):
+    base = (rng.random((30, 64)) < 0.3).astype(np.float64)
+    sets = [base[rng.integers(0, 30, size=rng.integers(0, 25))] for _ in range(20)]
+    pooled = CandidateSets.from_arrays(sets)
+    stacked = np.concatenate(sets)
+    expected, inverse = _unique_rows_reference(stacked)
+    np.testing.assert_array_equal(pooled.pool, expected)
+    np.testing.assert_array_equal(np.concatenate(pooled.indices), inverse)

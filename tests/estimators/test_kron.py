@@ -395,7 +395,7 @@ def test_conditional_ranking_closed_form_cv_matches_retraining(rng, setting, sha
 @pytest.mark.parametrize("symmetry,sign", [("symmetric", 1), ("reciprocal", -1)])
 @pytest.mark.parametrize("setting", ["A", "B", "C", "D"])
 def test_one_domain_cv_matches_retraining(rng, model_cls, symmetry, sign, setting):
-    """KronRLS setting A is the closed form of _holdout_symmetric_a; the rest retrain (ranking: by CG)."""
+    """KronRLS setting A is the closed form of kron_ridge_leave_edge_out; the rest retrain (ranking: by CG)."""
     n = 5
     K = _psd(rng, n)
     Y = rng.normal(size=(n, n))
@@ -486,3 +486,43 @@ def test_cv_argument_errors(data):
         model.holdout_predictions("B", n_folds=1)
     with pytest.raises(ValueError, match="'alpha'"):
         model.holdout_predictions("B", alpha=-1.0)
+
+
+# ------------------------------------------------------------------------ iterative solvers: stated stopping rule
+def _sampled_system(rng, n1=9, n2=7, q=40):
+    K1, K2 = _psd(rng, n1), _psd(rng, n2)
+    flat = rng.choice(n1 * n2, size=q, replace=False)
+    r, c = flat // n2, flat % n2
+    return K1, K2, r, c, rng.normal(size=q)
+
+
+@pytest.mark.parametrize("solver", ["cg", "minres"])
+@pytest.mark.parametrize("tol", [1e-4, 1e-10])
+def test_iterative_solvers_stop_on_the_stated_residual(rng, solver, tol):
+    K1, K2, r, c, y = _sampled_system(rng)
+    alpha = 0.05
+    M = K1[np.ix_(r, r)] * K2[np.ix_(c, c)] + alpha * np.eye(r.size)  # the pair system, densely
+    model = KronRLS(alpha=alpha, tol=tol, solver=solver).fit(K1, K2, (r, c, y))
+    a = model.edge_coef_
+    relative = np.linalg.norm(y - M @ a) / np.linalg.norm(y)
+    assert relative <= tol
+    assert model.cg_info_.relative_residuals[0] == pytest.approx(relative, rel=1e-6, abs=1e-13)
+    exact = np.linalg.solve(M, y)
+    np.testing.assert_allclose(a, exact, atol=np.linalg.cond(M) * tol * np.linalg.norm(exact))
+    if tol == 1e-10:
+        np.testing.assert_allclose(model.predict(K1, K2), KronRLS(alpha=alpha, tol=1e-13).fit(
+            K1, K2, (r, c, y)).predict(K1, K2), rtol=1e-6, atol=1e-8)
+
+
+def test_minres_ranking_matches_cg_and_needs_no_more_iterations(rng):
+    K1, K2, r, c, y = _sampled_system(rng, q=50)
+    cg = ConditionalRankRLS(alpha=0.1, tol=1e-9).fit(K1, K2, (r, c, y))
+    mr = ConditionalRankRLS(alpha=0.1, tol=1e-9, solver="minres").fit(K1, K2, (r, c, y))
+    np.testing.assert_allclose(mr.edge_coef_, cg.edge_coef_, rtol=1e-6, atol=1e-8)
+    assert mr.n_iter_ <= cg.n_iter_ and mr.cg_info_.relative_residuals[0] <= 1e-9
+
+
+def test_invalid_solver_is_rejected(data):
+    K1, K2, Y = data
+    with pytest.raises(ValueError, match="The 'solver' parameter of KronRLS must be 'cg' or 'minres'. Got 'lsqr'"):
+        KronRLS(solver="lsqr").fit(K1, K2, Y)

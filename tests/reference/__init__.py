@@ -185,6 +185,21 @@ def hamming_loop(Y_true, Y_pred):
     return wrong / count
 
 
+def kron_ridge_leave_row_and_column_out(K1, K2, Y, alpha):
+    """Setting D by brute force: for each ``(i, j)`` solve the explicit Kronecker ridge system on the other rows
+    and columns, ``(K2_CC kron K1_RR + alpha I) vec(A) = vec(Y_RC)``, and predict ``K1[i, R] A K2[C, j]``."""
+    n1, n2 = Y.shape
+    out = np.empty(Y.shape)
+    for i in range(n1):
+        R = np.delete(np.arange(n1), i)
+        for j in range(n2):
+            C = np.delete(np.arange(n2), j)
+            Kbar = np.kron(K2[np.ix_(C, C)], K1[np.ix_(R, R)])
+            a = np.linalg.solve(Kbar + alpha * np.eye(Kbar.shape[0]), Y[np.ix_(R, C)].ravel(order="F"))
+            out[i, j] = K1[i, R] @ a.reshape((R.size, C.size), order="F") @ K2[C, j]
+    return out
+
+
 # scikit-learn contract checks that apply to IOKR-like estimators (predict needs candidates, so the checks that
 # call predict(X) or decision_function(X) without them do not; see tests/estimators/test_iokr.py).
 IOKR_LIKE_SKLEARN_CHECKS = [

@@ -1,0 +1,172 @@
+"""Kronecker ridge regression on complete labels: closed-form dual coefficients and hold-out predictions.
+
+:func:`kron_ridge_dual` solves ``K1 A K2 + alpha A = Y``; :func:`kron_ridge_holdout` gives settings A-C and
+:func:`kron_ridge_leave_edge_out` one-domain setting A in closed form (their docstrings carry the formulas);
+:func:`leave_row_and_column_out` gives setting D for a grid of alphas, derived below.
+
+Complete labels ``Y`` of shape (n1, n2), ``K1 = V S1 V^T``, ``K2 = U S2 U^T``; the Kronecker ridge model has dual
+coefficients ``A = V [(V^T Y U) / (s1 s2^T + alpha)] U^T``. The setting-D prediction of entry ``(i, j)`` comes from
+the model trained on rows ``R = {1..n1} minus i`` and columns ``{1..n2} minus j``, evaluated at the new row ``i``
+and the new column ``j``.
+
+Row ``i`` is left out by decomposing ``K1_RR = V' diag(s1') V'^T`` (one eigendecomposition per row); column ``j``
+by the leave-one-column-out shortcut on that model: in the eigenbasis of ``K1_RR`` the problem splits into
+``n1 - 1`` kernel ridge regressions over columns with kernel ``s1'_k K2``, and leaving column ``j`` out of each is
+their leave-one-out. With ``Z = V'^T Y_R``, ``Yt = Z U``, ``D = 1 / (s1' s2^T + alpha)`` and ``UU = (U o U)^T``,
+
+    f(i, j) = sum_k q_k [((s2 D) o Yt) U^T - ((s2 D) UU) o Z]_kj / [alpha D UU]_kj,   q = V'^T K1[R, i],
+
+which is the setting-C formula divided through by ``s1'`` (no division by tiny eigenvalues) and, in the
+denominator, ``1 - h`` written as the complement weights ``alpha D`` (no cancellation when ``h`` is close to 1).
+
+Only ``D`` depends on alpha: the eigendecomposition of every ``K1_RR``, ``Z``, ``Yt`` and ``q`` are computed once per
+row and serve every alpha, so a grid costs ``n1`` eigendecompositions of size ``n1 - 1`` plus, per alpha and row,
+three products of shape ``(n1 - 1, n2) x (n2, n2)``. The per-alpha products are exact and cannot be shared
+between alphas (``D`` enters inside a sum over the eigenvalues of ``K2``), so a long grid costs more than one
+alpha even though nothing is decomposed twice; ``benchmarks/bench_kron_path.py`` reports the ratio with both
+floors.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._chunks import chunk_rows
+from ._eigen import EigenPath
+
+
+def kron_ridge_dual(V, s1, U, s2, Y, alpha):
+    """Dual coefficients of Kronecker ridge regression on complete labels.
+
+    Parameters
+    ----------
+    V, s1 : ndarray of shape (n1, n1) and (n1,)
+        Eigenvectors and eigenvalues of ``K1``.
+    U, s2 : ndarray of shape (n2, n2) and (n2,)
+        Eigenvectors and eigenvalues of ``K2``.
+    Y : ndarray of shape (n1, n2)
+        Labels.
+    alpha : float
+        Regularization > 0.
+
+    Returns
+    -------
+    A : ndarray of shape (n1, n2)
+        ``A = V [(V^T Y U) / (s1 s2^T + alpha)] U^T``, the solution of ``K1 A K2 + alpha A = Y``.
+    """
+    return V @ ((V.T @ Y @ U) / (np.outer(s1, s2) + alpha)) @ U.T
+
+
+def kron_ridge_holdout(V, s1, U, s2, Y, alpha, setting):
+    """Closed-form hold-out predictions of Kronecker ridge regression on complete labels, settings A, B and C.
+
+    Arguments as :func:`kron_ridge_dual`, and ``setting`` in {"A", "B", "C"}; returns an array of shape (n1, n2).
+
+    Setting A (leave one pair out): with ``H = (K2 kron K1)(K2 kron K1 + alpha I)^{-1}``,
+    ``f = (p - diag(H) y) / (1 - diag(H))`` and ``diag(H) = (V o V) W (U o U)^T``, ``W = s1 s2^T / (s1 s2^T + alpha)``.
+
+    Settings B / C (leave one row / column out): in the eigenbasis of ``K2``, the problem splits into
+    independent kernel ridge regressions over rows with kernel ``s2_b K1``; leaving a row out of every column
+    is leave-one-out of each of them: ``Z = Y U``, ``F = (Z_hat - h o Z) / (1 - h)`` with ``h = (V o V) W``,
+    then back-rotated by ``U^T``. Setting C is the same with the roles of the domains swapped.
+    """
+    grid = np.outer(s1, s2)
+    W = grid / (grid + alpha)
+    # 1 - h from the complement weights alpha / (s1 s2 + alpha): the rows of the orthogonal V and U have unit norm,
+    # so this has no cancellation when the leverage h is close to 1 (small alpha).
+    Wc = alpha / (grid + alpha)
+    Yt = V.T @ Y @ U
+    if setting == "A":
+        P = V @ (W * Yt) @ U.T
+        VV, UU = V * V, (U * U).T
+        return (P - (VV @ W @ UU) * Y) / (VV @ Wc @ UU)
+    if setting == "B":
+        Z = Y @ U
+        VV = V * V
+        return ((V @ (W * Yt) - (VV @ W) * Z) / (VV @ Wc)) @ U.T
+    Z = V.T @ Y
+    UU = (U * U).T
+    return V @ (((W * Yt) @ U.T - (W @ UU) * Z) / (Wc @ UU))
+
+
+def kron_ridge_leave_edge_out(V, s, Y, A, alpha, sign):
+    """Leave-edge-out predictions of one-domain Kronecker ridge regression on complete labels.
+
+    ``K = V diag(s) V^T``, fitted dual coefficients ``A``, ``sign`` +1 (symmetric) or -1 (reciprocal); returns an
+    array of shape (n, n) in which ``(i, j)`` is predicted by the model trained without both directions ``(i, j)``
+    and ``(j, i)`` (one edge of a symmetric/reciprocal relation).
+
+    With ``M = (K kron K + alpha I)^{-1}`` and ``S = (I + sign P) / 2``, the regularized matrix
+    ``G = (K kron K) S + alpha I`` has ``G^{-1} = S M + (I - S) / alpha``. The ridge hold-out formula
+    ``f_E = y_E - (G^{-1}_EE)^{-1} a_E`` on ``E = {(i, j), (j, i)}`` needs ``m_d = M[(i,j),(i,j)] =
+    ((V o V) D (V o V)^T)_ij`` and ``m_x = M[(i,j),(j,i)] = sum_kl V_ik V_jk V_il V_jl D_kl`` (``D = 1 / (s s^T +
+    alpha)``): ``G^{-1}_EE = [[g, sign (g - 1/alpha)], [sign (g - 1/alpha), g]]`` with ``g = (m_d + sign m_x) / 2 +
+    1 / (2 alpha)``, whose determinant is ``(m_d + sign m_x) / alpha``. ``m_x`` costs ``O(n^4)`` (``n`` products
+    of ``n x n`` matrices). A self-pair ``(i, i)`` is its own edge (``G^{-1}_ee = m_d`` or ``1 / alpha``).
+    """
+    D = 1.0 / (np.outer(s, s) + alpha)
+    VV = V * V
+    m_d = VV @ D @ VV.T
+    m_x = np.empty_like(m_d)
+    for i in range(V.shape[0]):
+        Z = V * V[i]
+        m_x[i] = np.einsum("jk,jk->j", Z @ D, Z)
+    g = 0.5 * (m_d + sign * m_x) + 0.5 / alpha
+    det = (m_d + sign * m_x) / alpha
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = Y - (g * A - sign * (g - 1.0 / alpha) * A.T) / det
+    diag = np.diagonal(m_d) if sign > 0 else np.full(Y.shape[0], 1.0 / alpha)
+    np.fill_diagonal(out, np.diagonal(Y) - np.diagonal(A) / diag)
+    return out
+
+
+def leave_row_and_column_out(K1, eig2, Y, alphas, *, working_memory=None):
+    """Setting-D hold-out predictions of Kronecker ridge regression on complete labels, for every alpha.
+
+    Parameters
+    ----------
+    K1 : ndarray of shape (n1, n1)
+        Symmetric PSD Gram matrix of the rows (the domain left out by eigendecomposition; pass the smaller one).
+    eig2 : EigenPath
+        Eigendecomposition of the column Gram matrix ``K2`` of shape (n2, n2).
+    Y : ndarray of shape (n1, n2)
+        Complete labels.
+    alphas : array-like of shape (n_alphas,)
+        Regularization values > 0.
+    working_memory : float, optional
+        Budget in MiB for the per-row temporaries (``n_alphas`` is processed in chunks); defaults to the global
+        setting.
+
+    Returns
+    -------
+    P : ndarray of shape (n_alphas, n1, n2)
+        ``P[a, i, j]``: prediction for ``(i, j)`` of the model trained at ``alphas[a]`` without row ``i`` and
+        column ``j`` (see the module notes for the formula).
+    """
+    K1 = np.asarray(K1, dtype=np.float64)
+    Y = np.asarray(Y, dtype=np.float64)
+    alphas = np.atleast_1d(np.asarray(alphas, dtype=np.float64))
+    n1, n2 = Y.shape
+    U, s2 = eig2.eigenvectors, eig2.eigenvalues
+    UU = (U * U).T
+    m = n1 - 1
+    out = np.empty((alphas.size, n1, n2))
+    # Per alpha in a chunk: denominator, two weight arrays, the products and the quotient, each (n1 - 1, n2).
+    step = chunk_rows(alphas.size, 6 * 8 * max(m, 1) * n2, working_memory)
+    for i in range(n1):
+        rest = np.delete(np.arange(n1), i)
+        eig1 = EigenPath(K1[np.ix_(rest, rest)], name="K1")
+        V, s1 = eig1.eigenvectors, eig1.eigenvalues
+        Z = V.T @ Y[rest]
+        Yt = Z @ U
+        q = K1[i, rest] @ V
+        for lo in range(0, alphas.size, step):
+            a = alphas[lo:lo + step]
+            D = s1[None, :, None] * s2[None, None, :] + a[:, None, None]  # (chunk, m, n2)
+            np.reciprocal(D, out=D)
+            Dw = D * s2
+            num = ((Dw * Yt).reshape(-1, n2) @ U.T).reshape(D.shape)
+            num -= (Dw.reshape(-1, n2) @ UU).reshape(D.shape) * Z
+            num /= (D.reshape(-1, n2) @ UU).reshape(D.shape)  # alpha D UU, the alpha divided out after the sum
+            out[lo:lo + step, i] = np.einsum("k,akj->aj", q, num) / a[:, None]
+    return out
