@@ -14,7 +14,7 @@ from fuzz_helpers import fuzz_settings, json_values, mutated, run_reader
 from hypothesis import given
 from hypothesis import strategies as st
 
-from iokr.io import ModelFileError, load_model_file, save_model_file
+from iokr.io import ModelFileError, load_model_file, read_npz, save_model_file
 
 FMT = "model_file"
 
@@ -187,8 +187,12 @@ def test_declared_shape_larger_than_member(workdir, generic_blob):
     members["a.npy"] = members["a.npy"].replace(b"(3, 4)", b"(3000000000, 4)", 1).replace(b"   ", b"", 1)
     path = workdir / "huge.npz"
     path.write_bytes(_zip(members))
-    with pytest.raises(ModelFileError, match="'a.npy' declares shape"):
+    # The metadata (format version 2) declares the member's shape: the header is refused before any allocation.
+    with pytest.raises(ModelFileError, match=r"'a.npy' holds float64 of shape \(3000000000, 4\), but the metadata"):
         load_model_file(path)
+    # Without metadata to compare with, the declared bytes must equal the bytes the member holds.
+    with pytest.raises(ModelFileError, match="'a.npy' declares shape"):
+        read_npz(path, what="Model file", error=ModelFileError)
 
 
 def test_member_without_npy_header(workdir, generic_blob):
