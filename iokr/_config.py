@@ -19,8 +19,8 @@ _DEFAULTS = {
     "jitter_schedule": (1e-10, 1e-8, 1e-6, 1e-4),
     # Untrusted files: the longest line a text reader accepts (bytes, after decompression) ...
     "max_line_bytes": 16 * 2**20,
-    # ... and the largest decompressed/compressed size ratio accepted once 64 MiB have been decompressed.
-    "max_compression_ratio": 500,
+    # ... and the largest decompressed/compressed size ratio accepted once 16 MiB have been decompressed.
+    "max_compression_ratio": 100,
 }
 
 _local = threading.local()
@@ -57,8 +57,8 @@ def set_config(*, working_memory=None, jitter_schedule=None, max_line_bytes=None
         Longest line (bytes, after decompression) that the text readers accept; a longer line is an error naming
         the file and the line. Default 16 MiB.
     max_compression_ratio : float, optional
-        Largest ratio of decompressed to compressed bytes accepted from a gzip file or a zip member once 64 MiB
-        have been decompressed (a "compression bomb" is refused). Default 500.
+        Largest ratio of decompressed to compressed bytes accepted from a gzip file or a zip member once 16 MiB
+        have been decompressed (a "compression bomb" is refused). Default 100.
     """
     config = _current()
     if working_memory is not None:

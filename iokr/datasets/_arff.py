@@ -80,7 +80,11 @@ def load_arff(path, n_labels):
                         cols.append(index)
                         vals.append(_number(pair[1], position))
             else:
-                values = [_number(v, i) for i, v in enumerate(line.split(","), 1)]
+                tokens = line.split(",")
+                try:
+                    values = [float(v) for v in tokens]
+                except ValueError:  # name the first bad value without echoing the line
+                    values = [_number(v, i) for i, v in enumerate(tokens, 1)]
                 if len(values) != len(names):
                     raise ValueError(f"{len(values)} values for {len(names)} attributes")
                 nonzero = np.flatnonzero(values)

@@ -22,6 +22,8 @@ MAX_JSON_DEPTH = 100
 #: Largest JSON file read whole by :func:`load_json_file` (manifests, metadata), in bytes.
 MAX_JSON_FILE_BYTES = 64 * 2**20
 
+_DECODER = json.JSONDecoder()
+
 
 class JSONDataError(IOKRDataError):
     """A JSON document is malformed, too deeply nested, or holds an integer too long to convert.
@@ -85,28 +87,28 @@ def loads_json(text, *, what, where="", max_depth=MAX_JSON_DEPTH):
     ...
     iokr.io._json.JSONDataError: Example: line 3: JSON nested deeper than 100 levels.
     """
-    location = f"{what}: {where}" if where else what
-
-    def fail(reason, detail=""):
-        raise JSONDataError(f"{location}: {reason}{detail}.", reason)
-
     if isinstance(text, (bytes, bytearray, memoryview)):
         try:
             text = bytes(text).decode("utf-8")
         except UnicodeDecodeError as exc:
-            fail("not UTF-8", f" (byte {exc.start})")
-    deep = text.count("[") + text.count("{") >= max_depth
+            _fail(what, where, "not UTF-8", f" (byte {exc.start})")
     try:
-        value = json.loads(text)
+        value = _DECODER.decode(text)
     except json.JSONDecodeError as exc:
-        fail("invalid JSON", f" ({exc.msg} at character {exc.pos})")
+        _fail(what, where, "invalid JSON", f" ({exc.msg} at character {exc.pos})")
     except RecursionError:
-        fail(f"JSON nested deeper than {max_depth} levels")
+        _fail(what, where, f"JSON nested deeper than {max_depth} levels")
     except ValueError:  # the only other ValueError: an integer beyond Python's int-string conversion limit
-        fail(f"integer with more than {sys.get_int_max_str_digits() or 'the allowed'} digits")
-    if deep and isinstance(value, (list, dict)) and _depth_exceeds(value, max_depth):
-        fail(f"JSON nested deeper than {max_depth} levels")
+        _fail(what, where, f"integer with more than {sys.get_int_max_str_digits() or 'the allowed'} digits")
+    if (isinstance(value, (list, dict)) and text.count("[") + text.count("{") >= max_depth
+            and _depth_exceeds(value, max_depth)):
+        _fail(what, where, f"JSON nested deeper than {max_depth} levels")
     return value
+
+
+def _fail(what, where, reason, detail=""):
+    location = f"{what}: {where}" if where else what
+    raise JSONDataError(f"{location}: {reason}{detail}.", reason)
 
 
 def load_json_file(path, *, what, max_bytes=MAX_JSON_FILE_BYTES, max_depth=MAX_JSON_DEPTH):

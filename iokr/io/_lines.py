@@ -7,10 +7,10 @@ after ``limit`` bytes, whatever its length in the file. Caps (defaults in :mod:`
 :func:`iokr.set_config` or per call):
 
 - ``max_line_bytes`` (default :data:`MAX_LINE_BYTES`, 16 MiB): longest line, in bytes after decompression;
-- ``max_compression_ratio`` (default :data:`MAX_COMPRESSION_RATIO`, 500): once :data:`RATIO_CHECK_BYTES`
-  (64 MiB) have been decompressed from a gzip file, the decompressed size may be at most this many times the
-  compressed bytes read so far. Real data compresses 3-20 times; a "gzip bomb" (gigabytes of a repeated byte)
-  about 1000 times.
+- ``max_compression_ratio`` (default :data:`MAX_COMPRESSION_RATIO`, 100): once :data:`RATIO_CHECK_BYTES`
+  (16 MiB) have been decompressed from a gzip file, the decompressed size may be at most this many times the
+  compressed bytes read so far. Real data compresses 3-20 times (the MassBank JSONL about 6); a "gzip bomb"
+  (gigabytes of a repeated line) 400-1000 times.
 
 Every failure is one :class:`~iokr.exceptions.IOKRDataError` line naming the file, the line number and the cap or
 the cause.
@@ -29,9 +29,9 @@ from ..exceptions import IOKRDataError
 #: Default longest line (bytes after decompression); see :func:`iokr.set_config` (``max_line_bytes``).
 MAX_LINE_BYTES = 16 * 2**20
 #: Default largest decompressed/compressed ratio; see :func:`iokr.set_config` (``max_compression_ratio``).
-MAX_COMPRESSION_RATIO = 500
+MAX_COMPRESSION_RATIO = 100
 #: Decompressed bytes after which the compression ratio is checked (small files may compress arbitrarily well).
-RATIO_CHECK_BYTES = 64 * 2**20
+RATIO_CHECK_BYTES = 16 * 2**20
 
 _GZIP_MAGIC = b"\x1f\x8b"
 #: What reading a damaged or truncated stream raises (BadGzipFile is an OSError; zlib.error: damaged deflate data).
@@ -76,7 +76,7 @@ def iter_lines(source, *, what, max_line_bytes=None, max_compression_ratio=None,
         Longest accepted line in bytes (after decompression, without its terminator); the configured ``max_line_bytes`` (16 MiB by default) when None.
     max_compression_ratio : float, optional
         Largest decompressed/compressed ratio of a gzip file, checked once :data:`RATIO_CHECK_BYTES` have been
-        decompressed; the configured ``max_compression_ratio`` (500 by default) when None.
+        decompressed; the configured ``max_compression_ratio`` (100 by default) when None.
     errors : {"strict", "replace"}, default="strict"
         Undecodable UTF-8: an error naming the line, or U+FFFD replacement characters (for formats where
         text fields are not used as identifiers).
@@ -146,7 +146,8 @@ def iter_lines(source, *, what, max_line_bytes=None, max_compression_ratio=None,
                 if decompressed > max_ratio * read:
                     raise IOKRDataError(f"{what} {name}: at line {number}, {_size(decompressed)} decompressed from "
                                         f"{_size(read)} (ratio above the max_compression_ratio cap of "
-                                        f"{max_ratio:g}); refusing a likely compression bomb.")
+                                        f"{max_ratio:g}); refusing a likely compression bomb (raise the cap with "
+                                        "iokr.set_config(max_compression_ratio=...) if the file is trusted).")
             try:
                 text = body.decode("utf-8", errors=errors)
             except UnicodeDecodeError as exc:

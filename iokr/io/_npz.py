@@ -2,11 +2,13 @@
 
 Every way a damaged archive fails becomes one typed error, and nothing is decompressed before it has been checked:
 
-- from the zip directory alone: duplicate or non-``.npy`` member names, members not in the expected set, and a
-  decompressed/compressed ratio above the ``max_compression_ratio`` cap (once a member exceeds
-  :data:`~iokr.io._lines.RATIO_CHECK_BYTES`), which refuses a "zip bomb" without inflating it;
-- from the ``.npy`` header: object dtypes, and a declared shape whose bytes differ from what the member holds
-  (NumPy would otherwise allocate a damaged header's huge shape before reading);
+- from the zip directory alone: duplicate or non-``.npy`` member names, and members not in the expected set;
+- from the ``.npy`` header (the first bytes of the member): object dtypes, a declared shape whose bytes differ from
+  what the member holds (NumPy would otherwise allocate a damaged header's huge shape before reading), and, for
+  numeric and boolean arrays above :data:`~iokr.io.RATIO_CHECK_BYTES` (16 MiB), a decompressed/compressed ratio
+  above the ``max_compression_ratio`` cap: a "zip bomb" (a 1 GiB array of zeros deflates to 1 MB) is refused
+  without being inflated. String arrays are exempt: their fixed-width padding legitimately compresses 300 times
+  and more (the bundled fingerprint cache's ``formula`` member does);
 - while streaming: each member is read in 1 MiB chunks into its preallocated array (no second copy), and the chunks
   feed the caller's checksums, so a damaged member is refused before the next one is inflated.
 """
@@ -36,7 +38,7 @@ _HEADER_READERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.f
 CHUNK_BYTES = 2**20
 
 
-def checked_members(archive, path, *, what, error, expected=None, max_compression_ratio=None):
+def checked_members(archive, path, *, what, error, expected=None):
     """The ``.npy`` members of an open archive by array name, checked from the zip directory only.
 
     Parameters
@@ -48,14 +50,11 @@ def checked_members(archive, path, *, what, error, expected=None, max_compressio
     error : type
     expected : set of str, optional
         Array names (without ``.npy``) the archive must hold exactly; an unknown member is refused by name.
-    max_compression_ratio : float, optional
-        The configured ``max_compression_ratio`` when None.
 
     Returns
     -------
     members : dict of str to zipfile.ZipInfo
     """
-    ratio = get_config()["max_compression_ratio"] if max_compression_ratio is None else max_compression_ratio
     members = {}
     for info in archive.infolist():
         if not info.filename.endswith(".npy"):
@@ -66,10 +65,6 @@ def checked_members(archive, path, *, what, error, expected=None, max_compressio
         if expected is not None and name not in expected:
             raise error(f"{what} {path}: unknown member {info.filename!r} (not listed in the file's metadata); the "
                         "file was altered after it was written.")
-        if info.file_size > RATIO_CHECK_BYTES and info.file_size > ratio * max(info.compress_size, 1):
-            raise error(f"{what} {path}: member {info.filename!r} would decompress {info.compress_size} bytes into "
-                        f"{info.file_size} (ratio above the max_compression_ratio cap of {ratio:g}); refusing a "
-                        "likely compression bomb.")
         members[name] = info
     if expected is not None and set(expected) - set(members):
         missing = sorted(set(expected) - set(members))
@@ -78,7 +73,8 @@ def checked_members(archive, path, *, what, error, expected=None, max_compressio
     return members
 
 
-def read_member(archive, info, path, *, what, error, expect=None, digests=(), on_header=None):
+def read_member(archive, info, path, *, what, error, expect=None, digests=(), on_header=None,
+                max_compression_ratio=None):
     """Stream one ``.npy`` member into a new array, feeding its data bytes to ``digests`` chunk by chunk.
 
     Parameters
@@ -96,6 +92,9 @@ def read_member(archive, info, path, *, what, error, expect=None, digests=(), on
         bytes are converted after reading.
     on_header : callable, optional
         Called as ``on_header(dtype, shape)`` once the header is checked, before any data is read.
+    max_compression_ratio : float, optional
+        Cap of the decompressed/compressed ratio of a non-string member above 16 MiB; the configured
+        ``max_compression_ratio`` when None.
 
     Returns
     -------
@@ -121,6 +120,13 @@ def read_member(archive, info, path, *, what, error, expect=None, digests=(), on
         if n_bytes != held:
             raise error(f"{what} {path}: member {info.filename!r} declares shape {shape} of {dtype} "
                         f"({n_bytes} bytes) but holds {held} bytes; the file is corrupted.")
+        ratio = get_config()["max_compression_ratio"] if max_compression_ratio is None else max_compression_ratio
+        if (dtype.kind not in "US" and info.file_size > RATIO_CHECK_BYTES
+                and info.file_size > ratio * max(info.compress_size, 1)):
+            raise error(f"{what} {path}: member {info.filename!r} would decompress {info.compress_size} bytes into "
+                        f"{info.file_size} (ratio above the max_compression_ratio cap of {ratio:g}); refusing a "
+                        "likely compression bomb (raise the cap with iokr.set_config(max_compression_ratio=...) if "
+                        "the file is trusted).")
         if on_header is not None:
             on_header(dtype, tuple(shape))
         flat = np.empty(n_bytes, dtype=np.uint8)
@@ -160,7 +166,7 @@ def read_npz(path, *, what="Archive", error=IOKRDataError, members=None, max_com
     members : set of str, optional
         Array names the archive must hold exactly (an unknown member is refused before anything is inflated).
     max_compression_ratio : float, optional
-        Largest decompressed/compressed ratio of a member above 64 MiB; the configured value when None.
+        Largest decompressed/compressed ratio of a non-string member above 16 MiB; the configured value when None.
 
     Returns
     -------
@@ -179,9 +185,9 @@ def read_npz(path, *, what="Archive", error=IOKRDataError, members=None, max_com
         if not zipfile.is_zipfile(path):
             raise error(f"{what} {path} is not an .npz archive (no zip directory); it is truncated or corrupted.")
         with zipfile.ZipFile(path) as archive:
-            infos = checked_members(archive, path, what=what, error=error, expected=members,
-                                    max_compression_ratio=max_compression_ratio)
-            return {name: read_member(archive, info, path, what=what, error=error) for name, info in infos.items()}
+            infos = checked_members(archive, path, what=what, error=error, expected=members)
+            return {name: read_member(archive, info, path, what=what, error=error,
+                                      max_compression_ratio=max_compression_ratio) for name, info in infos.items()}
     except error:
         raise
     except _ARCHIVE_ERRORS as exc:
