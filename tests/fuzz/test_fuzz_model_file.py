@@ -7,6 +7,7 @@ Byte-level damage must be caught by the archive checks or the SHA-256; content t
 import io
 import json
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -55,6 +56,18 @@ def _npy(array):
 def test_mutated_archive_bytes(workdir, generic_blob, data):
     path = workdir / "m.npz"
     path.write_bytes(data.draw(mutated(generic_blob, max_ops=3)))
+    run_reader(FMT, load_model_file, path, kind="test")
+
+
+LEGACY = Path(__file__).resolve().parents[1] / "io" / "data" / "model_format_v1.npz"
+
+
+@fuzz_settings(scale=2)
+@given(data=mutated(LEGACY.read_bytes(), max_ops=3))
+def test_mutated_format_1_file(workdir, data):
+    """Files of format version 1 (written by the previous code, no per-member metadata) are still read safely."""
+    path = workdir / "legacy.npz"
+    path.write_bytes(data)
     run_reader(FMT, load_model_file, path, kind="test")
 
 
