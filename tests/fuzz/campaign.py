@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -29,6 +30,8 @@ def run_round(report_path):
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/fuzz"],
                           check=False, cwd=ROOT, env=env, capture_output=True, text=True)
     tail = done.stdout.strip().splitlines()[-1:] if done.stdout.strip() else []
+    if done.returncode:  # keep the failures (hypothesis' minimal examples) beside the report
+        Path(report_path).with_suffix(".log").write_text(done.stdout + done.stderr)
     return done.returncode, json.loads(Path(report_path).read_text()), tail
 
 
@@ -41,12 +44,17 @@ def main(argv=None):
         parser.error(f"--min-inputs must be a positive integer, got {args.min_inputs}")
     totals = defaultdict(lambda: {"inputs": 0, "accepted": 0, "rejected": 0, "crashes": 0})
     rounds, start = [], time.perf_counter()
+    logs = args.output.parent / "fuzz_failures"
     with tempfile.TemporaryDirectory() as tmp:
         while sum(c["inputs"] for c in totals.values()) < args.min_inputs:
             code, report, tail = run_round(Path(tmp) / f"round{len(rounds)}.json")
             for name, counts in report["formats"].items():
                 for key, value in counts.items():
                     totals[name][key] += value
+            log = Path(tmp) / f"round{len(rounds)}.log"
+            if log.exists():
+                logs.mkdir(parents=True, exist_ok=True)
+                shutil.move(log, logs / log.name)
             rounds.append({"exit_code": code, "inputs": report["total_inputs"], "crashes": report["total_crashes"],
                            "seconds": report["seconds"], "pytest": tail})
             print(f"round {len(rounds)}: {report['total_inputs']} inputs, {report['total_crashes']} crashes, "
