@@ -33,13 +33,18 @@ def probe(code):
     return json.loads(out.stdout)
 
 
-#: Catch the expected error and print it on stdout as one line (a traceback would fail the test).
+#: Catch the expected error and print it on stdout as one line (a traceback would fail the test), then the seconds
+#: the call took (without the interpreter start and the imports, which take seconds on a loaded machine).
 CATCH = """
+import time
 from iokr.exceptions import IOKRDataError
+{imports}
+start = time.perf_counter()
 try:
     {call}
 except IOKRDataError as exc:
     print("ERROR", exc)
 else:
     print("NO ERROR")
+print("CALL_SECONDS", time.perf_counter() - start)
 """
