@@ -155,8 +155,8 @@ def _read_metadata(archive, infos, path):
         raise ModelFileError(f"Model file {path} is not an iokr model file.")
     version = meta.get("format_version")
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise ModelFileError(f"Model file {path} has an invalid format version {version!r} (expected an int from 1 "
-                             f"to {FORMAT_VERSION}); the file is corrupted.")
+        raise ModelFileError(f"Model file {path} has an invalid format version {repr(version)[:40]} (expected an int "
+                             f"from 1 to {FORMAT_VERSION}); the file is corrupted.")
     if version > FORMAT_VERSION:
         raise ModelFileError(f"Model file {path} has format version {version!r}; this iokr "
                              f"({_library_version()}) reads versions up to {FORMAT_VERSION}. Upgrade iokr.")
