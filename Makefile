@@ -19,9 +19,12 @@ demo: venv
 test: venv
 	$(BIN)/python -m pytest -q tests
 
-# Longer hardening campaigns (the CI runs the same tests with the small derandomized "ci" profile).
+# Longer hardening campaigns (the CI runs the same tests with the small derandomized "ci" profile): rounds of the
+# randomized "long" profile of tests/fuzz until FUZZ_INPUTS inputs were tried; summary in reports/fuzz.json.
+FUZZ_INPUTS ?= 100000
+
 fuzz: venv
-	IOKR_HYPOTHESIS_PROFILE=long IOKR_FUZZ_REPORT=reports/fuzz.json $(BIN)/python -m pytest -q tests/fuzz
+	$(BIN)/python tests/fuzz/campaign.py --min-inputs $(FUZZ_INPUTS) --output reports/fuzz.json
 
 properties: venv
 	IOKR_HYPOTHESIS_PROFILE=long $(BIN)/python -m pytest -q tests/properties

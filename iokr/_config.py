@@ -17,6 +17,10 @@ _DEFAULTS = {
     "working_memory": 1024,
     # Relative jitters tried, in order, when a Cholesky factorization fails (times mean diagonal).
     "jitter_schedule": (1e-10, 1e-8, 1e-6, 1e-4),
+    # Untrusted files: the longest line a text reader accepts (bytes, after decompression) ...
+    "max_line_bytes": 16 * 2**20,
+    # ... and the largest decompressed/compressed size ratio accepted once 16 MiB have been decompressed.
+    "max_compression_ratio": 100,
 }
 
 _local = threading.local()
@@ -34,12 +38,13 @@ def get_config():
     Returns
     -------
     config : dict
-        Keys ``working_memory`` (MiB) and ``jitter_schedule`` (tuple of relative jitters).
+        Keys ``working_memory`` (MiB), ``jitter_schedule`` (tuple of relative jitters), ``max_line_bytes`` and
+        ``max_compression_ratio`` (caps of the file readers, see :mod:`iokr.io`).
     """
     return dict(_current())
 
 
-def set_config(*, working_memory=None, jitter_schedule=None):
+def set_config(*, working_memory=None, jitter_schedule=None, max_line_bytes=None, max_compression_ratio=None):
     """Set global configuration values (per thread).
 
     Parameters
@@ -48,6 +53,12 @@ def set_config(*, working_memory=None, jitter_schedule=None):
         Memory budget in MiB for the temporary blocks of one chunked computation.
     jitter_schedule : sequence of float, optional
         Increasing relative jitters tried when a Cholesky factorization fails.
+    max_line_bytes : int, optional
+        Longest line (bytes, after decompression) that the text readers accept; a longer line is an error naming
+        the file and the line. Default 16 MiB.
+    max_compression_ratio : float, optional
+        Largest ratio of decompressed to compressed bytes accepted from a gzip file or a zip member once 16 MiB
+        have been decompressed (a "compression bomb" is refused). Default 100.
     """
     config = _current()
     if working_memory is not None:
@@ -59,6 +70,15 @@ def set_config(*, working_memory=None, jitter_schedule=None):
                 f"'jitter_schedule' must be a non-empty sequence of positive floats, got {jitter_schedule!r}."
             )
         config["jitter_schedule"] = schedule
+    if max_line_bytes is not None:
+        if isinstance(max_line_bytes, bool) or not isinstance(max_line_bytes, numbers.Integral) or max_line_bytes < 1:
+            raise ValueError(f"'max_line_bytes' must be a positive int (bytes), got {max_line_bytes!r}.")
+        config["max_line_bytes"] = int(max_line_bytes)
+    if max_compression_ratio is not None:
+        if (isinstance(max_compression_ratio, bool) or not isinstance(max_compression_ratio, numbers.Real)
+                or not max_compression_ratio >= 1):
+            raise ValueError(f"'max_compression_ratio' must be a number >= 1, got {max_compression_ratio!r}.")
+        config["max_compression_ratio"] = float(max_compression_ratio)
 
 
 @contextmanager

@@ -23,12 +23,35 @@ def true_candidate_rank(scores, true_index, ties="average"):
     Returns
     -------
     rank : float
+
+    Raises
+    ------
+    ValueError
+        ``scores`` holds NaN. A NaN compares neither higher nor lower than any score, so it has no rank: counting
+        it as a tie would rank the true candidate of ``[nan, nan, nan]`` at 2 (or 1 with ``"optimistic"``) from no
+        information at all. The caller decides what a missing score means: drop the candidates without a score
+        (``keep = ~np.isnan(scores)``, then the true index among the kept ones), or record the query as unranked
+        (``np.nan``, which :func:`top_k_accuracy` counts as a miss and :func:`mean_reciprocal_rank` as 0) when the
+        true candidate's own score is NaN. Infinite scores are ordered as usual.
+
+    Examples
+    --------
+    >>> true_candidate_rank([0.9, 0.5, 0.9], 2)
+    1.5
+    >>> true_candidate_rank([0.9, 0.5, 0.9], 2, ties="pessimistic")
+    2.0
     """
     if ties not in TIE_POLICIES:
         raise ValueError(f"'ties' must be one of {TIE_POLICIES}, got {ties!r}.")
     scores = np.asarray(scores, dtype=np.float64)
     if not 0 <= int(true_index) < scores.size:
         raise ValueError(f"'true_index' {true_index} is outside the {scores.size} candidates.")
+    n_nan = int(np.count_nonzero(np.isnan(scores)))
+    if n_nan:
+        where = "including" if np.isnan(scores[int(true_index)]) else "not including"
+        raise ValueError(f"'scores' contains NaN for {n_nan} of the {scores.size} candidates ({where} the true one "
+                         "at 'true_index'); NaN scores cannot be ranked: drop those candidates or count the query "
+                         "as unranked.")
     true_score = scores[int(true_index)]
     higher = int(np.count_nonzero(scores > true_score))
     equal = int(np.count_nonzero(scores == true_score)) - 1

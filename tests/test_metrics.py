@@ -111,3 +111,19 @@ def test_auc_vs_sklearn_and_pairs(seed):
     assert auc(np.where(y == 1, "pos", "neg"), scores) == pytest.approx(expected, rel=1e-13)  # labels sorted
     with pytest.raises(ValueError, match="binary 'y_true' with both classes"):
         auc(np.ones(5), np.arange(5.0))
+
+
+@pytest.mark.parametrize("scores, true_index, where", [
+    ([np.nan, np.nan, np.nan], 0, "3 of the 3 candidates \\(including"),  # was a silent rank (0.5)
+    ([0.3, np.nan, 0.1], 0, "1 of the 3 candidates \\(not including"),
+    ([np.nan, 0.2], 0, "1 of the 2 candidates \\(including"),
+])
+@pytest.mark.parametrize("ties", ["optimistic", "pessimistic", "average"])
+def test_true_candidate_rank_refuses_nan_scores(scores, true_index, where, ties):
+    with pytest.raises(ValueError, match=f"'scores' contains NaN for {where}.*cannot be ranked"):
+        true_candidate_rank(scores, true_index, ties=ties)
+
+
+def test_true_candidate_rank_orders_infinite_scores():
+    assert true_candidate_rank([-np.inf, 1.0, np.inf], 0) == 3.0
+    assert true_candidate_rank([-np.inf, 1.0, np.inf], 2) == 1.0

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import re
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +21,21 @@ from ._output import write_atomic
 MAX_K = 50
 #: File names of the figures (``topk`` keeps the demo's historical name ``report.png``).
 FIGURES = {"topk": "report.png", "ranks": "ranks.png", "timings": "timings.png", "reliability": "reliability.png"}
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _escape_surrogate(match):
+    code = ord(match.group())
+    # U+DC80..U+DCFF: a byte that was not UTF-8, kept by ``surrogateescape``; other surrogates as code points.
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
+
+
+def _clean(value):
+    """``value`` as text that UTF-8 can encode: names that came from undecodable bytes (a tar member or a file name
+    read with ``surrogateescape``) show their bytes as ``\\xff`` escapes instead of failing the whole report."""
+    return _SURROGATE.sub(_escape_surrogate, str(value))
 
 
 def _finite_ranks(ranks):
@@ -77,6 +93,10 @@ def _png(fig):
 def _figures(rank_sets, timings, title):
     """The three figures as PNG bytes (``None`` for timings when there are none)."""
     import matplotlib
+
+    title = _clean(title)
+    rank_sets = {_clean(label): value for label, value in rank_sets.items()}
+    timings = {_clean(k): v for k, v in (timings or {}).items()}
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -178,6 +198,8 @@ def write_evaluation_report(out_dir, *, title, rank_sets, timings=None, summary_
     out_dir : str or Path
         Folder (created if needed).
     title : str
+        Text anywhere in the report (title, labels, notes, table cells) may hold names that are not valid UTF-8
+        (lone surrogates from ``surrogateescape``): they are written as backslash escapes.
     rank_sets : dict of str -> (ranks, n)
         Per curve: the 1-based rank of every query's true answer (NaN or None when absent from its candidates)
         and the number of queries the percentages are taken over.
@@ -201,11 +223,6 @@ def write_evaluation_report(out_dir, *, title, rank_sets, timings=None, summary_
     figures = _figures(rank_sets, timings, title)
     if reliability:
         figures["reliability"] = reliability_figure(reliability)
-    paths = {}
-    for key, png in figures.items():
-        path = out_dir / FIGURES[key]
-        write_atomic(path, png)
-        paths[key] = path
     parts = [f"<h1>{html.escape(title)}</h1>"]
     parts += [f"<p>{html.escape(str(note))}</p>" for note in notes if note]
     if summary_table is not None:
@@ -231,8 +248,12 @@ table{{border-collapse:collapse}}tr:nth-child(even){{background:#f3f3f3}}</style
 {"".join(parts)}
 </body></html>
 """
+    # Everything is rendered before the first file is written: a failure leaves the previous report, never half.
+    paths = {key: out_dir / FIGURES[key] for key in figures}
+    for key, png in figures.items():
+        write_atomic(paths[key], png)
     paths["html"] = out_dir / "report.html"
-    write_atomic(paths["html"], page)
+    write_atomic(paths["html"], _clean(page))
     return paths
 
 
@@ -298,4 +319,4 @@ def markdown_report(summary, title="Metabolite identification (IOKR) on PubChem 
     for row in summary.get("cv", []):
         lines.append(f"| {row.get('alpha')} | {row.get('output_gamma')} | " + " | ".join(
             f"{row[k]:.1f}" for k in ("top1", "top5", "top10", "top20")) + " |")
-    return "\n".join(lines) + "\n"
+    return _clean("\n".join(lines) + "\n")

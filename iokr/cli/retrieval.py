@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from ._output import Progress, format_table, output_folder, write_json
 
 DIRECTIONS = {"en-es": (1, 2), "es-en": (2, 1)}
+
+
+def _positive_int(text):
+    """argparse type: an int >= 1 (argparse turns the ValueError into a one-line usage error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer (number of random splits), got {value}")
+    return value
 
 
 def register(subparsers):
@@ -16,7 +28,7 @@ def register(subparsers):
     evaluate.add_argument("--data", default=None,
                           help="parallel-text .jsonl.gz file or folder (default: the bundled 397-chapter subset)")
     evaluate.add_argument("--direction", choices=[*DIRECTIONS, "both"], default="both")
-    evaluate.add_argument("--splits", type=int, default=10)
+    evaluate.add_argument("--splits", type=_positive_int, default=10, help="number of random 50/50 splits (>= 1)")
     evaluate.add_argument("--alpha", type=float, default=1.0)
     evaluate.add_argument("--seed", type=int, default=0)
     evaluate.add_argument("--output", required=True, help="folder for summary.json")

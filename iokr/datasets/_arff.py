@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
-import gzip
-import zlib
-from pathlib import Path
-
 import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import IOKRDataError
+from ..io import iter_lines
 
 
-def _open(path):
-    path = Path(path)
-    return gzip.open(path, "rt", encoding="utf-8", errors="replace") if path.suffix == ".gz" else \
-        open(path, encoding="utf-8", errors="replace")
+def _short(token, width=30):
+    """``token`` quoted and cut to ``width`` characters: error messages show where a row is wrong without echoing
+    the file's content (it may not be an ARFF file at all)."""
+    return repr(token if len(token) <= width else token[:width] + "...")
+
+
+def _number(token, position):
+    try:
+        return float(token)
+    except ValueError:
+        raise ValueError(f"value {position} ({_short(token.strip())}) is not a number") from None
 
 
 def load_arff(path, n_labels):
@@ -24,7 +28,8 @@ def load_arff(path, n_labels):
     Parameters
     ----------
     path : str or Path
-        ``.arff`` or ``.arff.gz`` file with numeric attributes (dense rows or sparse ``{index value, ...}`` rows).
+        ARFF file, plain or gzip-compressed (detected from the content), with numeric attributes (dense rows or
+        sparse ``{index value, ...}`` rows).
     n_labels : int
         Number of label attributes at the end of the attribute list.
 
@@ -32,52 +37,63 @@ def load_arff(path, n_labels):
     -------
     X : scipy.sparse.csr_matrix of shape (n, n_attributes - n_labels)
     Y : ndarray of int8, shape (n, n_labels)
+
+    Raises
+    ------
+    IOKRDataError
+        A malformed header or row (the message names the line and shows at most 30 characters of the offending
+        value), a line longer than the ``max_line_bytes`` cap, a gzip file beyond the ``max_compression_ratio`` cap
+        or a damaged gzip stream (see :func:`iokr.io.iter_lines`).
     """
     names, rows, cols, vals = [], [], [], []
     n_rows = 0
     in_data = False
-    number = 0
-    try:
-        with _open(path) as handle:
-            for number, raw in enumerate(handle, 1):
-                line = raw.strip()
-                if not line or line.startswith("%"):
-                    continue
-                if not in_data:
-                    lower = line.lower()
-                    if lower.startswith("@attribute"):
-                        parts = line.split()
-                        if len(parts) < 2:
-                            raise IOKRDataError(f"{path}: line {number}: @attribute without a name.")
-                        names.append(parts[1])
-                    elif lower.startswith("@data"):
-                        in_data = True
-                    continue
+    # Lines are capped (iokr.set_config(max_line_bytes=...)); gzip is detected from the content.
+    for number, raw in iter_lines(path, what="ARFF file", errors="replace"):
+        line = raw.strip()
+        if not line or line.startswith("%"):
+            continue
+        if not in_data:
+            lower = line.lower()
+            if lower.startswith("@attribute"):
+                parts = line.split()
+                if len(parts) < 2:
+                    raise IOKRDataError(f"{path}: line {number}: @attribute without a name.")
+                names.append(parts[1])
+            elif lower.startswith("@data"):
+                in_data = True
+            continue
+        try:
+            if line.startswith("{"):
+                for position, item in enumerate(line.strip("{}").split(","), 1):
+                    item = item.strip()
+                    if item:
+                        pair = item.split()
+                        if len(pair) != 2:
+                            raise ValueError(f"sparse entry {position} ({_short(item)}) is not 'index value'")
+                        digits = pair[0].isascii() and pair[0].isdigit() and len(pair[0]) <= 18
+                        index = int(pair[0]) if digits else -1
+                        if index < 0:
+                            raise ValueError(f"sparse entry {position} has no valid attribute index "
+                                             f"({_short(pair[0])}; negative attribute index or not an integer)")
+                        rows.append(n_rows)
+                        cols.append(index)
+                        vals.append(_number(pair[1], position))
+            else:
+                tokens = line.split(",")
                 try:
-                    if line.startswith("{"):
-                        for item in line.strip("{}").split(","):
-                            item = item.strip()
-                            if item:
-                                index, value = item.split()
-                                if int(index) < 0:
-                                    raise ValueError(f"negative attribute index {index}")
-                                rows.append(n_rows)
-                                cols.append(int(index))
-                                vals.append(float(value))
-                    else:
-                        values = [float(v) for v in line.split(",")]
-                        if len(values) != len(names):
-                            raise ValueError(f"{len(values)} values for {len(names)} attributes")
-                        nonzero = np.flatnonzero(values)
-                        rows.extend([n_rows] * nonzero.size)
-                        cols.extend(nonzero.tolist())
-                        vals.extend(np.asarray(values)[nonzero].tolist())
-                except ValueError as exc:
-                    raise IOKRDataError(f"{path}: line {number}: cannot parse data row ({exc}).") from exc
-                n_rows += 1
-    except (OSError, EOFError, zlib.error) as exc:  # a truncated or damaged .gz stream
-        raise IOKRDataError(f"{path}: unreadable after line {number} ({type(exc).__name__}: {exc}); the file is "
-                            "truncated or corrupted.") from None
+                    values = [float(v) for v in tokens]
+                except ValueError:  # name the first bad value without echoing the line
+                    values = [_number(v, i) for i, v in enumerate(tokens, 1)]
+                if len(values) != len(names):
+                    raise ValueError(f"{len(values)} values for {len(names)} attributes")
+                nonzero = np.flatnonzero(values)
+                rows.extend([n_rows] * nonzero.size)
+                cols.extend(nonzero.tolist())
+                vals.extend(np.asarray(values)[nonzero].tolist())
+        except ValueError as exc:
+            raise IOKRDataError(f"{path}: line {number}: cannot parse data row ({exc}).") from None
+        n_rows += 1
     n_attributes = len(names)
     if not 0 < n_labels < n_attributes:
         raise IOKRDataError(f"'n_labels' must be in [1, {n_attributes - 1}] for {path}, got {n_labels}.")

@@ -27,6 +27,7 @@ import zlib
 import numpy as np
 
 from ..exceptions import IOKRDataError
+from ..io import load_json_file
 from ._candidates import PackedBinaryFeatures
 
 FORMAT = "iokr-candidates-1"
@@ -171,23 +172,21 @@ def write_candidate_file(path, pool, *, packed=None, block_rows=65536, dtype=Non
 
 def _read_manifest(path):
     """The manifest at ``path``, checked field by field; IOKRDataError naming the file and the first bad field."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            manifest = json.load(f)
-    except (OSError, ValueError) as exc:  # ValueError: bad JSON or bad UTF-8
-        raise IOKRDataError(f"Cannot read the manifest of candidate file {path!r}: {exc}") from exc
+    # At most 64 MiB, nesting and integer length bounded (iokr.io.load_json_file); one line naming the file.
+    manifest = load_json_file(path, what="Candidate-file manifest")
     if not isinstance(manifest, dict):
         raise IOKRDataError(f"{path!r} is not a candidate-file manifest: expected a JSON object, got "
                             f"{type(manifest).__name__}.")
     if manifest.get("format") != FORMAT:
-        raise IOKRDataError(f"{path!r} is not an {FORMAT} manifest (format={manifest.get('format')!r}).")
+        raise IOKRDataError(f"{path!r} is not an {FORMAT} manifest (format={str(manifest.get('format'))[:40]!r}).")
 
     def field(name, ok, expected):
         if name not in manifest:
             raise IOKRDataError(f"Manifest {path!r} lacks the field {name!r}.")
         value = manifest[name]
         if not ok(value):
-            raise IOKRDataError(f"Manifest {path!r}: field {name!r} must be {expected}, got {value!r}.")
+            shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:80] + "..."
+            raise IOKRDataError(f"Manifest {path!r}: field {name!r} must be {expected}, got {shown}.")
         return value
 
     def count(v, low=0):

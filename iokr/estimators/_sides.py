@@ -30,6 +30,9 @@ def check_output_features(Y, owner):
     if Y is None:
         raise ValueError(f"{owner} requires y to be passed, but the target y is None; pass 'Y', "
                          "the (n, p) array of output features.")
+    if hasattr(Y, "toarray") and not isinstance(Y, np.ndarray):  # scipy.sparse: np.asarray makes a 0-d object array
+        raise TypeError(f"{owner}: sparse matrices are not supported for 'Y'; pass a dense array (Y.toarray()), got "
+                        f"a {type(Y).__name__} of shape {Y.shape}.")
     Y = np.asarray(Y)
     if Y.ndim != 2:
         raise ValueError(f"'Y' must be a 2-D array of output features (n, p), got shape {Y.shape}.")

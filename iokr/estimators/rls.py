@@ -31,6 +31,9 @@ def n_samples(X):
 
 def check_targets(y, n, name="y"):
     """Validate regression targets: finite, 1-D (n,) or 2-D (n, k), returned as float64."""
+    if hasattr(y, "toarray") and not isinstance(y, np.ndarray):  # scipy.sparse: np.asarray makes a 0-d object array
+        raise TypeError(f"Sparse matrices are not supported for '{name}'; pass a dense array ({name}.toarray()), "
+                        f"got a {type(y).__name__} of shape {y.shape}.")
     y = np.asarray(y)
     if y.ndim not in (1, 2):
         raise ValueError(f"'{name}' must be 1-D (n,) or 2-D (n, n_targets), got shape {y.shape}.")

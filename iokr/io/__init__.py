@@ -1,21 +1,44 @@
-"""Safe model files: arrays in ``.npz`` plus JSON metadata with the library version and a SHA-256 checksum.
+"""Reading untrusted files with bounded memory, and safe model files.
 
-No pickle is ever written or read: files hold only numeric/string arrays and JSON. The public names are loaded on
-first access, so the command line can use :mod:`iokr.io._atomic` without importing numpy.
+- :func:`iter_lines`: the line reader of every text-file reader (plain or gzip detected from the content), with a
+  cap on the line length and on the compression ratio;
+- :func:`loads_json` / :func:`load_json_file`: JSON with nesting, integer-length and file-size limits, failing with
+  one :class:`JSONDataError` line;
+- :func:`read_npz`, :func:`save_model_file` / :func:`load_model_file`: arrays in ``.npz`` plus JSON metadata with the
+  library version and SHA-256 checksums, streamed and checked member by member. No pickle is ever written or read.
+
+Caps default to the values of :func:`iokr.get_config` (``max_line_bytes``, ``max_compression_ratio``). The public
+names are loaded on first access, so the command line can use :mod:`iokr.io._atomic` without importing numpy.
 """
 
 from importlib import import_module as _import_module
 from typing import TYPE_CHECKING
 
 _LAZY = {
-    "FORMAT_VERSION": "_model_file",
-    "ModelFileError": "_model_file",
-    "load_model_file": "_model_file",
-    "save_model_file": "_model_file",
-    "read_npz": "_npz",
+    "MAX_JSON_DEPTH": "_json", "MAX_JSON_FILE_BYTES": "_json", "JSONDataError": "_json", "load_json_file": "_json",
+    "loads_json": "_json", "MAX_COMPRESSION_RATIO": "_lines", "MAX_LINE_BYTES": "_lines",
+    "RATIO_CHECK_BYTES": "_lines", "iter_lines": "_lines", "read_capped": "_lines",
+    "FORMAT_VERSION": "_model_file", "ModelFileError": "_model_file", "load_model_file": "_model_file",
+    "save_model_file": "_model_file", "read_npz": "_npz",
 }
 
-__all__ = ["FORMAT_VERSION", "ModelFileError", "load_model_file", "read_npz", "save_model_file"]
+__all__ = [
+    "FORMAT_VERSION",
+    "MAX_COMPRESSION_RATIO",
+    "MAX_JSON_DEPTH",
+    "MAX_JSON_FILE_BYTES",
+    "MAX_LINE_BYTES",
+    "RATIO_CHECK_BYTES",
+    "JSONDataError",
+    "ModelFileError",
+    "iter_lines",
+    "load_json_file",
+    "load_model_file",
+    "loads_json",
+    "read_capped",
+    "read_npz",
+    "save_model_file",
+]
 
 
 def __getattr__(name):
@@ -32,5 +55,7 @@ def __dir__():
 
 
 if TYPE_CHECKING:
+    from ._json import MAX_JSON_DEPTH, MAX_JSON_FILE_BYTES, JSONDataError, load_json_file, loads_json
+    from ._lines import MAX_COMPRESSION_RATIO, MAX_LINE_BYTES, RATIO_CHECK_BYTES, iter_lines, read_capped
     from ._model_file import FORMAT_VERSION, ModelFileError, load_model_file, save_model_file
     from ._npz import read_npz

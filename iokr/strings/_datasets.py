@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import gzip
 import os
-import zlib
 from pathlib import Path
 
 import numpy as np
 
 from ..exceptions import IOKRDataError
-from ..io import read_npz
+from ..io import iter_lines, read_npz
 
 BUNDLED_OCR = (
     Path(__file__).resolve().parent.parent / "datasets" / "data" / "ocr_letters_subset" / "ocr_letters_subset.npz"
@@ -78,7 +76,8 @@ def load_cmudict(path, *, stress=False, alphabetic_only=True):
     Parameters
     ----------
     path : str or Path
-        ``cmudict.dict.gz`` / ``cmudict.dict`` or a folder holding it (or holding ``g2p_cmudict/``).
+        ``cmudict.dict.gz`` / ``cmudict.dict`` (gzip detected from the content) or a folder holding it (or holding
+        ``g2p_cmudict/``); a folder's file must not be a symlink to a file outside the folder.
     stress : bool, default=False
         Keep stress digits on vowels (69 symbols) or drop them (39 phonemes).
     alphabetic_only : bool, default=True
@@ -94,34 +93,31 @@ def load_cmudict(path, *, stress=False, alphabetic_only=True):
     if file.is_dir():
         for candidate in (file / "cmudict.dict.gz", file / "cmudict.dict", file / "g2p_cmudict" / "cmudict.dict.gz"):
             if candidate.exists():
+                if not candidate.resolve().is_relative_to(file.resolve()):
+                    raise IOKRDataError(f"{os.fspath(candidate)!r} is a symlink to a file outside the folder "
+                                        f"{os.fspath(file)!r}; refusing to read it (pass the file itself).")
                 file = candidate
                 break
     if not file.is_file():
         raise FileNotFoundError(f"CMUdict file not found at {os.fspath(file)!r}.")
-    opener = gzip.open if file.suffix == ".gz" else open
     words, phonemes = [], []
     seen = set()
-    lineno = 0
-    try:
-        with opener(file, "rt", encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, 1):
-                line = line.split("#", 1)[0].strip()
-                if not line:
-                    continue
-                parts = line.split()
-                if len(parts) < 2:
-                    raise IOKRDataError(
-                        f"{os.fspath(file)!r} line {lineno}: expected 'word PH1 PH2 ...', got {line!r}.")
-                word = parts[0]
-                if "(" in word:  # alternate pronunciation "word(2)": keep the first only
-                    continue
-                if word in seen or (alphabetic_only and not (word.isascii() and word.isalpha() and word.islower())):
-                    continue
-                seen.add(word)
-                phones = parts[1:] if stress else [p.rstrip("012") for p in parts[1:]]
-                words.append(word)
-                phonemes.append(tuple(phones))
-    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as exc:  # truncated/damaged .gz, not UTF-8
-        raise IOKRDataError(f"{os.fspath(file)!r}: unreadable after line {lineno} ({type(exc).__name__}: {exc}); "
-                            "the file is truncated, corrupted or not UTF-8 text.") from None
+    # Capped line reader: gzip detected from the content, an over-long line or a damaged stream is one error.
+    for lineno, raw in iter_lines(file, what="CMUdict file"):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        parts = line.split()
+        if len(parts) < 2:
+            shown = line if len(line) <= 40 else line[:40] + "..."
+            raise IOKRDataError(f"{os.fspath(file)!r} line {lineno}: expected 'word PH1 PH2 ...', got {shown!r}.")
+        word = parts[0]
+        if "(" in word:  # alternate pronunciation "word(2)": keep the first only
+            continue
+        if word in seen or (alphabetic_only and not (word.isascii() and word.isalpha() and word.islower())):
+            continue
+        seen.add(word)
+        phones = parts[1:] if stress else [p.rstrip("012") for p in parts[1:]]
+        words.append(word)
+        phonemes.append(tuple(phones))
     return words, phonemes

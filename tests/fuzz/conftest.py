@@ -3,7 +3,10 @@
 The campaign size follows the hypothesis profile registered in ``tests/conftest.py``: ``ci`` (default, small and
 derandomized) or ``long`` (randomized, 25x larger). The longer campaign is one command::
 
-    IOKR_HYPOTHESIS_PROFILE=long IOKR_FUZZ_REPORT=reports/fuzz.json python -m pytest -q tests/fuzz
+    IOKR_HYPOTHESIS_PROFILE=long IOKR_FUZZ_REPORT=round.json python -m pytest -q tests/fuzz
+
+and ``tests/fuzz/campaign.py`` (``make fuzz``) repeats it until a number of inputs is reached, summing the rounds
+into ``reports/fuzz.json``.
 
 Each module fuzzes one format; ``fuzz_helpers.run_reader`` counts every input and lets only the library's typed
 data errors (:class:`~iokr.exceptions.IOKRDataError` and subclasses) through. ``crashes`` counts failing tests

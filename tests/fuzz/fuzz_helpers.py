@@ -86,6 +86,8 @@ TOKENS = [
     b"nan", b"Infinity", b"-Infinity", b"inf", b"null", b"true", b"[]", b"{}", b'""', b"[[]]", b"[[1]]",
     b"\x00", b"\xff\xfe", b"\xc3\x28", b"\xed\xa0\x80", "\u00e9\u202e\U0001f600".encode(), b"\n", b"\r\n",
     b"\r", b",", b";", b"\t", b'"', b"'", b"=", b":", b" ", b"{", b"}", b"[", b"]", b"#", b"%",
+    # issue #16: nesting beyond the JSON depth cap, integers beyond Python's int-string conversion limit.
+    b"[" * 200, b'{"a":' * 120, b"9" * 5000,
 ]
 
 #: JSON-like values of every type, including huge integers and non-finite floats.

@@ -7,6 +7,7 @@ Byte-level damage must be caught by the archive checks or the SHA-256; content t
 import io
 import json
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,7 +15,7 @@ from fuzz_helpers import fuzz_settings, json_values, mutated, run_reader
 from hypothesis import given
 from hypothesis import strategies as st
 
-from iokr.io import ModelFileError, load_model_file, save_model_file
+from iokr.io import ModelFileError, load_model_file, read_npz, save_model_file
 
 FMT = "model_file"
 
@@ -55,6 +56,18 @@ def _npy(array):
 def test_mutated_archive_bytes(workdir, generic_blob, data):
     path = workdir / "m.npz"
     path.write_bytes(data.draw(mutated(generic_blob, max_ops=3)))
+    run_reader(FMT, load_model_file, path, kind="test")
+
+
+LEGACY = Path(__file__).resolve().parents[1] / "io" / "data" / "model_format_v1.npz"
+
+
+@fuzz_settings(scale=2)
+@given(data=mutated(LEGACY.read_bytes(), max_ops=3))
+def test_mutated_format_1_file(workdir, data):
+    """Files of format version 1 (written by the previous code, no per-member metadata) are still read safely."""
+    path = workdir / "legacy.npz"
+    path.write_bytes(data)
     run_reader(FMT, load_model_file, path, kind="test")
 
 
@@ -187,8 +200,12 @@ def test_declared_shape_larger_than_member(workdir, generic_blob):
     members["a.npy"] = members["a.npy"].replace(b"(3, 4)", b"(3000000000, 4)", 1).replace(b"   ", b"", 1)
     path = workdir / "huge.npz"
     path.write_bytes(_zip(members))
-    with pytest.raises(ModelFileError, match="'a.npy' declares shape"):
+    # The metadata (format version 2) declares the member's shape: the header is refused before any allocation.
+    with pytest.raises(ModelFileError, match=r"'a.npy' holds float64 of shape \(3000000000, 4\), but the metadata"):
         load_model_file(path)
+    # Without metadata to compare with, the declared bytes must equal the bytes the member holds.
+    with pytest.raises(ModelFileError, match="'a.npy' declares shape"):
+        read_npz(path, what="Model file", error=ModelFileError)
 
 
 def test_member_without_npy_header(workdir, generic_blob):

@@ -21,10 +21,12 @@ import numpy as np
 
 from ...decoding import CandidateSets
 from ...metrics import true_candidate_rank
-from ._model import MetaboliteIdentifier, make_output_kernel
-from ._spectra import clean_spectra, concatenate, merge_spectra
 
-TOP_K = (1, 5, 10, 20)
+# The evaluation on candidate lists lives in ._evaluation; evaluate_lists is re-exported here, where callers have
+# found it.
+from ._evaluation import TOP_K, evaluate_lists  # noqa: F401
+from ._model import MetaboliteIdentifier, make_output_kernel
+from ._spectra import clean_spectra, merge_spectra
 
 
 @dataclass
@@ -452,105 +454,3 @@ def _sliced_test_kernel(model, grams, diags, te, tr):
     return K, diag
 
 
-# -- evaluation --------------------------------------------------------------------------------------------------
-
-def _topk(ranks, n):
-    ranks = np.asarray(ranks, dtype=np.float64)
-    return {f"top{k}": (100.0 * float(np.sum(np.nan_to_num(ranks, nan=np.inf) <= k)) / n if n else float("nan"))
-            for k in TOP_K}
-
-
-def evaluate_lists(model, spectra, lists, store, cleaning, progress=None, calibration=None):
-    """Rank every list's candidates for the spectra of its true structure.
-
-    Parameters
-    ----------
-    model : MetaboliteIdentifier (fitted)
-    spectra : Spectra
-        All available spectra (queries are those of the lists' true structures).
-    lists : list of CandidateList
-    store : CandidateStore
-
-    Returns
-    -------
-    summary : dict
-        ``per_structure``, ``per_spectrum`` (top-k percentages), ``published`` (when lists have scores),
-        ``lists`` (per-list details), counts; with a ``calibration``, ``confidence`` (its reliability per
-        structure and per spectrum, :func:`~._confidence.calibration_report`).
-    """
-    cleaned = cleaning.single(spectra)
-    keys = np.array(cleaned.structure_keys())
-    details, pool, struct_idx, spec_rows, spec_idx = [], [], [], [], []
-    offset = 0
-    structure_queries = []
-    for li, lst in enumerate(lists):
-        true_key = (lst.true_key or "")[:14]
-        rows = np.flatnonzero((keys == true_key) & (cleaned.n_peaks > 0)) if true_key else np.zeros(0, int)
-        info = {"list": lst.name, "formula": lst.formula, "true_inchikey": lst.true_key, "n_rows": lst.n_rows,
-                "n_candidates": len(lst), "n_unparsable": lst.n_unparsable, "n_duplicates": lst.n_duplicates,
-                "true_in_list": lst.true_index is not None, "n_query_spectra": int(rows.size)}
-        if lst.scores is not None and lst.true_index is not None and len(lst):
-            info["published_rank"] = true_candidate_rank(lst.scores, lst.true_index)
-            info["published_rank_optimistic"] = true_candidate_rank(lst.scores, lst.true_index, ties="optimistic")
-        details.append(info)
-        if rows.size == 0 or len(lst) == 0:
-            continue
-        idx = np.arange(offset, offset + len(lst))
-        pool.append(store.fingerprints(lst.structures))
-        offset += len(lst)
-        structure_queries.append((li, rows))
-        struct_idx.append(idx)
-        spec_rows.extend(rows.tolist())
-        spec_idx.extend([idx] * rows.size)
-    n_lists = len(lists)
-    evaluable = [i for i, _ in structure_queries]
-    out = {"n_lists": n_lists, "n_lists_with_spectra": len(evaluable),
-           "n_lists_without_true_structure": sum(not d["true_in_list"] for d in details),
-           "n_query_spectra": len(spec_rows), "lists": details}
-    if not evaluable:
-        raise ValueError("No candidate list has a spectrum of its true structure among the given spectra.")
-    pool = np.concatenate(pool)
-    merged_queries = []
-    for li, rows in structure_queries:
-        m, _ = cleaning.merged(cleaned[rows], groups=[0] * rows.size)
-        merged_queries.append(m)
-    structure_spectra = concatenate(merged_queries)
-    scores = model.score_sets(structure_spectra, CandidateSets(pool, struct_idx))
-    if progress is not None:
-        progress()
-    for (li, _), s in zip(structure_queries, scores):
-        ti = lists[li].true_index
-        details[li]["rank"] = true_candidate_rank(s, ti) if ti is not None else None
-    # per-spectrum queries: the cleaned single spectra, peaks capped as for merged ones
-    single = clean_spectra(cleaned[np.asarray(spec_rows)], min_relative_intensity=0.0,
-                           max_peaks=cleaning.max_peaks_merged, remove_precursor=False)
-    spec_scores = model.score_sets(single, CandidateSets(pool, spec_idx))
-    if progress is not None:
-        progress()
-    spec_ranks, pos = [], 0
-    for li, rows in structure_queries:
-        ti = lists[li].true_index
-        r = [true_candidate_rank(s, ti) if ti is not None else np.nan for s in spec_scores[pos:pos + rows.size]]
-        pos += rows.size
-        details[li]["spectrum_ranks"] = r
-        details[li]["spectrum_accessions"] = [cleaned.metadata[i].get("accession") for i in rows]
-        spec_ranks.extend(r)
-    if calibration is not None:
-        from ._confidence import calibration_report
-
-        truth = [lists[li].true_index for li, _ in structure_queries]
-        spec_truth = [lists[li].true_index for li, rows in structure_queries for _ in range(rows.size)]
-        out["confidence"] = {"per_structure": calibration_report(calibration, scores, truth),
-                             "per_spectrum": calibration_report(calibration, spec_scores, spec_truth)}
-    struct_ranks = [details[i]["rank"] if details[i]["rank"] is not None else np.nan for i in evaluable]
-    out["per_structure"] = _topk(struct_ranks, len(evaluable))
-    out["per_spectrum"] = _topk(spec_ranks, len(spec_ranks))
-    if all(d.get("published_rank") is not None or not d["true_in_list"] for d in details) and \
-            any("published_rank" in d for d in details):
-        pub_all = [d.get("published_rank", np.nan) for d in details]
-        pub_eval = [details[i].get("published_rank", np.nan) for i in evaluable]
-        out["published"] = _topk(pub_all, n_lists)
-        # ties counted in the true structure's favour, as in the lists' published figures (25.0 / 58.3 / 71.7)
-        out["published_optimistic"] = _topk([d.get("published_rank_optimistic", np.nan) for d in details], n_lists)
-        out["published_on_evaluated_lists"] = _topk(pub_eval, len(evaluable))
-    return out

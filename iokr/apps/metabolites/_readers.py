@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
-import json
 import math
 import zlib
 from pathlib import Path
@@ -11,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from ...exceptions import IOKRDataError
+from ...io import JSONDataError, iter_lines, loads_json
 from ._spectra import Spectra
 
 #: Mass of a proton (Da), for the m/z of [M+H]+ ions.
@@ -18,36 +17,44 @@ PROTON_MASS = 1.007276
 
 
 class ReadReport:
-    """What a reader kept and skipped, with one reason per skipped record.
+    """What a reader kept and skipped: a count per reason, and the first skipped records.
+
+    Memory stays bounded whatever the number of bad records: only the first :attr:`MAX_EXAMPLES` skipped records
+    are kept by id, every other one only adds to its reason's count.
 
     Attributes
     ----------
     n_read : int
+    n_skipped : int
+        Records skipped, all reasons together.
+    counts : dict of str to int
+        Records skipped per reason.
     skipped : list of (record id, reason)
+        The first :attr:`MAX_EXAMPLES` skipped records, in file order (``len(skipped) <= n_skipped``).
     """
+
+    #: Skipped records kept by id in :attr:`skipped`.
+    MAX_EXAMPLES = 100
 
     def __init__(self):
         self.n_read = 0
+        self.n_skipped = 0
+        self.counts = {}
         self.skipped = []
 
     def skip(self, record, reason):
-        self.skipped.append((record, reason))
+        """Count ``record`` (an id) as skipped for ``reason``; keep its id among the first ``MAX_EXAMPLES``."""
+        self.n_skipped += 1
+        self.counts[reason] = self.counts.get(reason, 0) + 1
+        if len(self.skipped) < self.MAX_EXAMPLES:
+            self.skipped.append((record, reason))
 
     def summary(self):
-        if not self.skipped:
+        """One line: ``"<n> spectra read, <m> skipped (<count> <reason>, ...)"``, reasons in alphabetical order."""
+        if not self.n_skipped:
             return f"{self.n_read} spectra read"
-        reasons = {}
-        for _, reason in self.skipped:
-            reasons[reason] = reasons.get(reason, 0) + 1
-        detail = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items()))
-        return f"{self.n_read} spectra read, {len(self.skipped)} skipped ({detail})"
-
-
-def _open_text(path):
-    path = Path(path)
-    with open(path, "rb") as handle:
-        gz = handle.read(2) == b"\x1f\x8b"
-    return gzip.open(path, "rt", encoding="utf-8") if gz else open(path, encoding="utf-8")
+        detail = ", ".join(f"{n} {r}" for r, n in sorted(self.counts.items()))
+        return f"{self.n_read} spectra read, {self.n_skipped} skipped ({detail})"
 
 
 def _as_float(value):
@@ -109,60 +116,59 @@ def read_massbank_jsonl(path, *, require_precursor=True, require_structure=False
     spectra : Spectra
         Metadata per spectrum: accession, license, name, inchikey, inchi, smiles, formula, source.
     report : ReadReport
-        Records skipped (empty spectra, missing precursor, negative intensities, non-numeric fields, bad JSON).
+        Records skipped (empty spectra, missing precursor, negative intensities, non-numeric fields, bad JSON,
+        JSON nested too deeply, integers too long to convert).
+
+    Raises
+    ------
+    IOKRDataError
+        The file is missing, truncated or damaged, a line is not UTF-8, a line is longer than the
+        ``max_line_bytes`` cap or a gzip file decompresses beyond the ``max_compression_ratio`` cap (see
+        :func:`iokr.io.iter_lines`), or no record is usable.
     """
     report = ReadReport()
     peak_lists, precursors, metadata = [], [], []
-    try:
-        handle = _open_text(path)
-    except OSError as exc:
-        raise IOKRDataError(f"Cannot read spectra file {path}: {exc.strerror or exc}.") from None
-    line_no = 0
-    with handle:
+    # Lines are capped (iokr.set_config(max_line_bytes=...)); an over-long line, undecodable text or a damaged
+    # gzip stream stops the read with one error naming the line. A bad record is skipped with its reason.
+    for line_no, line in iter_lines(path, what="Spectra file"):
+        if not line.strip():
+            continue
         try:
-            for line_no, line in enumerate(handle, 1):
-                if not line.strip():
-                    continue
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError:
-                    report.skip(f"line {line_no}", "invalid JSON")
-                    continue
-                if not isinstance(rec, dict):
-                    report.skip(f"line {line_no}", "invalid JSON")
-                    continue
-                rid = _text(rec.get("accession")) or f"line {line_no}"
-                peaks = _check_peaks(rec.get("peaks"))
-                if isinstance(peaks, str):
-                    report.skip(rid, peaks)
-                    continue
-                precursor = _as_float(rec.get("precursor_mz"))
-                if not precursor > 0 and rec.get("precursor_type") == "[M+H]+":
-                    # The record names the ion but not its m/z: [M+H]+ of the neutral monoisotopic mass.
-                    precursor = _as_float(rec.get("exact_mass")) + PROTON_MASS
-                if not precursor > 0:
-                    if require_precursor:
-                        report.skip(rid, "missing precursor m/z")
-                        continue
-                    precursor = math.nan
-                inchikey = _text(rec.get("inchikey_rdkit") or rec.get("inchikey_record") or rec.get("inchikey"))
-                if require_structure and not inchikey:
-                    report.skip(rid, "missing structure")
-                    continue
-                peak_lists.append(peaks)
-                precursors.append(precursor)
-                metadata.append({
-                    "accession": _text(rec.get("accession")), "license": _text(rec.get("license")),
-                    "name": _text(rec.get("name")), "inchikey": inchikey, "inchi": _text(rec.get("inchi")),
-                    "smiles": _text(rec.get("smiles")),
-                    "formula": _text(rec.get("formula_rdkit") or rec.get("formula_record") or rec.get("formula")),
-                    "source": _text(rec.get("source_path")), "adduct": _text(rec.get("precursor_type")),
-                })
-                report.n_read += 1
-        except (OSError, EOFError, UnicodeDecodeError, zlib.error) as exc:
-            # zlib.error: a damaged deflate stream inside a gzip file that still has a valid header.
-            raise IOKRDataError(f"Spectra file {path} is truncated or not text, near line {line_no + 1} "
-                                f"({type(exc).__name__}: {exc}).") from None
+            rec = loads_json(line, what=f"Spectra file {path}", where=f"line {line_no}")
+        except JSONDataError as exc:
+            report.skip(f"line {line_no}", exc.reason)
+            continue
+        if not isinstance(rec, dict):
+            report.skip(f"line {line_no}", "invalid JSON")
+            continue
+        rid = _text(rec.get("accession")) or f"line {line_no}"
+        peaks = _check_peaks(rec.get("peaks"))
+        if isinstance(peaks, str):
+            report.skip(rid, peaks)
+            continue
+        precursor = _as_float(rec.get("precursor_mz"))
+        if not precursor > 0 and rec.get("precursor_type") == "[M+H]+":
+            # The record names the ion but not its m/z: [M+H]+ of the neutral monoisotopic mass.
+            precursor = _as_float(rec.get("exact_mass")) + PROTON_MASS
+        if not precursor > 0:
+            if require_precursor:
+                report.skip(rid, "missing precursor m/z")
+                continue
+            precursor = math.nan
+        inchikey = _text(rec.get("inchikey_rdkit") or rec.get("inchikey_record") or rec.get("inchikey"))
+        if require_structure and not inchikey:
+            report.skip(rid, "missing structure")
+            continue
+        peak_lists.append(peaks)
+        precursors.append(precursor)
+        metadata.append({
+            "accession": _text(rec.get("accession")), "license": _text(rec.get("license")),
+            "name": _text(rec.get("name")), "inchikey": inchikey, "inchi": _text(rec.get("inchi")),
+            "smiles": _text(rec.get("smiles")),
+            "formula": _text(rec.get("formula_rdkit") or rec.get("formula_record") or rec.get("formula")),
+            "source": _text(rec.get("source_path")), "adduct": _text(rec.get("precursor_type")),
+        })
+        report.n_read += 1
     return _finish(peak_lists, precursors, metadata, report, path, require_precursor)
 
 

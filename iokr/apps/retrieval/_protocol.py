@@ -7,6 +7,7 @@ language only; IOKR learns source -> target TF-IDF; each test source document ra
 
 from __future__ import annotations
 
+import numbers
 import time
 from dataclasses import dataclass
 
@@ -118,6 +119,8 @@ def evaluate_retrieval(source, target, *, n_splits=10, alpha=1.0, train_fraction
     """
     if len(source) != len(target):
         raise ValueError(f"'source' and 'target' must be aligned; got {len(source)} and {len(target)} documents.")
+    if isinstance(n_splits, bool) or not isinstance(n_splits, numbers.Integral) or n_splits < 1:
+        raise ValueError(f"'n_splits' must be a positive int, got {n_splits!r}.")
     rng = np.random.default_rng(seed)
     n = len(source)
     n_train = int(round(train_fraction * n))

@@ -4,7 +4,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from iokr.io import ModelFileError, load_model_file, save_model_file
+from iokr.io import FORMAT_VERSION, ModelFileError, load_model_file, save_model_file
 
 
 def _save(tmp_path):
@@ -18,7 +18,7 @@ def test_roundtrip_and_metadata(tmp_path):
     assert set(loaded) == set(arrays)
     for k in arrays:
         np.testing.assert_array_equal(loaded[k], arrays[k])
-    assert meta["alpha"] == 0.1 and meta["format_version"] == 1 and len(meta["sha256"]) == 64
+    assert meta["alpha"] == 0.1 and meta["format_version"] == FORMAT_VERSION and len(meta["sha256"]) == 64
     assert "library_version" in meta
     with pytest.raises(ModelFileError, match="expected 'other'"):
         load_model_file(path, kind="other")
