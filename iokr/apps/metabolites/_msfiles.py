@@ -1,9 +1,9 @@
 """Streaming readers of MGF and MSP spectrum files (plain or gzip), with the metadata harmonized.
 
 Why not matchms here: importing matchms takes about 4 s (numba) on this machine, which alone exceeds the start-up
-budget of ``iokr metabolites identify``; these two formats are simple line formats, read here in one pass with a cap
-on the line length. The tests check these readers against matchms's on the same files. mzML, mzXML and JSON go
-through matchms (:func:`iokr.apps.metabolites.read_spectra`).
+budget of ``iokr metabolites identify``; these two formats are simple line formats, read here in one pass through
+:func:`iokr.io.iter_lines` (capped line length and gzip compression ratio). The tests check these readers against
+matchms's on the same files. mzML, mzXML and JSON go through matchms (:func:`iokr.apps.metabolites.read_spectra`).
 
 Each record becomes ``(index, fields, peaks)``: the record's 0-based position in the file, its ``KEY=value`` /
 ``Key: value`` fields with lower-case keys, and its peak lines as text pairs. :func:`harmonize` maps the fields of
@@ -13,13 +13,7 @@ MZmine, GNPS, MassBank and NIST exports onto one set of names.
 from __future__ import annotations
 
 import gzip
-import zlib
 from pathlib import Path
-
-from ...exceptions import IOKRDataError
-
-#: Longest line accepted in a spectrum file (bytes); a longer one is an error naming the file and the line.
-MAX_LINE_BYTES = 1 << 20
 
 #: Field names of other tools (lower case) -> the harmonized name.
 ALIASES = {
@@ -51,27 +45,11 @@ def open_text(path):
 
 
 def _lines(path):
-    """Numbered lines of a spectrum file, stripped, each at most :data:`MAX_LINE_BYTES` long."""
-    try:
-        handle = open_text(path)
-    except OSError as exc:
-        raise IOKRDataError(f"Cannot read spectra file {path}: {exc.strerror or exc}.") from None
-    number = 0
-    with handle:
-        try:
-            while True:
-                line = handle.readline(MAX_LINE_BYTES + 1)
-                if not line:
-                    return
-                number += 1
-                if len(line) > MAX_LINE_BYTES and not line.endswith("\n"):
-                    raise IOKRDataError(f"Spectra file {path}: line {number} is longer than {MAX_LINE_BYTES} "
-                                        "characters (the limit iokr.apps.metabolites._msfiles.MAX_LINE_BYTES); "
-                                        "is this a spectrum file?")
-                yield number, line.strip().lstrip("\ufeff")
-        except (OSError, EOFError, zlib.error) as exc:
-            raise IOKRDataError(f"Spectra file {path} is truncated or damaged near line {number + 1} "
-                                f"({type(exc).__name__}: {exc}).") from None
+    """Numbered lines of a spectrum file, stripped (the shared capped reader: line length and gzip ratio)."""
+    from ...io import iter_lines
+
+    for number, line in iter_lines(path, what="Spectra file", errors="replace"):
+        yield number, line.strip().lstrip("\ufeff")
 
 
 def iter_mgf(path):

@@ -6,8 +6,9 @@ import gzip
 import numpy as np
 import pytest
 
+import iokr
 from iokr.apps.metabolites import read_spectra
-from iokr.apps.metabolites._msfiles import MAX_LINE_BYTES, harmonize, iter_mgf, iter_msp
+from iokr.apps.metabolites._msfiles import harmonize, iter_mgf, iter_msp
 from iokr.exceptions import IOKRDataError
 
 MGF = """# exported by MZmine
@@ -129,8 +130,8 @@ def test_mgf_global_parameters_and_cut_files(tmp_path):
 def test_overlong_line_is_one_error_naming_file_and_line(tmp_path):
     path = tmp_path / "long.mgf"
     with open(path, "w") as handle:
-        handle.write("BEGIN IONS\nTITLE=" + "x" * (MAX_LINE_BYTES + 10) + "\nEND IONS\n")
-    with pytest.raises(IOKRDataError, match=r"long\.mgf: line 2 is longer than"):
+        handle.write("BEGIN IONS\nTITLE=" + "x" * 5000 + "\nEND IONS\n")
+    with iokr.config_context(max_line_bytes=1000), pytest.raises(IOKRDataError, match=r"long\.mgf.*line 2"):
         read_spectra(path)
 
 
