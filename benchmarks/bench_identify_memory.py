@@ -1,0 +1,106 @@
+"""``identify`` under a working-memory budget: 20,000 queries against one shared candidate list.
+
+Each row runs ``iokr --working-memory MIB metabolites identify`` in a fresh process (a model trained on the bundled
+MassBank subset, 20,000 MGF queries made from its spectra, all of one molecular formula, and a structure table of
+that formula's bundled PubChem candidate list) and reports the child's peak RSS (``VmHWM``, read by the child at
+exit) next to the budget. Before the batched identify, the shared list's fingerprints were copied once per query
+(5.5 GB at any budget for 20,000 queries against 573 candidates); queries are now scored in batches of 256
+whose distinct candidates are fingerprinted once. Rows:
+
+- ``floor``: the same process up to the model load (imports, model refit), without the queries;
+- ``identify`` at budgets 64 and 1024 MiB.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+N_QUERIES = 20_000
+
+_CHILD = r"""
+import sys
+from iokr.cli.main import main
+code = main(sys.argv[1:])
+from benchmarks._memory import peak_rss_mib
+print(f"PEAK_RSS_MIB {peak_rss_mib():.1f}", file=sys.stderr)
+sys.exit(code)
+"""
+
+_FLOOR = r"""
+import sys
+from iokr.apps.metabolites import load_identifier
+load_identifier(sys.argv[1])
+from benchmarks._memory import peak_rss_mib
+print(f"PEAK_RSS_MIB {peak_rss_mib():.1f}", file=sys.stderr)
+"""
+
+
+def _inputs(work, n_queries):
+    """Model, query MGF and structure CSV in ``work``."""
+    from iokr.apps.metabolites._jobs import train_job
+    from iokr.datasets._metabolites import BUNDLED_METABOLITES as bundled
+
+    model = work / "model.npz"
+    train_job(bundled["spectra"], model, grid={"alpha": (0.03,), "input_gamma": (None,), "output_kernel":
+                                                ("tanimoto",), "output_gamma": (1.0,), "sigma_mz": (0.001,)},
+              log=lambda message: None)
+    with tarfile.open(bundled["candidates"]) as tar:
+        # the list closest to 57 KB (about 500 InChIs): the size of the issue's shared 573-candidate list
+        member = min((m for m in tar.getmembers() if m.name.endswith(".csv")), key=lambda m: abs(m.size - 57_300))
+        rows = list(csv.DictReader(io.StringIO(tar.extractfile(member).read().decode())))
+        formula = member.name.split("scoring_list=")[1].split("_")[0]
+    table = work / "structures.csv"
+    with open(table, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["Identifier", "InChI"])
+        writer.writerows([f"C{i}", r["id1"]] for i, r in enumerate(rows))
+    with gzip.open(bundled["spectra"], "rt") as handle:
+        records = [json.loads(line) for _, line in zip(range(400), handle)]
+    mgf = work / "queries.mgf"
+    with open(mgf, "w") as handle:
+        for i in range(n_queries):
+            r = records[i % len(records)]
+            peaks = "\n".join(f"{mz} {inten}" for mz, inten in r["peaks"])
+            handle.write(f"BEGIN IONS\nFEATURE_ID={i}\nPEPMASS={r['precursor_mz']}\nCHARGE=1+\nFORMULA={formula}\n"
+                         f"{peaks}\nEND IONS\n")
+    return model, mgf, table, len(rows)
+
+
+def _peak(stderr):
+    line = [s for s in stderr.splitlines() if s.startswith("PEAK_RSS_MIB")]
+    return float(line[-1].split()[1]) if line else float("nan")
+
+
+def run(quick=False, data_dir=None):
+    n_queries = 2_000 if quick else N_QUERIES
+    rows = []
+    root = Path(__file__).resolve().parents[1]
+    with tempfile.TemporaryDirectory(prefix="iokr-bench-identify-memory-") as tmp:
+        work = Path(tmp)
+        model, mgf, table, n_candidates = _inputs(work, n_queries)
+        floor = subprocess.run([sys.executable, "-c", _FLOOR, str(model)], capture_output=True, text=True, cwd=root)
+        rows.append({"run": "floor: imports + model load", "queries": 0, "budget_mib": "", "wall_s": "",
+                     "peak_rss_mib": _peak(floor.stderr)})
+        for budget in (64, 1024):
+            t0 = time.perf_counter()
+            out = subprocess.run([sys.executable, "-c", _CHILD, "--quiet", "--working-memory", str(budget),
+                                  "metabolites", "identify", "--model", str(model), "--spectra", str(mgf),
+                                  "--candidates", str(table), "--output", str(work / f"out{budget}")],
+                                 capture_output=True, text=True, cwd=root)
+            if out.returncode != 0:
+                raise RuntimeError(out.stderr)
+            rows.append({"run": "identify", "queries": n_queries, "candidates_per_query": n_candidates,
+                         "budget_mib": budget, "wall_s": time.perf_counter() - t0,
+                         "peak_rss_mib": _peak(out.stderr)})
+    for row in rows[1:]:
+        row["above_floor_mib"] = row["peak_rss_mib"] - rows[0]["peak_rss_mib"]
+    return rows
