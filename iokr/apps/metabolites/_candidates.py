@@ -109,7 +109,7 @@ def _name_fields(name):
 
 
 #: Largest candidate list file read (bytes, after decompression): a list is a few thousand structures.
-MAX_LIST_BYTES = 256 << 20
+MAX_LIST_BYTES = 64 << 20
 _LIST_SUFFIXES = (".csv", ".tsv", ".sdf", ".txt")
 
 
@@ -141,6 +141,20 @@ def _folder_files(path):
     return files
 
 
+def _check_archive_ratio(path, n_bytes):
+    """Refuse an archive whose lists expand far beyond its size (an archive bomb), before reading any of them:
+    the same cap as every compressed text file (``iokr.set_config(max_compression_ratio=...)``)."""
+    from ..._config import get_config
+    from ...io import RATIO_CHECK_BYTES
+
+    ratio = get_config()["max_compression_ratio"]
+    size = max(Path(path).stat().st_size, 1)
+    if n_bytes > RATIO_CHECK_BYTES and n_bytes > ratio * size:
+        raise IOKRDataError(f"Candidate archive {path}: its lists expand to {n_bytes >> 20} MiB from {size} bytes "
+                            f"(more than {ratio:g} times; the cap max_compression_ratio, see iokr.set_config); "
+                            "refusing a likely archive bomb.")
+
+
 def _iter_sources(path):
     """Yield ``(name, bytes)`` of each list file in a tar.gz, a folder or a single file."""
     path = Path(path)
@@ -160,6 +174,7 @@ def _iter_sources(path):
                                   and m.name.lower().endswith((".csv", ".tsv", ".sdf"))), key=lambda m: m.name)
                 if not members:
                     raise IOKRDataError(f"Candidate archive {path} holds no .csv/.tsv/.sdf file.")
+                _check_archive_ratio(path, sum(m.size for m in members))
                 for m in members:
                     if m.size > MAX_LIST_BYTES:
                         raise IOKRDataError(f"Candidate list {m.name} in {path} is {m.size >> 20} MiB, larger than "
@@ -209,7 +224,7 @@ def read_candidate_lists(path, store=None, progress=None):
                 Chem = parse_structure.__globals__["_rdkit"]()
                 structures = [Chem.MolToInchi(m) if m is not None else None for m in mols]
             else:
-                text = data.decode("utf-8")
+                text = data.decode("utf-8-sig")  # a byte-order mark must not hide the first column's name
                 delimiter = "\t" if lower.endswith(".tsv") or ("\t" in text.split("\n", 1)[0]) else ","
                 structures, scores, _ = _rows_from_text(text, delimiter)
         except (UnicodeDecodeError, csv.Error, IOKRDataError) as exc:
