@@ -66,7 +66,8 @@ def _reject_in_subprocess(path):
         print("RSS", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, file=sys.stderr)
     """)
     start = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120,
+                         check=True)
     seconds = time.perf_counter() - start
     rss = float(next(line.split()[1] for line in out.stderr.splitlines() if line.startswith("RSS")))
     return seconds, rss, out.stderr
