@@ -120,9 +120,10 @@ def register(subparsers):
         "identify", help="rank candidate structures for query spectra (writes a folder of tables)",
         formatter_class=argparse.RawDescriptionHelpFormatter, description=IDENTIFY_HELP)
     identify.add_argument("--model", default=None,
-                          help="model file written by 'train' or 'demo' (default: the ready model trained from "
-                               "the bundled MassBank data on first use and cached in "
-                               "$IOKR_CACHE_DIR, else $XDG_CACHE_HOME/iokr, else ~/.cache/iokr)")
+                          help="model file written by 'train' or 'demo' (default: the ready model, trained from "
+                               "the bundled MassBank [M+H]+ spectra on first use, about a minute, and cached in "
+                               "$IOKR_CACHE_DIR, else $XDG_CACHE_HOME/iokr, else ~/.cache/iokr; it ranks positive "
+                               "[M+H]+ queries only: others get status 'unsupported adduct')")
     identify.add_argument("--spectra", required=True,
                           help="query spectra: .mgf, .msp, .mzML, .mzXML, .json or MassBank .jsonl, each "
                                "optionally .gz")
@@ -149,7 +150,10 @@ def register(subparsers):
                                description="Parse every structure of a CSV/TSV/SDF (PubChemLite, MetFrag local "
                                            "databases, any table with a SMILES or InChI column) once: canonical "
                                            "formula, monoisotopic mass, InChIKey, fingerprint and every column.")
-    index.add_argument("database", help="structures: .csv, .tsv or .sdf (optionally .gz)")
+    index.add_argument("database",
+                       help="structures: .csv (comma or semicolon), .tsv or .sdf, optionally .gz, with a SMILES or "
+                            "InChI column; rows whose first InChIKey block repeats an earlier row's (stereoisomers) "
+                            "are merged into it, keeping the first row's columns")
     index.add_argument("--output", required=True, help="database file to write (.sqlite)")
     index.add_argument("--model", default=None,
                        help="store the fingerprints of this model (default: those of the ready model)")
@@ -221,6 +225,28 @@ def _resolve_model(args):
     return ensure_default_model(progress=_progress, log=_log)
 
 
+#: What ``identify`` writes into its output folder; --overwrite replaces only a folder holding nothing else.
+IDENTIFY_FILES = ("structure_identifications.tsv", "structure_candidates.tsv", "parameters.json")
+
+
+def _check_identify_paths(args):
+    """Every path of ``identify`` checked before the model is loaded (a typo costs no waiting)."""
+    from .main import CommandError
+
+    for option, value in (("--spectra", args.spectra), ("--candidates", args.candidates), ("--model", args.model)):
+        if value is not None and not Path(value).exists():
+            raise CommandError(f"{option} {value} does not exist.")
+    out = Path(args.output)
+    if out.exists() and not out.is_dir():
+        raise CommandError(f"--output {out} is a file; identify writes a folder ({', '.join(IDENTIFY_FILES)}).")
+    if out.is_dir():
+        foreign = sorted(p.name for p in out.iterdir() if p.name not in IDENTIFY_FILES)
+        if foreign:
+            raise CommandError(f"--output {out} holds files identify did not write ({', '.join(foreign[:3])}"
+                               f"{', ...' if len(foreign) > 3 else ''}); --overwrite replaces only a previous "
+                               "identify folder: choose another folder.")
+
+
 def run_identify(args):
     from .main import CommandError
 
@@ -230,6 +256,7 @@ def run_identify(args):
         raise CommandError(f"--ppm must be > 0, got {args.ppm}.")
     inputs = {"--spectra": args.spectra, "--candidates": args.candidates, "--model": args.model, "--store": args.store}
     check_outputs({"--output": args.output}, inputs, overwrite=args.overwrite)
+    _check_identify_paths(args)
     jobs = _load_app()
     from ..apps.metabolites._identify import QUERY_COLUMNS, RESULT_COLUMNS, IdentifySettings
 

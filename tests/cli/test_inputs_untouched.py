@@ -1,6 +1,6 @@
 """The whole CLI test suite checks that no command modifies its inputs (tests/conftest.py wraps ``main``)."""
 
-from conftest import _input_paths, _tree_digest
+from input_guard import _input_paths, _tree_digest
 
 from iokr.cli.main import main
 

@@ -22,8 +22,9 @@ from ._formulas import FormulaError, canonical_formula, monoisotopic_mass
 class DatabaseSource:
     """Candidates from a :class:`StructureDatabase`."""
 
-    def __init__(self, db):
+    def __init__(self, db, name=None):
         self.db = db
+        self.name = db.path if name is None else name
         self.columns = list(CANDIDATE_COLUMNS) + [c if c not in CANDIDATE_COLUMNS else f"db_{c}"
                                                   for c in db.user_columns]
 
@@ -37,7 +38,7 @@ class DatabaseSource:
         return self.db.records(ids)
 
     def describe(self):
-        return f"structure database {self.db.path} ({self.db.n_structures} structures)"
+        return f"structure database {self.name} ({self.db.n_structures} structures)"
 
 
 class ListSource:
@@ -109,4 +110,4 @@ def open_source(path, fingerprinter, store_path=None, progress=None):
         store = CandidateStore(store_path if store_path else ":memory:", fingerprinter)
         return ListSource(read_candidate_lists(path, store), store)
     db, _ = StructureDatabase.build(path, ":memory:", fingerprinter, progress=progress)
-    return DatabaseSource(db)
+    return DatabaseSource(db, name=f"{path} (indexed in memory; 'iokr metabolites index' builds it once)")

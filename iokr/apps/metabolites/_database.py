@@ -31,8 +31,9 @@ SCHEMA = "iokr-structure-database"
 VERSION = 1
 
 STRUCTURE_COLUMNS = ("smiles", "isomericsmiles", "canonicalsmiles", "inchi", "id1", "structure")
-IDENTIFIER_COLUMNS = ("identifier", "id", "cid", "pubchemcid", "compoundid", "dtxsid", "accession", "dbid")
-NAME_COLUMNS = ("name", "compoundname", "title", "iupacname", "synonym")
+IDENTIFIER_COLUMNS = ("identifier", "id", "cid", "pubchemcid", "pubchemcompoundcid", "compoundid", "dtxsid",
+                      "accession", "dbid")
+NAME_COLUMNS = ("name", "compoundname", "title", "sdftitle", "iupacname", "pubchemiupacname", "synonym")
 #: Columns every candidate gets in the outputs (derived from the structure), before the user's own columns.
 CANDIDATE_COLUMNS = ("identifier", "name", "inchikey", "smiles", "formula", "monoisotopic_mass")
 #: Largest CSV field accepted (bytes): one field of a structure database is a name or a structure.
@@ -69,15 +70,18 @@ def decode_fingerprints(blobs, n_features, binary, where):
 
 
 def _csv_rows(path):
-    """``(columns, rows)`` of a CSV/TSV file (a UTF-8 byte-order mark is dropped; tab-separated when the file name
-    says so or the header holds a tab)."""
+    """``(columns, rows)`` of a CSV/TSV file: a UTF-8 byte-order mark is dropped; the delimiter is a tab when the
+    file name says ``.tsv``, else the first of tab, comma and semicolon (spreadsheet exports) found in the header."""
     from ._msfiles import open_text
 
     csv.field_size_limit(MAX_FIELD_BYTES)
     handle = open_text(path)
-    first = handle.readline()
+    first = handle.readline(MAX_FIELD_BYTES).lstrip("\ufeff")
     handle.seek(0)
-    delimiter = "\t" if ".tsv" in path.name.lower() or "\t" in first else ","
+    if ".tsv" in path.name.lower():
+        delimiter = "\t"
+    else:
+        delimiter = next((d for d in ("\t", ",", ";") if d in first), ",")
     reader = csv.DictReader((line.lstrip("\ufeff") if i == 0 else line for i, line in enumerate(handle)),
                             delimiter=delimiter)
     columns = [c.strip() for c in (reader.fieldnames or [])]
@@ -92,29 +96,28 @@ def _csv_rows(path):
     return columns, rows()
 
 
+#: Columns an SDF record gets besides its properties: its title line, and its structure (read, not carried).
+SDF_TITLE, SDF_SMILES = "SDF_TITLE", "__sdf_smiles"
+
+
 def _sdf_rows(path):
-    from ._fingerprints import _rdkit
-
-    Chem = _rdkit()
-    from ._msfiles import open_text
-
-    with open_text(path) as handle:
-        data = handle.read().encode("utf-8")
     import io
 
-    supplier = Chem.ForwardSDMolSupplier(io.BytesIO(data), sanitize=True)
-    columns = ["name"]
-    out = []
-    for mol in supplier:
+    from ._fingerprints import _rdkit
+    from ._msfiles import open_text
+
+    Chem = _rdkit()
+    with open_text(path) as handle:
+        data = handle.read().encode("utf-8")
+    columns, out = [SDF_TITLE], []
+    for mol in Chem.ForwardSDMolSupplier(io.BytesIO(data), sanitize=True):
         if mol is None:
-            out.append({"name": "", "smiles": ""})
+            out.append({SDF_TITLE: "", SDF_SMILES: ""})  # counted as unparsable
             continue
-        row = {"name": mol.GetProp("_Name") if mol.HasProp("_Name") else ""}
+        row = {SDF_TITLE: mol.GetProp("_Name") if mol.HasProp("_Name") else ""}
         row.update({k: str(v) for k, v in mol.GetPropsAsDict().items()})
-        row["smiles"] = Chem.MolToSmiles(mol)
-        for k in row:
-            if k not in columns:
-                columns.append(k)
+        columns.extend(k for k in row if k not in columns)
+        row[SDF_SMILES] = Chem.MolToSmiles(mol)
         out.append(row)
     return columns, iter(out)
 
@@ -129,7 +132,7 @@ def read_structure_rows(path):
     name = path.name.lower().removesuffix(".gz")
     if name.endswith((".sdf", ".mol")):
         columns, rows = _sdf_rows(path)
-        return columns, rows, ["smiles"]
+        return columns, rows, [SDF_SMILES]
     if not name.endswith((".csv", ".tsv", ".txt")):
         raise IOKRDataError(f"Structure database {path}: unsupported format; expected .csv, .tsv or .sdf (each "
                             "optionally .gz).")

@@ -16,7 +16,7 @@ from ._candidates import CandidateStore, read_candidate_lists
 from ._confidence import calibration_examples, fit_calibration
 from ._fingerprints import Fingerprinter
 from ._model import MetaboliteIdentifier
-from ._persist import load_identifier, save_identifier
+from ._persist import load_fingerprinter, load_identifier, save_identifier
 from ._pipeline import (
     DEFAULT_GRID,
     DEFAULT_SURROGATE,
@@ -209,19 +209,27 @@ def identify_job(model_path, spectra_path, candidates_path, settings=None, *, st
         ``identifications`` (one dict per query), ``candidates`` (top-k rows), ``candidate_columns``,
         ``statuses`` (count per status), ``parameters`` (the run's settings and sources).
     """
+    from threadpoolctl import threadpool_limits
+
     from ._candidate_sources import open_source
     from ._confidence import Calibration, top_margins
     from ._identify import IdentifySettings, plan_queries, score_queries
 
     settings = IdentifySettings() if settings is None else settings
-    model, fingerprinter, cleaning, meta = load_identifier(model_path)
+    # The cheap checks first (the model file's integrity, the user's files); the model's refit comes last.
+    fingerprinter = load_fingerprinter(model_path)
+    spectra, report = read_spectra(spectra_path, require_precursor=False, keep_empty=True)
+    log(f"{spectra_path}: {report.summary()}")
+    with progress(None, f"indexing {Path(candidates_path).name} in memory (rows)") as tick:
+        source = open_source(candidates_path, fingerprinter, store_path, progress=tick)
+    log(f"candidates: {source.describe()}")
+    # One BLAS thread for the refit of the model's factorization: a 2-thread factorization of a few thousand rows
+    # is 10-30 times slower when the other core is busy, and barely faster when it is not.
+    with threadpool_limits(limits=1):
+        model, fingerprinter, cleaning, meta = load_identifier(model_path)
     adducts = model_precursor_types(meta)
     calibration = (meta.get("extra") or {}).get("calibration")
     calibration = Calibration.from_dict(calibration) if calibration else None
-    spectra, report = read_spectra(spectra_path, require_precursor=False, keep_empty=True)
-    log(f"{spectra_path}: {report.summary()}")
-    source = open_source(candidates_path, fingerprinter, store_path)
-    log(f"candidates: {source.describe()}")
     cleaned = cleaning.single(spectra)
     cleaned = cleaning.merged(cleaned, groups=list(range(len(cleaned))))[0]
     queries = plan_queries(spectra, cleaned.n_peaks, adducts, source, settings)

@@ -276,18 +276,43 @@ SPECTRUM_FORMATS = {".mgf": "mgf", ".msp": "msp", ".mzml": "mzml", ".mzxml": "mz
                     ".json": "json"}
 
 
+def _sniff_format(path):
+    """The format from the first non-empty line of a (possibly gzipped) file: MGF, MSP, JSON or JSONL; None."""
+    from ._msfiles import open_text
+
+    try:
+        with open_text(path) as handle:
+            for _, line in zip(range(50), handle):
+                text = line.strip().lstrip("\ufeff")
+                if not text or text.startswith(("#", ";", "!")):
+                    continue
+                upper = text.upper()
+                if upper == "BEGIN IONS" or upper.startswith(("PEPMASS=", "TITLE=", "CHARGE=")):
+                    return "mgf"
+                if upper.startswith("NAME:"):
+                    return "msp"
+                if text.startswith("["):
+                    return "json"
+                if text.startswith("{"):
+                    return "jsonl"
+                if text.startswith("<"):
+                    return "mzxml" if "mzxml" in text.lower() else "mzml"
+                if "=" in text and text.split("=", 1)[0].replace("_", "").isalnum():
+                    continue  # an MGF file's global parameters come before its first BEGIN IONS
+                return None
+    except (OSError, EOFError, UnicodeDecodeError, zlib.error):
+        return None
+    return None
+
+
 def _spectrum_format(path):
+    """The format from the file name (``.gz`` allowed after the extension), else from the content."""
     name = path.name.lower()
     name = name.removesuffix(".gz")
     fmt = next((f for ext, f in SPECTRUM_FORMATS.items() if name.endswith(ext)), None)
-    if fmt == "json":
-        from ._msfiles import open_text
-
-        with open_text(path) as handle:
-            first = handle.read(4096).lstrip()
-        fmt = "json" if first.startswith("[") else "jsonl"
-    if fmt is None and path.name.lower().endswith(".gz"):
-        fmt = "jsonl"  # the shared MassBank format, as before
+    if fmt in ("json", None):
+        sniffed = _sniff_format(path)
+        fmt = sniffed if fmt is None or sniffed in ("json", "jsonl") else fmt
     return fmt
 
 

@@ -62,8 +62,9 @@ def _reject_in_subprocess(path):
             read_candidate_lists({str(path)!r})
         except IOKRDataError as exc:
             print("ERROR", exc, file=sys.stderr)
-        import resource
-        print("RSS", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, file=sys.stderr)
+        # VmHWM: this process's own peak (ru_maxrss would report the larger pytest parent's after fork+exec)
+        peak = next(line for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+        print("RSS", int(peak.split()[1]) / 1024, file=sys.stderr)
     """)
     start = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120,

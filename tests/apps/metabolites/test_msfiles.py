@@ -154,3 +154,10 @@ def test_matchms_json_goes_through_matchms(tmp_path):
     spectra, _ = read_spectra(out, keep_empty=True)
     assert [m.get("feature_id") for m in spectra.metadata] == ["12", "13", "14"]
     assert spectra.metadata[1]["adduct"] == "[M+Na]+"
+
+
+def test_format_from_content_when_the_name_does_not_say(tmp_path):
+    spectra, _ = read_spectra(_write(tmp_path, "q_noext", MGF, gz=True), keep_empty=True)
+    assert [m.get("feature_id") for m in spectra.metadata] == ["12", "13", "14"]
+    spectra, _ = read_spectra(_write(tmp_path, "library.txt", MSP))
+    assert len(spectra) == 3

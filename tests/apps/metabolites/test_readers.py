@@ -47,8 +47,11 @@ def test_jsonl_nothing_usable_and_truncated(tmp_path):
         read_spectra(tmp_path / "t.jsonl.gz")
     with pytest.raises(IOKRDataError, match="does not exist"):
         read_spectra(tmp_path / "missing.jsonl")
+    # without a known extension the format comes from the content; unrecognizable content is an error
+    assert len(read_spectra(_write(tmp_path / "x.txt", [GOOD]))[0]) == 1
+    (tmp_path / "y.txt").write_text("m/z intensity\n100 1\n")
     with pytest.raises(IOKRDataError, match="Unknown spectra format"):
-        read_spectra(_write(tmp_path / "x.txt", [GOOD]))
+        read_spectra(tmp_path / "y.txt")
 
 
 MGF = """BEGIN IONS
