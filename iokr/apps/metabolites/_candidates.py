@@ -25,7 +25,8 @@ import scipy.sparse as sp
 
 from ...exceptions import IOKRDataError
 from ...io import read_npz
-from ._fingerprints import Fingerprinter, inchikey, molecular_formula, parse_structure
+from ._database import decode_fingerprints, encode_fingerprint
+from ._fingerprints import Fingerprinter, _rdkit, inchikey, inchikey_of_inchi, molecular_formula, parse_structure
 
 _NAME = re.compile(r"scoring_list=(?P<formula>[^_]+)_spec=(?P<spec>.+?)_id=(?P<key>[A-Z]{14}-[A-Z]{10}-[A-Z])")
 _STRUCTURE_COLUMNS = ("id1", "inchi", "smiles", "structure")
@@ -96,7 +97,7 @@ def _rows_from_text(text, delimiter):
 
 
 def _sdf_structures(data):
-    Chem = parse_structure.__globals__["_rdkit"]()
+    Chem = _rdkit()
     supplier = Chem.ForwardSDMolSupplier(io.BytesIO(data), sanitize=True)
     return [mol for mol in supplier]  # None entries are structures RDKit rejects
 
@@ -221,7 +222,7 @@ def read_candidate_lists(path, store=None, progress=None):
         try:
             if lower.endswith(".sdf"):
                 mols = _sdf_structures(data)
-                Chem = parse_structure.__globals__["_rdkit"]()
+                Chem = _rdkit()
                 structures = [Chem.MolToInchi(m) if m is not None else None for m in mols]
             else:
                 text = data.decode("utf-8-sig")  # a byte-order mark must not hide the first column's name
@@ -258,14 +259,6 @@ def read_candidate_lists(path, store=None, progress=None):
         if progress is not None:
             progress()
     return out
-
-
-def _inchi_key(text):
-    Chem = parse_structure.__globals__["_rdkit"]()
-    try:
-        return Chem.InchiToInchiKey(text) or None
-    except Exception:  # noqa: BLE001 - RDKit raises assorted errors on garbage
-        return None
 
 
 def _store_errors(method):
@@ -356,22 +349,11 @@ class CandidateStore:
         return (text, 1, str(c["key14"][i]), None, str(c["formula"][i]), blob)
 
     def _encode(self, fp):
-        if self.fingerprinter.binary:
-            return np.packbits(fp > 0).tobytes()
-        return np.clip(fp, 0, 255).astype(np.uint8).tobytes()
+        return encode_fingerprint(fp, self.fingerprinter.binary)
 
     def _decode(self, blobs):
-        n = self.fingerprinter.n_features
-        if not blobs:
-            return np.zeros((0, n), dtype=np.float32)
-        width = (n + 7) // 8 if self.fingerprinter.binary else n
-        if any(not isinstance(b, bytes) or len(b) != width for b in blobs):
-            raise IOKRDataError(f"Candidate store {self.path} holds fingerprints that are not {width} bytes long; "
-                                "the file is damaged: delete it to rebuild the cache.")
-        raw = np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(len(blobs), width)
-        if self.fingerprinter.binary:
-            return np.unpackbits(raw, axis=1, count=n).astype(np.float32)
-        return raw.astype(np.float32)
+        return decode_fingerprints(blobs, self.fingerprinter.n_features, self.fingerprinter.binary,
+                                   f"Candidate store {self.path}")
 
     @_store_errors
     def add(self, structures):
@@ -394,7 +376,7 @@ class CandidateStore:
             key = None
             if mol is not None:
                 # The key of the given InChI itself (fast, and faithful to the list); from the molecule otherwise.
-                key = _inchi_key(s) if s.startswith("InChI=") else None
+                key = inchikey_of_inchi(s) if s.startswith("InChI=") else None
                 key = key or inchikey(mol)
             if mol is None or key is None:
                 rows.append((s, 0, None, None, None, None))

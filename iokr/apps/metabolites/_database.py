@@ -23,8 +23,7 @@ from urllib.parse import quote
 import numpy as np
 
 from ...exceptions import IOKRDataError
-from ._candidates import _inchi_key
-from ._fingerprints import Fingerprinter, inchikey, parse_structure
+from ._fingerprints import Fingerprinter, inchikey, inchikey_of_inchi, parse_structure
 from ._formulas import FormulaError, canonical_formula, monoisotopic_mass
 
 SCHEMA = "iokr-structure-database"
@@ -365,7 +364,7 @@ def _parse_row(text, fingerprinter):
     if mol is None:
         return None
     # The key of a given InChI straight from its text (skips regenerating the InChI from the molecule).
-    key = _inchi_key(text.strip()) if text.startswith("InChI=") else None
+    key = inchikey_of_inchi(text.strip()) if text.startswith("InChI=") else None
     key = key or inchikey(mol)
     if key is None:
         return None

@@ -52,6 +52,15 @@ def inchikey(mol):
     return key or None
 
 
+def inchikey_of_inchi(text):
+    """Full InChIKey of an InChI string straight from its text (no molecule built); ``None`` on failure."""
+    Chem = _rdkit()
+    try:
+        return Chem.InchiToInchiKey(text) or None
+    except Exception:  # noqa: BLE001 - RDKit raises assorted errors on garbage
+        return None
+
+
 def molecular_formula(mol):
     from rdkit.Chem.rdMolDescriptors import CalcMolFormula
 
