@@ -14,6 +14,7 @@ identifiers from ``Identifier``, ``CID``, ``ID``...; names from ``Name``, ``Comp
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import sqlite3
 import time
@@ -69,29 +70,27 @@ def decode_fingerprints(blobs, n_features, binary, where):
 
 
 def _csv_rows(path):
-    """``(columns, rows)`` of a CSV/TSV file: a UTF-8 byte-order mark is dropped; the delimiter is a tab when the
-    file name says ``.tsv``, else the first of tab, comma and semicolon (spreadsheet exports) found in the header."""
-    from ._msfiles import open_text
+    """``(columns, rows)`` of a CSV/TSV file, streamed through the capped line reader (:func:`iokr.io.iter_lines`:
+    line length, gzip ratio). A UTF-8 byte-order mark is dropped; the delimiter is a tab when the file name says
+    ``.tsv``, else the first of tab, comma and semicolon (spreadsheet exports) found in the header."""
+    from ...io import iter_lines
 
     csv.field_size_limit(MAX_FIELD_BYTES)
-    handle = open_text(path)
-    first = handle.readline(MAX_FIELD_BYTES).lstrip("\ufeff")
-    handle.seek(0)
+    lines = (line + "\n" for _, line in iter_lines(path, what="Structure database", errors="replace"))
+    first = next(lines, "").lstrip("\ufeff")
     if ".tsv" in path.name.lower():
         delimiter = "\t"
     else:
         delimiter = next((d for d in ("\t", ",", ";") if d in first), ",")
-    reader = csv.DictReader((line.lstrip("\ufeff") if i == 0 else line for i, line in enumerate(handle)),
-                            delimiter=delimiter)
+    reader = csv.DictReader(itertools.chain([first], lines), delimiter=delimiter)
     columns = [c.strip() for c in (reader.fieldnames or [])]
 
     def rows():
-        with handle:
-            try:
-                for row in reader:
-                    yield {(k or "").strip(): v for k, v in row.items() if k is not None}
-            except csv.Error as exc:
-                raise IOKRDataError(f"Structure database {path}, line {reader.line_num}: {exc}.") from None
+        try:
+            for row in reader:
+                yield {(k or "").strip(): v for k, v in row.items() if k is not None}
+        except csv.Error as exc:
+            raise IOKRDataError(f"Structure database {path}, line {reader.line_num}: {exc}.") from None
     return columns, rows()
 
 
@@ -100,25 +99,34 @@ SDF_TITLE, SDF_SMILES = "SDF_TITLE", "__sdf_smiles"
 
 
 def _sdf_rows(path):
-    import io
+    """``(columns, rows)`` of an SDF file, one record at a time (RDKit reads from the open file, plain or gzip)."""
+    import gzip
 
     from ._fingerprints import _rdkit
-    from ._msfiles import open_text
 
     Chem = _rdkit()
-    with open_text(path) as handle:
-        data = handle.read().encode("utf-8")
-    columns, out = [SDF_TITLE], []
-    for mol in Chem.ForwardSDMolSupplier(io.BytesIO(data), sanitize=True):
-        if mol is None:
-            out.append({SDF_TITLE: "", SDF_SMILES: ""})  # counted as unparsable
-            continue
-        row = {SDF_TITLE: mol.GetProp("_Name") if mol.HasProp("_Name") else ""}
-        row.update({k: str(v) for k, v in mol.GetPropsAsDict().items()})
-        columns.extend(k for k in row if k not in columns)
-        row[SDF_SMILES] = Chem.MolToSmiles(mol)
-        out.append(row)
-    return columns, iter(out)
+    with open(path, "rb") as probe:
+        gz = probe.read(2) == b"\x1f\x8b"
+    handle = gzip.open(path, "rb") if gz else open(path, "rb")  # noqa: SIM115 - closed by rows() when consumed
+    # Columns are the properties seen in the file's first records (a streamed file cannot be looked at twice).
+    supplier = Chem.ForwardSDMolSupplier(handle, sanitize=True)
+    head = [mol for _, mol in zip(range(1000), supplier)]
+    columns = [SDF_TITLE]
+    for mol in head:
+        if mol is not None:
+            columns.extend(k for k in mol.GetPropsAsDict() if k not in columns)
+
+    def rows():
+        with handle:
+            for mol in itertools.chain(head, supplier):
+                if mol is None:
+                    yield {SDF_TITLE: "", SDF_SMILES: ""}  # counted as unparsable
+                    continue
+                row = {SDF_TITLE: mol.GetProp("_Name") if mol.HasProp("_Name") else ""}
+                row.update({k: str(v) for k, v in mol.GetPropsAsDict().items()})
+                row[SDF_SMILES] = Chem.MolToSmiles(mol)
+                yield row
+    return columns, rows()
 
 
 def read_structure_rows(path):
@@ -385,7 +393,6 @@ def _parse_texts(texts, fingerprint):
 def _parsed_chunks(rows, structure_columns, fingerprinter, n_jobs):
     """``(rows, parsed)`` per chunk of :data:`CHUNK_ROWS` rows, parsed in worker processes when there are several
     chunks (RDKit parsing and fingerprints dominate indexing; results keep the file order)."""
-    import itertools
     import os
 
     def texts_of(chunk):
