@@ -161,3 +161,12 @@ def test_format_from_content_when_the_name_does_not_say(tmp_path):
     assert [m.get("feature_id") for m in spectra.metadata] == ["12", "13", "14"]
     spectra, _ = read_spectra(_write(tmp_path, "library.txt", MSP))
     assert len(spectra) == 3
+
+
+def test_gzipped_matchms_formats_are_capped(tmp_path):
+    path = tmp_path / "bomb.mzML.gz"
+    with gzip.open(path, "wb", compresslevel=9) as handle:
+        for _ in range(40):
+            handle.write(b"<" + b" " * (1 << 20))
+    with iokr.config_context(max_compression_ratio=10), pytest.raises(IOKRDataError, match="expands beyond"):
+        read_spectra(path)
