@@ -209,9 +209,14 @@ def run_train(args):
     return 0
 
 
+def _table_writer(handle, columns):
+    """A TSV writer with Unix line endings; values holding tabs or newlines are quoted."""
+    return csv.DictWriter(handle, fieldnames=columns, delimiter="\t", extrasaction="ignore", lineterminator="\n")
+
+
 def _write_table(rows, columns):
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=columns, delimiter="\t", extrasaction="ignore", lineterminator="\n")
+    writer = _table_writer(buffer, columns)
     writer.writeheader()
     writer.writerows(rows)
     return buffer.getvalue()
@@ -263,14 +268,18 @@ def run_identify(args):
     settings = IdentifySettings(top_k=args.top_k, ppm=args.ppm, query_id_field=args.query_id_field,
                                 adduct_policy=args.adduct_policy)
     model = _resolve_model(args)
-    result = jobs.identify_job(model, args.spectra, args.candidates, settings, store_path=args.store,
-                               progress=_progress, log=_log)
-    candidate_columns = result["candidate_columns"]
     with output_folder(args.output, overwrite=args.overwrite, inputs=inputs) as tmp:
+        with open(tmp / "structure_candidates.tsv", "w", encoding="utf-8", newline="") as handle:
+            def candidate_table(columns):  # rows written as they are ranked, not held until the end
+                writer = _table_writer(handle, ["query_id", "rank", *columns, "score"])
+                writer.writeheader()
+                return writer.writerow
+
+            result = jobs.identify_job(model, args.spectra, args.candidates, settings, store_path=args.store,
+                                       progress=_progress, log=_log, candidate_sink=candidate_table)
         write_atomic(tmp / "structure_identifications.tsv",
-                     _write_table(result["identifications"], [*QUERY_COLUMNS, *candidate_columns, *RESULT_COLUMNS]))
-        write_atomic(tmp / "structure_candidates.tsv",
-                     _write_table(result["candidates"], ["query_id", "rank", *candidate_columns, "score"]))
+                     _write_table(result["identifications"],
+                                  [*QUERY_COLUMNS, *result["candidate_columns"], *RESULT_COLUMNS]))
         write_json(tmp / "parameters.json", result["parameters"])
     counts = ", ".join(f"{n} {status}" for status, n in sorted(result["statuses"].items(), key=lambda x: (-x[1], x[0])))
     print(f"{len(result['identifications'])} queries: {counts}; tables written to {args.output}")

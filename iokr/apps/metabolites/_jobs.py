@@ -191,7 +191,7 @@ def model_precursor_types(meta):
 
 
 def identify_job(model_path, spectra_path, candidates_path, settings=None, *, store_path=None,
-                 progress=_noop_progress, log=print):
+                 progress=_noop_progress, log=print, candidate_sink=None):
     """Rank candidates for every query spectrum of a file (see :mod:`._identify`).
 
     Parameters
@@ -202,12 +202,15 @@ def identify_job(model_path, spectra_path, candidates_path, settings=None, *, st
     candidates_path : str or Path
         An indexed structure database, one CSV/TSV/SDF, or a folder / ``.tar.gz`` of per-formula lists.
     settings : IdentifySettings, optional
+    candidate_sink : callable, optional
+        ``candidate_sink(candidate_columns) -> write(row)``: the top-k rows are passed to ``write`` as they are
+        ranked (memory stays that of one batch) instead of being collected in ``result["candidates"]``.
 
     Returns
     -------
     result : dict
-        ``identifications`` (one dict per query), ``candidates`` (top-k rows), ``candidate_columns``,
-        ``statuses`` (count per status), ``parameters`` (the run's settings and sources).
+        ``identifications`` (one dict per query), ``candidates`` (top-k rows; empty with a ``candidate_sink``),
+        ``candidate_columns``, ``statuses`` (count per status), ``parameters`` (the run's settings and sources).
     """
     from threadpoolctl import threadpool_limits
 
@@ -235,6 +238,7 @@ def identify_job(model_path, spectra_path, candidates_path, settings=None, *, st
     queries = plan_queries(spectra, cleaned.n_peaks, adducts, source, settings)
     n_ok = sum(q.status == "ok" for q in queries)
     identifications, candidates = {}, []
+    write = candidates.append if candidate_sink is None else candidate_sink(source.columns)
     for q, scores in score_queries(model, cleaned, queries, source, fingerprinter, settings,
                                    progress(n_ok, "scoring queries")):
         order = np.argsort(-scores, kind="stable")[:settings.top_k]
@@ -242,7 +246,7 @@ def identify_job(model_path, spectra_path, candidates_path, settings=None, *, st
         confidence = calibration.probability(margins, sizes)[0] if calibration is not None else None
         records = source.records(q.candidates[order])
         for rank, (j, record) in enumerate(zip(order, records), 1):
-            candidates.append({"query_id": q.query_id, "rank": rank, **record, "score": f"{scores[j]:.6g}"})
+            write({"query_id": q.query_id, "rank": rank, **record, "score": f"{scores[j]:.6g}"})
         identifications[q.row] = {**records[0], "score": f"{scores[order[0]]:.6g}",
                                   "confidence": "" if confidence is None else f"{confidence:.3f}"}
     rows, statuses = [], {}
