@@ -1,0 +1,143 @@
+"""Model selection for multi-label IOKR, on the training split only: preprocessing, alpha and the input kernel.
+
+Two levels, each with the cheapest exact-enough tool:
+
+1. For each preprocessing arm (no scaling / ``StandardScaler``), alpha and the input kernel (linear, Gaussians whose
+   ``gamma`` is a multiple of ``1 / median squared distance``) are chosen by the closed-form k-fold hold-out of
+   :class:`~iokr.model_selection.IOKRCV` (one eigendecomposition per kernel serves the whole alpha grid), scored by
+   the example-F1 of each held-out example's best candidate among the label sets of *its fold's training side*: the
+   candidates a refit on that side would have. The scaler of this step is fitted once on the whole training split,
+   so the unsupervised feature statistics of held-out rows enter (a mild leak; labels do not). The closed form is
+   otherwise that of refitting IOKR on the training side with the centering refitted and the normalization
+   statistics held fixed (exactly a refit when ``normalize_input=normalize_output=False``; tested).
+2. The preprocessing arm is chosen by k-fold CV *with refits*: every fold refits the scaler and IOKR (at that arm's
+   step-1 alpha and kernel) on its training side. The step-1 choice saw all folds, so both arms' refit scores carry
+   the same mild optimism of a selected model; the comparison between arms is what matters.
+
+A :class:`GridEdgeWarning` is issued when the chosen alpha or Gaussian width is at an edge of its grid.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from sklearn.base import clone
+from sklearn.preprocessing import StandardScaler
+
+from ...decoding import CandidateSets
+from ...estimators import IOKR
+from ...kernels import Gaussian
+from ...metrics import example_f1
+from ...model_selection import IOKRCV
+
+#: 13 alphas from 1e-3 to 1e3, half a decade apart.
+DEFAULT_ALPHAS = tuple(np.logspace(-3, 3, 13).tolist())
+#: Gaussian ``gamma`` as multiples of ``1 / median squared distance``: a factor 4 apart, 64 end to end.
+DEFAULT_GAMMA_SCALES = (1 / 16, 1 / 4, 1.0, 4.0)
+SCALINGS = ("none", "standard")
+
+
+class GridEdgeWarning(UserWarning):
+    """A hyperparameter chosen by cross-validation lies at an edge of its grid: the grid may be too narrow."""
+
+
+def label_pool(Y):
+    """The distinct label sets (rows) of ``Y``, sorted, as float64."""
+    return np.unique(np.asarray(Y), axis=0).astype(np.float64)
+
+
+def predict_label_sets(model, X, label_sets):
+    """Best label set per row of ``X`` among ``label_sets`` (n_sets, n_labels), for a fitted ``model``."""
+    rankings = model.rank(X, CandidateSets.shared(label_sets, X.shape[0]), top_k=1)
+    return label_sets[[ranking.pool_indices[0] for ranking in rankings]]
+
+
+def median_sq_distance(X, max_rows=1000, seed=0):
+    """Median squared Euclidean distance between distinct rows (a seeded subsample of ``max_rows``); 1.0 if zero."""
+    X = np.asarray(X, dtype=np.float64)
+    if X.shape[0] > max_rows:
+        X = X[np.random.default_rng(seed).choice(X.shape[0], max_rows, replace=False)]
+    sq = np.einsum("ij,ij->i", X, X)
+    d2 = np.clip(sq[:, None] + sq[None, :] - 2.0 * X @ X.T, 0.0, None)
+    values = d2[np.triu_indices(X.shape[0], k=1)]
+    median = float(np.median(values)) if values.size else 0.0
+    return median if median > 0 else 1.0
+
+
+def make_scaler(scaling):
+    if scaling == "none":
+        return None
+    if scaling == "standard":
+        return StandardScaler()
+    raise ValueError(f"Unknown scaling {scaling!r}; expected one of {SCALINGS}.")
+
+
+def _scaled(scaling, X_fit, *others):
+    scaler = make_scaler(scaling)
+    if scaler is None:
+        return (X_fit, *others)
+    scaler.fit(X_fit)
+    return (scaler.transform(X_fit), *(scaler.transform(X) for X in others))
+
+
+def fold_candidate_sets(Y, folds):
+    """Per training example, the pool rows of the label sets on the training side of its fold (pool = all sets)."""
+    pool, inverse = np.unique(np.asarray(Y), axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    indices = [None] * Y.shape[0]
+    for train, valid in folds:
+        present = np.unique(inverse[train])
+        for i in valid:
+            indices[i] = present
+    return CandidateSets(pool.astype(np.float64), indices)
+
+
+def f1_scoring(Y, pool):
+    """IOKRCV scoring: example-F1 (0-1) of each held-out example's top candidate label set."""
+
+    def score(result):
+        top = result.top_candidates
+        predicted = np.where((top >= 0)[:, None], pool[np.maximum(top, 0)], 0.0)
+        return example_f1(Y[result.indices], predicted)
+
+    return score
+
+
+def closed_form_search(X, Y, folds, *, alphas, kernels, iokr_params=None):
+    """Step 1 for one preprocessing arm: IOKRCV over ``alphas`` x ``kernels`` with the fold-wise candidates."""
+    sets = fold_candidate_sets(Y, folds)
+    search = IOKRCV(alphas=alphas, input_kernel=kernels[0], param_grid={"input_kernel": list(kernels)},
+                    cv=list(folds), scoring=f1_scoring(Y, sets.pool), path_method="eigen", **(iokr_params or {}))
+    return search.fit(X, Y, candidate_sets=sets)
+
+
+def refit_cv_f1(X, Y, folds, scaling, alpha, kernel, iokr_params=None):
+    """Step 2: per-fold example-F1 (0-1) of IOKR refitted with the scaler on each fold's training side."""
+    scores = []
+    for train, valid in folds:
+        X_train, X_valid = _scaled(scaling, X[train], X[valid])
+        model = IOKR(alpha=alpha, input_kernel=kernel if isinstance(kernel, str) else clone(kernel), **(iokr_params or {})).fit(X_train, Y[train])
+        scores.append(example_f1(Y[valid], predict_label_sets(model, X_valid, label_pool(Y[train]))))
+    return np.array(scores)
+
+
+def default_kernels(X, gamma_scales, linear=True):
+    """``["linear"]`` (if ``linear``) and one Gaussian per scale, ``gamma = scale / median squared distance``."""
+    median = median_sq_distance(X)
+    return (["linear"] if linear else []) + [Gaussian(gamma=float(s) / median) for s in gamma_scales]
+
+
+def edge_warnings(alpha, alphas, kernel, kernels):
+    """Messages (also issued as :class:`GridEdgeWarning`) for a chosen value at the edge of its grid."""
+    messages = []
+    alphas = np.asarray(alphas, dtype=np.float64)
+    if alphas.size > 1 and alpha in (alphas.min(), alphas.max()):
+        messages.append(f"alpha={alpha:g} is at the edge of the alpha grid [{alphas.min():g}, {alphas.max():g}]")
+    gammas = [k.gamma for k in kernels if isinstance(k, Gaussian)]
+    if isinstance(kernel, Gaussian) and len(gammas) > 1 and kernel.gamma in (min(gammas), max(gammas)):
+        messages.append(f"Gaussian gamma={kernel.gamma:.4g} is at the edge of the width grid "
+                        f"[{min(gammas):.4g}, {max(gammas):.4g}]")
+    for message in messages:
+        warnings.warn(f"{message}; consider widening the grid.", GridEdgeWarning, stacklevel=3)
+    return messages
