@@ -16,6 +16,7 @@ from ...metrics import example_f1, hamming_loss, true_candidate_rank
 from ._selection import (
     DEFAULT_ALPHAS,
     DEFAULT_GAMMA_SCALES,
+    OUTPUT_NORMALIZATIONS,
     SCALINGS,
     closed_form_search,
     default_kernels,
@@ -30,8 +31,9 @@ __all__ = ["evaluate_multilabel", "predict_label_sets", "select_multilabel"]
 
 
 def select_multilabel(X_train, Y_train, *, alphas=DEFAULT_ALPHAS, gamma_scales=DEFAULT_GAMMA_SCALES,
-                      input_kernels=None, scalings=SCALINGS, cv=5, seed=0, iokr_params=None, progress=None):
-    """Choose preprocessing, alpha and input kernel on training data; return the refitted model and the records.
+                      input_kernels=None, scalings=SCALINGS, output_normalizations=OUTPUT_NORMALIZATIONS, cv=5, seed=0,
+                      iokr_params=None, progress=None):
+    """Choose preprocessing, output normalization, alpha and input kernel on training data; refit the chosen model.
 
     Parameters
     ----------
@@ -46,10 +48,12 @@ def select_multilabel(X_train, Y_train, *, alphas=DEFAULT_ALPHAS, gamma_scales=D
         Replace the default kernels (``"linear"`` and the Gaussians of ``gamma_scales``) by these, in every arm.
     scalings : sequence of {"none", "standard"}, default=("none", "standard")
         Preprocessing arms; ``"standard"`` is scikit-learn's ``StandardScaler``.
+    output_normalizations : sequence of bool, default=(True, False)
+        Arms for IOKR's ``normalize_output`` (unit-norm centered label vectors, or the plain centered ones).
     cv : int
         Number of folds (``KFold``, shuffled with ``seed``), shared by both selection levels.
     iokr_params : dict, optional
-        Extra :class:`~iokr.IOKR` parameters (centering/normalization flags), the same in every arm.
+        Extra :class:`~iokr.IOKR` parameters (centering, ``normalize_input``), the same in every arm.
     progress : callable, optional
         Called after each arm's closed-form search and after each arm's refit CV.
 
@@ -61,7 +65,8 @@ def select_multilabel(X_train, Y_train, *, alphas=DEFAULT_ALPHAS, gamma_scales=D
         Fitted on all training data (None for ``"none"``).
     record : dict
         ``cv_results`` (closed-form CV example-F1 % per arm, alpha and kernel), ``arms`` (per arm: its choice,
-        closed-form score and refit-CV scores), ``best`` (scaling, alpha, input_kernel), ``grid_edge`` (messages).
+        closed-form score and refit-CV scores), ``best`` (scaling, normalize_output, alpha, input_kernel),
+        ``grid_edge`` (messages).
     """
     Y_train = np.asarray(Y_train, dtype=np.float64)
     X_train = np.asarray(X_train, dtype=np.float64)
@@ -71,21 +76,24 @@ def select_multilabel(X_train, Y_train, *, alphas=DEFAULT_ALPHAS, gamma_scales=D
         scaler = make_scaler(scaling)
         X = X_train if scaler is None else scaler.fit_transform(X_train)
         kernels = list(input_kernels) if input_kernels is not None else default_kernels(X, gamma_scales)
-        search = closed_form_search(X, Y_train, folds, alphas=alphas, kernels=kernels, iokr_params=iokr_params)
-        results = search.cv_results_
-        for params, mean, std in zip(results["params"], results["mean_test_score"], results["std_test_score"]):
-            cv_results.append({"scaling": scaling, "alpha": float(params["alpha"]),
-                               "input_kernel": repr(params["input_kernel"]), "cv_f1": 100 * float(mean),
-                               "cv_f1_std": 100 * float(std)})
-        kernel = search.best_params_["input_kernel"]
-        arms.append({"scaling": scaling, "alpha": search.alpha_, "input_kernel": repr(kernel),
-                     "closed_form_cv_f1": 100 * search.best_score_, "_kernel": kernel, "_kernels": kernels,
-                     "_model": search.best_estimator_, "_scaler": scaler})
-        if progress is not None:
-            progress()
+        for normalize_output in output_normalizations:
+            params = {**(iokr_params or {}), "normalize_output": bool(normalize_output)}
+            search = closed_form_search(X, Y_train, folds, alphas=alphas, kernels=kernels, iokr_params=params)
+            results = search.cv_results_
+            for setting, mean, std in zip(results["params"], results["mean_test_score"], results["std_test_score"]):
+                cv_results.append({"scaling": scaling, "normalize_output": bool(normalize_output),
+                                   "alpha": float(setting["alpha"]), "input_kernel": repr(setting["input_kernel"]),
+                                   "cv_f1": 100 * float(mean), "cv_f1_std": 100 * float(std)})
+            kernel = search.best_params_["input_kernel"]
+            arms.append({"scaling": scaling, "normalize_output": bool(normalize_output), "alpha": search.alpha_,
+                         "input_kernel": repr(kernel), "closed_form_cv_f1": 100 * search.best_score_,
+                         "_kernel": kernel, "_kernels": kernels, "_params": params,
+                         "_model": search.best_estimator_, "_scaler": scaler})
+            if progress is not None:
+                progress()
     for arm in arms:
         if len(arms) > 1:
-            scores = refit_cv_f1(X_train, Y_train, folds, arm["scaling"], arm["alpha"], arm["_kernel"], iokr_params)
+            scores = refit_cv_f1(X_train, Y_train, folds, arm["scaling"], arm["alpha"], arm["_kernel"], arm["_params"])
             arm["refit_cv_f1"] = 100 * float(scores.mean())
             arm["refit_cv_f1_std"] = 100 * float(scores.std())
         else:
@@ -95,13 +103,14 @@ def select_multilabel(X_train, Y_train, *, alphas=DEFAULT_ALPHAS, gamma_scales=D
     chosen = max(arms, key=lambda a: -np.inf if a["refit_cv_f1"] is None else a["refit_cv_f1"])
     messages = edge_warnings(chosen["alpha"], alphas, chosen["_kernel"], chosen["_kernels"])
     model, scaler = chosen["_model"], chosen["_scaler"]
-    best = {"scaling": chosen["scaling"], "alpha": chosen["alpha"], "input_kernel": chosen["input_kernel"]}
+    best = {key: chosen[key] for key in ("scaling", "normalize_output", "alpha", "input_kernel")}
     arms = [{k: v for k, v in arm.items() if not k.startswith("_")} for arm in arms]
     return model, scaler, {"cv_results": cv_results, "arms": arms, "best": best, "grid_edge": messages}
 
 
 def evaluate_multilabel(X_train, Y_train, X_test, Y_test, *, alphas=DEFAULT_ALPHAS, gamma_scales=DEFAULT_GAMMA_SCALES,
-                        input_kernels=None, scalings=SCALINGS, cv=5, seed=0, iokr_params=None, progress=None):
+                        input_kernels=None, scalings=SCALINGS, output_normalizations=OUTPUT_NORMALIZATIONS, cv=5,
+                        seed=0, iokr_params=None, progress=None):
     """Choose the model on training data (:func:`select_multilabel`), then evaluate it once on the test split.
 
     Parameters are those of :func:`select_multilabel`, plus the test split ``X_test, Y_test``.
@@ -119,7 +128,7 @@ def evaluate_multilabel(X_train, Y_train, X_test, Y_test, *, alphas=DEFAULT_ALPH
     Y_train = np.asarray(Y_train, dtype=np.float64)
     model, scaler, record = select_multilabel(
         X_train, Y_train, alphas=alphas, gamma_scales=gamma_scales, input_kernels=input_kernels, scalings=scalings,
-        cv=cv, seed=seed, iokr_params=iokr_params, progress=progress)
+        output_normalizations=output_normalizations, cv=cv, seed=seed, iokr_params=iokr_params, progress=progress)
     timings = {"cross_validation_s": time.perf_counter() - t0}
     if scaler is not None:
         X_test = scaler.transform(np.asarray(X_test, dtype=np.float64))
