@@ -18,8 +18,8 @@ PROTOCOL = (
     "the same shuffled folds; the test split is used once. IOKR (new defaults): standardization on/off and output "
     "normalization on/off by CV with refits, alpha and the input kernel by IOKRCV's closed-form fold scores (see "
     "`docs/multilabel.md`); IOKR (old defaults): raw features, linear kernel, alpha in {{0.1, 1, 10}}, output "
-    "normalization on. Baselines on standardized features: binary relevance with ridge on +-1 targets (alpha in "
-    "{n_ridge} values 1e-2..1e4) and with logistic regression (C in {{0.01, 0.1, 1}}), a classifier chain of "
+    "normalization on. Baselines (dense features standardized, sparse bag-of-words features raw): binary "
+    "relevance with ridge on +-1 targets (alpha in {n_ridge} values 1e-2..1e4) and with logistic regression (C in {{0.01, 0.1, 1, 10}}), a classifier chain of "
     "logistic regressions (C by its own CV). Verdict: IOKR vs the best baseline by test F1 (favouring the "
     "baselines); a tie is a paired difference under {tie:g} standard errors over test examples. Time: CV selection "
     "+ refit + test prediction, seconds.")
