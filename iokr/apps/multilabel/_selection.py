@@ -30,6 +30,7 @@ from sklearn.preprocessing import StandardScaler
 
 from ...decoding import CandidateSets
 from ...estimators import IOKR
+from ...estimators._sides import OutputSide  # the output transform IOKRCV applies, for scoring hold-out predictions
 from ...kernels import Gaussian
 from ...metrics import example_f1
 from ...model_selection import IOKRCV
@@ -86,35 +87,45 @@ def _scaled(scaling, X_fit, *others):
     return (scaler.transform(X_fit), *(scaler.transform(X) for X in others))
 
 
-def fold_candidate_sets(Y, folds):
-    """Per training example, the pool rows of the label sets on the training side of its fold (pool = all sets)."""
+def fold_label_sets(Y, folds):
+    """The label-set pool (all distinct rows of ``Y``, sorted), and per fold a mask of the sets on its training side."""
     pool, inverse = np.unique(np.asarray(Y), axis=0, return_inverse=True)
     inverse = inverse.reshape(-1)
-    indices = [None] * Y.shape[0]
-    for train, valid in folds:
-        present = np.unique(inverse[train])
-        for i in valid:
-            indices[i] = present
-    return CandidateSets(pool.astype(np.float64), indices)
+    masks = np.zeros((len(folds), pool.shape[0]), dtype=bool)
+    fold_of = np.empty(Y.shape[0], dtype=np.intp)
+    for k, (train, valid) in enumerate(folds):
+        masks[k, inverse[train]] = True
+        fold_of[valid] = k
+    return pool.astype(np.float64), masks, fold_of
 
 
-def f1_scoring(Y, pool):
-    """IOKRCV scoring: example-F1 (0-1) of each held-out example's top candidate label set."""
+def f1_scoring(Y, pool, masks, fold_of, output_side):
+    """IOKRCV scoring: example-F1 (0-1) of each held-out example's best label set among its fold's training sets.
+
+    Scores are those of :meth:`iokr.IOKR.decision_function` (distance decoding) from the hold-out predictions in the
+    transformed output space, through the same output transform (``output_side``, fitted as IOKRCV fits its own):
+    one dense product per split, ties to the first set in pool order (as the decoder).
+    """
+    R, offset = output_side.candidate_block(pool, "distance")
 
     def score(result):
-        top = result.top_candidates
-        predicted = np.where((top >= 0)[:, None], pool[np.maximum(top, 0)], 0.0)
-        return example_f1(Y[result.indices], predicted)
+        S = output_side.query_representation(result.features, "distance") @ R.T
+        if offset is not None:
+            S += offset[None, :]
+        S[:, ~masks[fold_of[result.indices[0]]]] = -np.inf
+        return example_f1(Y[result.indices], pool[np.argmax(S, axis=1)])
 
     return score
 
 
 def closed_form_search(X, Y, folds, *, alphas, kernels, iokr_params=None):
-    """Step 1 for one preprocessing arm: IOKRCV over ``alphas`` x ``kernels`` with the fold-wise candidates."""
-    sets = fold_candidate_sets(Y, folds)
+    """Step 1 for one arm: IOKRCV over ``alphas`` x ``kernels``, candidates = each fold's training label sets."""
+    params = {"center_output": True, "normalize_output": True, **(iokr_params or {})}
+    pool, masks, fold_of = fold_label_sets(Y, folds)
+    side = OutputSide("linear", params["center_output"], params["normalize_output"]).fit(Y)
     search = IOKRCV(alphas=alphas, input_kernel=kernels[0], param_grid={"input_kernel": list(kernels)},
-                    cv=list(folds), scoring=f1_scoring(Y, sets.pool), path_method="eigen", **(iokr_params or {}))
-    return search.fit(X, Y, candidate_sets=sets)
+                    cv=list(folds), scoring=f1_scoring(Y, pool, masks, fold_of, side), path_method="eigen", **params)
+    return search.fit(X, Y)
 
 
 def refit_cv_f1(X, Y, folds, scaling, alpha, kernel, iokr_params=None):

@@ -8,11 +8,12 @@ from sklearn.model_selection import KFold
 from iokr.apps.multilabel import GridEdgeWarning, evaluate_multilabel, select_multilabel
 from iokr.apps.multilabel._selection import (
     closed_form_search,
-    fold_candidate_sets,
+    fold_label_sets,
     label_pool,
     median_sq_distance,
     refit_cv_f1,
 )
+from iokr.decoding import CandidateSets
 from iokr.estimators import IOKR
 from iokr.kernels import Gaussian
 from iokr.metrics import example_f1
@@ -27,8 +28,9 @@ def make_data(rng, n=48, d=5, n_labels=4):
     return X, Y
 
 
+@pytest.mark.parametrize("normalize_output", [False, True])
 @pytest.mark.parametrize("kind", ["kfold", "loo"])
-def test_closed_form_fold_f1_equals_explicit_refits(rng, kind):
+def test_closed_form_fold_f1_equals_explicit_refits(rng, kind, normalize_output):
     """Every (alpha, kernel) split score of the closed form = example-F1 of IOKR refitted on the training side and
     decoded over that side's label sets (centering refitted on each side, no normalization)."""
     X, Y = make_data(rng)
@@ -37,6 +39,9 @@ def test_closed_form_fold_f1_equals_explicit_refits(rng, kind):
         (np.delete(np.arange(n), i), np.array([i])) for i in range(n)]
     alphas = [1e-2, 0.3, 10.0]
     kernels = ["linear", Gaussian(gamma=0.3)]
+    if normalize_output:  # decoding of the closed form's own predictions = IOKR's decoder, with global statistics
+        check_scores_match_the_decoder(X, Y, folds, alphas, kernels)
+        return
     search = closed_form_search(X, Y, folds, alphas=alphas, kernels=kernels, iokr_params=EXACT)
     for row, params in enumerate(search.cv_results_["params"]):
         expected = []
@@ -53,17 +58,38 @@ def test_closed_form_fold_f1_equals_explicit_refits(rng, kind):
         search.cv_results_["split_test_scores"][search.best_index_], rtol=0, atol=1e-12)
 
 
-def test_fold_candidate_sets_are_the_training_sides_label_sets(rng):
+def check_scores_match_the_decoder(X, Y, folds, alphas, kernels):
+    """With output normalization the closed form is not a refit (normalization statistics of the whole training
+    set); its decoding must still be IOKR's: a model refitted with those global statistics held fixed."""
+    from iokr.model_selection import IOKRCV
+
+    params = {"normalize_input": False, "normalize_output": True}
+    search = closed_form_search(X, Y, folds, alphas=alphas, kernels=kernels, iokr_params=params)
+    pool, masks, fold_of = fold_label_sets(Y, folds)
+    calls = []
+
+    def rank_scoring(result):  # the generic (slow) IOKRCV route: ranks through the candidate-set scorer
+        calls.append(1)
+        return example_f1(Y[result.indices], pool[result.top_candidates])
+
+    sets = CandidateSets(pool, [np.flatnonzero(masks[fold_of[i]]) for i in range(len(Y))])
+    slow = IOKRCV(alphas=alphas, input_kernel=kernels[0], param_grid={"input_kernel": list(kernels)},
+                  cv=list(folds), scoring=rank_scoring, path_method="eigen", **params).fit(X, Y, candidate_sets=sets)
+    assert calls
+    np.testing.assert_allclose(search.cv_results_["split_test_scores"], slow.cv_results_["split_test_scores"],
+                               rtol=0, atol=1e-12)
+
+
+def test_fold_label_sets_are_the_training_sides_label_sets(rng):
     X, Y = make_data(rng, n=30)
     Y[0] = 1.0  # a label set (all labels) that, held out, is absent from its training side
     folds = list(KFold(3, shuffle=True, random_state=0).split(X))
-    sets = fold_candidate_sets(Y, folds)
-    for train, valid in folds:
-        expected = label_pool(Y[train])
-        for i in valid:
-            np.testing.assert_array_equal(sets.pool[sets.indices[i]], expected)
-    fold_of_0 = next(valid for _, valid in folds if 0 in valid)
-    assert not any(np.array_equal(row, Y[0]) for row in sets.pool[sets.indices[fold_of_0[0]]])
+    pool, masks, fold_of = fold_label_sets(Y, folds)
+    np.testing.assert_array_equal(pool, label_pool(Y))
+    for k, (train, valid) in enumerate(folds):
+        np.testing.assert_array_equal(pool[masks[k]], label_pool(Y[train]))
+        assert (fold_of[valid] == k).all()
+    assert not any(np.array_equal(row, Y[0]) for row in pool[masks[fold_of[0]]])
 
 
 def test_standardization_is_chosen_by_refit_cv_and_fitted_per_fold(rng):
