@@ -41,9 +41,15 @@ def like_for_like(results):
     return out
 
 
-def verdict(entry):
-    """One line: IOKR (new defaults) against the best like-for-like baseline (best by test F1)."""
+def verdict(entry, full=False):
+    """One line: IOKR (new defaults) against the best like-for-like baseline (best by test F1).
+
+    ``full``: IOKR on the full training split of a capped set (``iokr_full``) against the baselines' full runs.
+    """
     results = entry["results"]
+    if full:
+        results = {"iokr": results["iokr_full"], **{b: results[b + "_full"] for b in BASELINES
+                                                    if b + "_full" in results}}
     if "iokr" not in results:
         return "IOKR not run."
     baselines = like_for_like(results)
@@ -85,6 +91,10 @@ def write_report(report, path, datasets):
         if sub:
             size += f" (IOKR and like-for-like baselines: {sub}-example training subsample)"
         cells = [_cell(res, "iokr"), _cell(res, "iokr_old")]
+        if "iokr_full" in res:
+            cells[0] += f" (full train: {res['iokr_full']['f1']:.1f})"
+        if sub and entry.get("iokr_old_train") == entry["n_train"]:
+            cells[1] += " (full train)"
         for b in BASELINES:
             cell = "" if b not in base else f"{base[b]['f1']:.1f}"
             if b + "_full" in res:
@@ -116,7 +126,14 @@ def write_report(report, path, datasets):
     lines += ["", "## Per data set", ""]
     for name in datasets:
         entry = report["datasets"].get(name)
-        lines.append(f"- **{name}**: " + ("not run." if entry is None else verdict(entry) + "."))
+        line = f"- **{name}**: " + ("not run." if entry is None else verdict(entry) + ".")
+        if entry is not None and entry.get("iokr_train_subsample"):
+            line += f" (IOKR and baselines on the same {entry['iokr_train_subsample']}-example subsample.)"
+            if "iokr_full" in entry["results"]:
+                line += " Full training split: " + verdict(entry, full=True) + "."
+            else:
+                line += " IOKR (new defaults) not run on the full training split (time)."
+        lines.append(line)
     counts = {"wins": 0, "ties": 0, "loses": 0}
     for entry in report["datasets"].values():
         v = verdict(entry)
@@ -136,5 +153,13 @@ def write_report(report, path, datasets):
             lines.append(f"| {name} | {arm['scaling']} | {arm.get('normalize_output', True)} | {arm['alpha']:.3g} | "
                          f"{arm['input_kernel']} | "
                          f"{arm['closed_form_cv_f1']:.1f} | {refit} |")
-    lines += ["", "Published figures: " + report["published_source"], ""]
+    edges = []
+    for name in datasets:
+        entry = report["datasets"].get(name)
+        for key, r in ({} if entry is None else entry["results"]).items():
+            if r.get("grid_edge") or r.get("at_grid_edge"):
+                what = "; ".join(r["grid_edge"]) if r.get("grid_edge") else f"chosen {r['chosen']:g}"
+                edges.append(f"{name} / {key}: {what}")
+    lines += ["", "Choices at a grid edge (the grid may be too narrow there): " + ("; ".join(edges) or "none") + ".",
+              "", "Published figures: " + report["published_source"], ""]
     write_keeping_section(path, "\n".join(lines) + "\n", "## Reading")
