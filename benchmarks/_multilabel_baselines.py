@@ -36,8 +36,8 @@ from sklearn.preprocessing import StandardScaler
 
 from iokr.metrics import example_f1
 
-RIDGE_ALPHAS = tuple(np.logspace(-2, 4, 13).tolist())
-LOGREG_CS = (0.01, 0.1, 1.0, 10.0)
+RIDGE_ALPHAS = tuple(np.logspace(-4, 4, 17).tolist())
+LOGREG_CS = (1e-3, 1e-2, 0.1, 1.0, 10.0, 100.0)
 #: Feature density under which the features are treated as sparse (kept raw, CSR).
 SPARSE_DENSITY = 0.1
 
@@ -147,7 +147,8 @@ def run_baseline(name, X_train, Y_train, X_test, *, cv=5, seed=0, grid=None):
     t0 = time.perf_counter()
     predicted = model.predict(X_test)
     predicted = (predicted.toarray() if sp.issparse(predicted) else np.asarray(predicted)).astype(np.int8)
-    return predicted, {"standardized": bool(standardize), "grid": list(grid), "cv_f1": cv_f1, "chosen": chosen, "fit_s": fit_s,
+    return predicted, {"standardized": bool(standardize), "grid": list(grid), "cv_f1": cv_f1, "chosen": chosen,
+                       "fit_s": fit_s,
                        "predict_s": time.perf_counter() - t0,
                        "at_grid_edge": bool(len(grid) > 1 and chosen in (grid[0], grid[-1]))}
 

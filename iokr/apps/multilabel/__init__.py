@@ -3,5 +3,5 @@
 from ._protocol import evaluate_multilabel, predict_label_sets, select_multilabel
 from ._selection import DEFAULT_ALPHAS, DEFAULT_GAMMA_SCALES, OUTPUT_NORMALIZATIONS, SCALINGS, GridEdgeWarning
 
-__all__ = ["DEFAULT_ALPHAS", "DEFAULT_GAMMA_SCALES", "OUTPUT_NORMALIZATIONS", "SCALINGS", "GridEdgeWarning", "evaluate_multilabel",
-           "predict_label_sets", "select_multilabel"]
+__all__ = ["DEFAULT_ALPHAS", "DEFAULT_GAMMA_SCALES", "OUTPUT_NORMALIZATIONS", "SCALINGS", "GridEdgeWarning",
+           "evaluate_multilabel", "predict_label_sets", "select_multilabel"]

@@ -14,8 +14,9 @@ Two levels, each with the cheapest exact-enough tool:
 2. The arm is chosen by k-fold CV *with refits*: every fold refits the scaler and IOKR (at that arm's step-1 alpha
    and kernel) on its training side. Refits are needed here: both the per-fold scaler and the output normalization
    move the closed form away from a refit (by up to 3-9 points of F1 on small Mulan sets), the former through the
-   held-out rows' statistics, the latter because it is fitted on the whole training split. The step-1 choice saw all folds, so both arms' refit scores carry
-   the same mild optimism of a selected model; the comparison between arms is what matters.
+   held-out rows' statistics, the latter because it is fitted on the whole training split. The step-1 choice saw all
+   folds, so every arm's refit score carries the same mild optimism of a selected model; the comparison between arms
+   is what matters.
 
 A :class:`GridEdgeWarning` is issued when the chosen alpha or Gaussian width is at an edge of its grid.
 """
@@ -133,7 +134,8 @@ def refit_cv_f1(X, Y, folds, scaling, alpha, kernel, iokr_params=None):
     scores = []
     for train, valid in folds:
         X_train, X_valid = _scaled(scaling, X[train], X[valid])
-        model = IOKR(alpha=alpha, input_kernel=kernel if isinstance(kernel, str) else clone(kernel), **(iokr_params or {})).fit(X_train, Y[train])
+        kernel_copy = kernel if isinstance(kernel, str) else clone(kernel)
+        model = IOKR(alpha=alpha, input_kernel=kernel_copy, **(iokr_params or {})).fit(X_train, Y[train])
         scores.append(example_f1(Y[valid], predict_label_sets(model, X_valid, label_pool(Y[train]))))
     return np.array(scores)
 
