@@ -38,7 +38,7 @@ def expand_grid(param_grid, prefixes, owner):
     if not isinstance(param_grid, dict):
         raise ValueError(f"The 'param_grid' parameter of {owner} must be a dict of parameter lists or None. "
                          f"Got {param_grid!r} instead.")
-    groups = [dict() for _ in prefixes]
+    groups = [{} for _ in prefixes]
     for key, values in param_grid.items():
         for g, prefix in enumerate(prefixes):
             if key == prefix or key.startswith(prefix + "__"):
@@ -215,8 +215,8 @@ class RLSCV(PathSearchMixin, RegressorMixin, BaseEstimator):
         owner = type(self).__name__
         scoring = check_scoring(self.scoring, owner, {"mse"})
         (kernel_grid,) = expand_grid(self.param_grid, ("kernel",), owner)
-        base = dict(kernel=self.kernel, center=self.center, normalize=self.normalize,
-                    working_memory=self.working_memory)
+        base = {"kernel": self.kernel, "center": self.center, "normalize": self.normalize,
+                "working_memory": self.working_memory}
         check_y_given(y, owner)
         n = n_samples(X)
         alphas, holdouts, scheme = self._setup(n, groups, np.asarray(y))
