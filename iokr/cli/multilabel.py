@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..apps.multilabel import DEFAULT_ALPHAS, DEFAULT_GAMMA_SCALES, SCALINGS, evaluate_multilabel
+from ..apps.multilabel import DEFAULT_ALPHAS, DEFAULT_GAMMA_SCALES, OUTPUT_NORMALIZATIONS, SCALINGS, evaluate_multilabel
 from ..datasets import load_arff
 from ..kernels import Gaussian
 from ._output import Progress, format_table, write_json
@@ -40,13 +40,14 @@ def run_evaluate(args):
     X_train, X_test = X_train.toarray(), X_test.toarray()
     kernels = None if args.gammas is None else ["linear"] + [Gaussian(g / X_train.shape[1]) for g in args.gammas]
     scalings = SCALINGS if args.scaling == "auto" else (args.scaling,)
-    progress = Progress(len(scalings) * (2 if len(scalings) > 1 else 1), "selection steps")
+    n_arms = len(scalings) * len(OUTPUT_NORMALIZATIONS)
+    progress = Progress(n_arms * (2 if n_arms > 1 else 1), "selection steps")
     result = evaluate_multilabel(X_train, Y_train, X_test, Y_test, alphas=args.alphas, gamma_scales=args.gamma_scales,
                                  input_kernels=kernels, scalings=scalings, cv=args.cv, progress=progress)
-    rows = [[a["scaling"], a["alpha"], a["input_kernel"], f"{a['closed_form_cv_f1']:.2f}",
+    rows = [[a["scaling"], a["normalize_output"], a["alpha"], a["input_kernel"], f"{a['closed_form_cv_f1']:.2f}",
              "" if a["refit_cv_f1"] is None else f"{a['refit_cv_f1']:.2f} +- {a['refit_cv_f1_std']:.2f}"]
             for a in result["arms"]]
-    print(format_table(["scaling", "alpha", "input kernel", f"{args.cv}-fold closed-form CV F1 %",
+    print(format_table(["scaling", "output normalized", "alpha", "input kernel", f"{args.cv}-fold closed-form CV F1 %",
                         f"{args.cv}-fold refit CV F1 %"], rows))
     print(f"selected {result['best']}: test example-F1 {result['f1']:.2f} %, Hamming loss {result['hamming']:.4f} "
           f"({result['n_candidate_sets']} candidate label sets)")
