@@ -1,4 +1,4 @@
-"""Kernel regularized least squares (RLS, kernel ridge regression without intercept)."""
+"""Kernel regularized least squares (RLS, kernel ridge regression; with ``center=True`` an unpenalized intercept)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_array_2d, check_positive_scalar
-from ..linalg import cholesky_shifted, row_slices
+from ..linalg import CholeskyShift, InterceptShift, cholesky_shifted, row_slices
 from ._sides import InputSide
 
 
@@ -29,6 +29,18 @@ def n_samples(X):
         return np.asarray(X).shape[0]
 
 
+def intercept_solution(solver, gram, y):
+    """Dual coefficients and unpenalized intercept of ``f = K c + b`` from an intercept solver (one alpha).
+
+    ``solver`` serves ``G_inf = lim_{t -> inf} (K + t 1 1^T + alpha I)^{-1}`` (:class:`~iokr.linalg.InterceptShift`
+    or a deflated eigen path), so ``c = G_inf y`` sums to zero and ``b = mean(y - K c)``. ``G_inf 1 = 0``, so ``y`` is
+    centered first: that removes the constant component whose ``1 / alpha`` part would otherwise cancel.
+    """
+    mean = y.mean(axis=0)
+    dual = solver.solve(y - mean)
+    return dual, mean - (gram @ dual).mean(axis=0)
+
+
 def check_targets(y, n, name="y"):
     """Validate regression targets: finite, 1-D (n,) or 2-D (n, k), returned as float64."""
     if hasattr(y, "toarray") and not isinstance(y, np.ndarray):  # scipy.sparse: np.asarray makes a 0-d object array
@@ -47,7 +59,9 @@ class RLS(RegressorMixin, BaseEstimator):
     """Kernel regularized least squares: ``f(x) = k(x, X) (K + alpha I)^{-1} y``.
 
     Minimizes ``sum_i (y_i - f(x_i))^2 + alpha ||f||^2`` (Pahikkala 2008, eq. 2.42), the objective of
-    scikit-learn's ``KernelRidge`` and of RLScore's ``RLS``: no intercept, no scaling of ``alpha`` by ``n``.
+    scikit-learn's ``KernelRidge`` and of RLScore's ``RLS``: no scaling of ``alpha`` by ``n``. With ``center=True``
+    the model is ``f(x) = k(x, X) c + b`` with an unpenalized intercept ``b`` (as scikit-learn's
+    ``Ridge(fit_intercept=True)``, which centers features and targets); without it there is no intercept.
 
     Parameters
     ----------
@@ -55,15 +69,20 @@ class RLS(RegressorMixin, BaseEstimator):
         Regularization, > 0.
     kernel : Kernel or str, default="linear"
         Kernel object, a name (``"gaussian"``, ...) or ``"precomputed"`` (then ``X`` is a Gram matrix).
-    center, normalize : bool, default=False
-        Center the kernel feature map on the training mean, then scale to unit norm (in kernel form).
+    center : bool, default=False
+        Center the kernel feature map on the training mean and fit an unpenalized intercept (the targets' share of
+        centering). Before this, ``center=True`` centered the features only and predicted ``ybar`` too low.
+    normalize : bool, default=False
+        Scale the (centered) feature map to unit norm (in kernel form).
     working_memory : float, optional
         Budget in MiB for the temporaries of ``predict``; the global setting by default.
 
     Attributes
     ----------
     dual_coef_ : ndarray of shape (n,) or (n, n_targets)
-        ``(K + alpha I)^{-1} y``.
+        ``(K + alpha I)^{-1} y`` (with ``center``: the intercept model's coefficients, summing to zero).
+    intercept_ : float or ndarray of shape (n_targets,)
+        Unpenalized intercept; 0.0 without ``center``.
     jitter_ : float
         Jitter the Cholesky factorization needed (0.0 normally).
     n_features_in_ : int
@@ -121,7 +140,10 @@ class RLS(RegressorMixin, BaseEstimator):
     def _set_coefficients(self, gram, y, alpha):
         factor = cholesky_shifted(gram, alpha, name="kernel")
         self.jitter_ = factor.jitter
-        self.dual_coef_ = factor.solve(y)
+        if self.center:
+            self.dual_coef_, self.intercept_ = intercept_solution(InterceptShift(CholeskyShift(factor)), gram, y)
+        else:
+            self.dual_coef_, self.intercept_ = factor.solve(y), np.zeros(y.shape[1:])[()]
 
     def predict(self, X, *, input_diag=None):
         """Predict targets, in row chunks under the memory budget.
@@ -144,4 +166,4 @@ class RLS(RegressorMixin, BaseEstimator):
         out = np.empty((m,) + self.dual_coef_.shape[1:])
         for rows in row_slices(m, 8 * 3 * max(self.input_.n_train, 1), self.working_memory):
             out[rows] = self.input_.test_block(X, rows, input_diag) @ self.dual_coef_
-        return out
+        return out + self.intercept_

@@ -14,7 +14,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ..estimators.rls import RLS, check_targets, check_y_given, n_samples
+from ..estimators.rls import RLS, check_targets, check_y_given, intercept_solution, n_samples
 from ..kernels import make_kernel
 from ..linalg import (
     PATH_METHODS,
@@ -38,7 +38,7 @@ def expand_grid(param_grid, prefixes, owner):
     if not isinstance(param_grid, dict):
         raise ValueError(f"The 'param_grid' parameter of {owner} must be a dict of parameter lists or None. "
                          f"Got {param_grid!r} instead.")
-    groups = [dict() for _ in prefixes]
+    groups = [{} for _ in prefixes]
     for key, values in param_grid.items():
         for g, prefix in enumerate(prefixes):
             if key == prefix or key.startswith(prefix + "__"):
@@ -126,8 +126,11 @@ class RLSCV(PathSearchMixin, RegressorMixin, BaseEstimator):
         Regularization values, all > 0.
     kernel : Kernel or str, default="linear"
         As in :class:`~iokr.estimators.rls.RLS` (``"precomputed"``: ``X`` is the training Gram).
-    center, normalize : bool, default=False
-        Kernel centering / normalization, fitted on the whole training set (see Notes).
+    center : bool, default=False
+        Center the kernel feature map and fit an unpenalized intercept, as :class:`~iokr.estimators.rls.RLS`; the
+        hold-out values refit the intercept (and so the centering) on every training side, exactly (see Notes).
+    normalize : bool, default=False
+        Kernel normalization, its statistics fitted on the whole training set (see Notes).
     cv : None, int, splitter or iterable, default=None
         ``None``: exact leave-one-out (leave-one-group-out with groups); int: ``KFold`` (``GroupKFold`` with
         groups); or any scikit-learn splitter whose training side is the complement of the test side.
@@ -166,12 +169,13 @@ class RLSCV(PathSearchMixin, RegressorMixin, BaseEstimator):
 
     Notes
     -----
-    Centering/normalization statistics are those of the whole training set, as the closed form needs one Gram:
-    the hold-out value is that of a model retrained on the other examples *with the transform held fixed*.
-    Caution with ``center=True``: globally centered features sum to zero, so a held-out example's centered
-    kernel row is minus the sum of the others' and, for small alphas, its hold-out prediction approaches
-    ``-sum_{j != i} y_j``; prefer ``center=False`` (or :class:`IOKRCV`, which handles centering of both sides
-    exactly through an unpenalized intercept) when selecting alpha. Ties in the mean score go to the first setting
+    With ``center=True`` the model has an unpenalized intercept, ``f = K c + b``, and the closed form uses its shifted
+    inverse ``G_inf = lim_{t -> inf} (K + t 1 1^T + alpha I)^{-1}`` (:class:`~iokr.linalg.RegularizationPath` with
+    ``intercept=True``). Refitting this model on a training side is refitting the centering of inputs *and* targets
+    on that side's own means, so with ``normalize=False`` every hold-out value equals that of
+    ``RLS(center=True)`` retrained on the training side (no statistic of a held-out example is used). Normalization
+    statistics are those of the whole training set (each example's norm after global centering): the hold-out
+    value is then that of retraining with the normalization held fixed. Ties in the mean score go to the first setting
     in grid order (alphas in the given order).
     """
 
@@ -211,8 +215,8 @@ class RLSCV(PathSearchMixin, RegressorMixin, BaseEstimator):
         owner = type(self).__name__
         scoring = check_scoring(self.scoring, owner, {"mse"})
         (kernel_grid,) = expand_grid(self.param_grid, ("kernel",), owner)
-        base = dict(kernel=self.kernel, center=self.center, normalize=self.normalize,
-                    working_memory=self.working_memory)
+        base = {"kernel": self.kernel, "center": self.center, "normalize": self.normalize,
+                "working_memory": self.working_memory}
         check_y_given(y, owner)
         n = n_samples(X)
         alphas, holdouts, scheme = self._setup(n, groups, np.asarray(y))
@@ -220,12 +224,12 @@ class RLSCV(PathSearchMixin, RegressorMixin, BaseEstimator):
         rows_all = np.concatenate(holdouts)
         bounds = np.cumsum([0] + [h.size for h in holdouts])
         loo = rows_all.size == len(holdouts)  # singleton hold-outs: vectorized leave-one-out values
-        best = (-np.inf, None, None, -1)  # (mean score, fitted model, shifted solver, row): the refit reuses them
+        best = (-np.inf, None, None, -1, None)  # (mean score, model, shifted solver, row, Gram): the refit reuses them
         for setting in kernel_grid:
             model = RLS(**apply_setting(base, setting))
             gram = model._fit_gram(X)
             y_checked = check_targets(y, gram.shape[0])
-            path = RegularizationPath(gram, alphas, method=self.path_method, name="kernel")
+            path = RegularizationPath(gram, alphas, method=self.path_method, name="kernel", intercept=self.center)
             token, token_method = None, None
             grid_errors, skeleton = None, None
             if scoring == "mse" and loo and path.method == "eigen":
@@ -242,7 +246,7 @@ class RLSCV(PathSearchMixin, RegressorMixin, BaseEstimator):
                     rows.append({**setting, "alpha": float(alphas[j])})
                     used.append(float(alphas[j]))
                     if np.mean(split_scores) > best[0]:
-                        best = (float(np.mean(split_scores)), model, solver, len(rows) - 1)
+                        best = (float(np.mean(split_scores)), model, solver, len(rows) - 1, gram)
                     continue
                 if solver.method != token_method:  # the eigen projection serves all alphas of the path
                     token, token_method = solver.prepare(y_checked), solver.method
@@ -262,16 +266,20 @@ class RLSCV(PathSearchMixin, RegressorMixin, BaseEstimator):
                 rows.append({**setting, "alpha": float(alphas[j])})
                 used.append(float(alphas[j]))
                 if np.mean(split_scores) > best[0]:
-                    best = (float(np.mean(split_scores)), model, solver, len(rows) - 1)
+                    best = (float(np.mean(split_scores)), model, solver, len(rows) - 1, gram)
             self.path_methods_.append(path.method)
         self._finish(rows, scores, used, scheme, len(holdouts))
         # Refit on all data through the best setting's own Gram and factorization (no second kernel or
         # factorization); ties go to the first setting, as in _finish.
-        _, model, solver, row = best
+        _, model, solver, row, gram = best
         if row == self.best_index_:
             model.set_params(alpha=self.alpha_)
             model.jitter_ = 0.0
-            model.dual_coef_ = solver.solve(check_targets(y, solver.n))
+            y_checked = check_targets(y, solver.n)
+            if self.center:
+                model.dual_coef_, model.intercept_ = intercept_solution(solver, gram, y_checked)
+            else:
+                model.dual_coef_, model.intercept_ = solver.solve(y_checked), np.zeros(y_checked.shape[1:])[()]
             self.best_estimator_ = model
         else:  # a tie resolved differently by the two orderings: refit from scratch
             self.best_estimator_ = RLS(**apply_setting(base, self.best_params_)).fit(X, y)

@@ -150,8 +150,8 @@ def test_multilabel_evaluate_writes_report_with_true_set_ranks(tmp_path):
 
     summary = json.loads((out / "summary.json").read_text())
     ranks = summary["ranks"]
-    assert len(ranks) == 20 and set(summary["timings_s"]) == {"cross_validation_s", "final_fit_s",
-                                                              "test_ranking_s"}
+    # model selection includes the refit on all training data
+    assert len(ranks) == 20 and set(summary["timings_s"]) == {"cross_validation_s", "test_ranking_s"}
     # Rank 1 exactly when the predicted set is the true one (exact match), for sets present among the candidates.
     result = evaluate_multilabel(X[:40], Y[:40], X[40:], Y[40:], alphas=(0.1, 1.0), cv=2)
     exact = [f == 100.0 for f in result["example_f1"]]

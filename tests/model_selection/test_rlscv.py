@@ -64,16 +64,61 @@ def test_rlscv_scores_vs_retraining(rng, path_method, dtype, shape, n_targets, k
     assert search.cv_results_["rank_test_score"][best] == 1
 
 
-@pytest.mark.parametrize("center, normalize", [(True, False), (True, True)])
-def test_transforms_are_fitted_on_all_training_data(rng, center, normalize):
-    """With centering/normalization the closed form equals retraining with the whole-set transform held fixed."""
+def refit_scores(X, y, holdouts, alpha, **params):
+    """Per-split negated MSE of ``RLS(**params)`` refitted from raw inputs on each complement (transforms too)."""
+    scores = []
+    for test in holdouts:
+        train = np.setdiff1d(np.arange(X.shape[0]), test)
+        pred = RLS(alpha=alpha, **params).fit(X[train], y[train]).predict(X[test])
+        scores.append(-np.mean((y[test] - pred) ** 2))
+    return np.array(scores)
+
+
+@pytest.mark.parametrize("path_method", ["eigen", "cholesky"])
+@pytest.mark.parametrize("n_targets", [None, 2])
+@pytest.mark.parametrize("kind", ["loo", "kfold", "grouped"])
+def test_center_is_an_intercept_refitted_on_every_training_side(rng, path_method, n_targets, kind):
+    """center=True: hold-out values equal RLS(center=True) retrained from raw inputs on every complement (the
+    centering of inputs and targets and the intercept all refitted without the held-out examples)."""
+    X, y = make_data(rng, (26, 3), n_targets, np.float64)
+    y = 5.0 + 3.0 * y  # far from zero mean: a model without intercept (or a leaking one) is far off
+    cv, groups, holdouts = cv_and_holdouts(kind, X.shape[0], rng)
+    alphas = [1e-3, 0.3, 3.0]
+    search = RLSCV(alphas=alphas, kernel=Gaussian(0.4), center=True, cv=cv, groups=groups,
+                   path_method=path_method).fit(X, y)
+    for j, alpha in enumerate(alphas):
+        expected = refit_scores(X, y, holdouts, alpha, kernel=Gaussian(0.4), center=True)
+        np.testing.assert_allclose(search.cv_results_["split_test_scores"][j], expected, rtol=1e-8, atol=1e-10)
+    refit = RLS(alpha=search.alpha_, kernel=Gaussian(0.4), center=True).fit(X, y)
+    np.testing.assert_allclose(search.predict(X[:5] + 0.1), refit.predict(X[:5] + 0.1), rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(search.best_estimator_.intercept_, refit.intercept_, rtol=1e-8, atol=1e-10)
+
+
+def test_center_linear_rls_is_ridge_with_intercept(rng):
+    from sklearn.linear_model import Ridge
+
+    X, y = make_data(rng, (30, 4), 2, np.float64)
+    y = y + np.array([4.0, -7.0])
+    ours = RLS(alpha=0.7, center=True).fit(X, y)
+    ref = Ridge(alpha=0.7, fit_intercept=True).fit(X, y)
+    T = rng.normal(size=(6, 4))
+    np.testing.assert_allclose(ours.predict(T), ref.predict(T), rtol=1e-10, atol=1e-10)
+
+
+def test_center_normalize_holds_the_normalization_fixed(rng):
+    """center and normalize: retraining the intercept model with the whole-set normalization held fixed."""
     X, y = make_data(rng, (25, 3), None, np.float64)
-    search = RLSCV(alphas=ALPHAS, kernel="gaussian", center=center, normalize=normalize, cv=5).fit(X, y)
-    gram = KernelTransform(center, normalize).fit_transform(Gaussian()(X))
+    y = y + 2.0
+    search = RLSCV(alphas=ALPHAS, kernel="gaussian", center=True, normalize=True, cv=5).fit(X, y)
+    gram = KernelTransform(True, True).fit_transform(Gaussian()(X))
     holdouts = [test for _, test in KFold(5).split(X)]
     for j, alpha in enumerate(ALPHAS):
-        np.testing.assert_allclose(search.cv_results_["split_test_scores"][j],
-                                   retrained_scores(gram, y, holdouts, alpha), rtol=1e-8)
+        scores = []
+        for test in holdouts:
+            train = np.setdiff1d(np.arange(25), test)
+            model = RLS(alpha=alpha, kernel="precomputed", center=True).fit(gram[np.ix_(train, train)], y[train])
+            scores.append(-np.mean((y[test] - model.predict(gram[np.ix_(test, train)])) ** 2))
+        np.testing.assert_allclose(search.cv_results_["split_test_scores"][j], scores, rtol=1e-8)
 
 
 def test_linear_loo_matches_ridgecv(rng):
