@@ -10,21 +10,15 @@ thread, on a shared 2-core machine.
 
 from __future__ import annotations
 
-import time
+from functools import partial
 
 import numpy as np
 
+from benchmarks._timing import best_time
 from iokr.decoding import CandidateSets
 from iokr.decoding._candidates import unique_rows
 
-
-def _best(fn, repeat=3):
-    best, out = np.inf, None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t)
-    return best, out
+_best = partial(best_time, repeat=3)
 
 
 def run(quick=False, data_dir=None):

@@ -17,11 +17,12 @@ sharing the decompositions alone.
 
 from __future__ import annotations
 
-import time
+from functools import partial
 
 import numpy as np
 from scipy import linalg as sla
 
+from benchmarks._timing import best_time
 from iokr.estimators.kron import KronRLS
 from iokr.kernels import Gaussian
 
@@ -30,13 +31,7 @@ def _mse(y, p):
     return -np.mean((y - p) ** 2)
 
 
-def _best(fn, repeat=2):
-    best, out = np.inf, None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t)
-    return best, out
+_best = partial(best_time, repeat=2)
 
 
 def run(quick=False, data_dir=None):
