@@ -54,6 +54,18 @@ class IdentifySettings:
     adduct_policy: str = "refuse"
     batch_size: int = 256
 
+    def __post_init__(self):
+        for name in ("top_k", "batch_size"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"The '{name}' parameter of IdentifySettings must be an int >= 1. Got {value!r}.")
+        if isinstance(self.ppm, bool) or not isinstance(self.ppm, (int, float)) or not 0 < self.ppm < 1e6:
+            raise ValueError(f"The 'ppm' parameter of IdentifySettings must be a number in (0, 1e6). "
+                             f"Got {self.ppm!r}.")
+        if self.adduct_policy not in ADDUCT_POLICIES:
+            raise ValueError(f"The 'adduct_policy' parameter of IdentifySettings must be one of {ADDUCT_POLICIES}. "
+                             f"Got {self.adduct_policy!r}.")
+
 
 @dataclass
 class Query:

@@ -213,3 +213,13 @@ def test_query_scores_do_not_depend_on_the_batch(lab):
     for position, original in enumerate(order):
         if original < len(queries):
             np.testing.assert_array_equal(mixed[position], alone[original])
+
+
+def test_identify_settings_are_checked_and_match_the_command_line():
+    from iokr.apps.metabolites._identify import ADDUCT_POLICIES, IdentifySettings
+    from iokr.cli import metabolites as cli
+
+    assert cli.ADDUCT_POLICIES == ADDUCT_POLICIES  # the CLI keeps its own copy to build --help without numpy
+    for bad in ({"top_k": 0}, {"ppm": -1.0}, {"adduct_policy": "guess"}, {"batch_size": True}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            IdentifySettings(**bad)
