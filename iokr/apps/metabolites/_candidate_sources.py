@@ -97,6 +97,7 @@ def open_source(path, fingerprinter, store_path=None, progress=None):
 
     ``.sqlite`` / ``.db``: an indexed database (opened read-only); a folder or ``.tar(.gz)``: per-formula lists;
     any other file: one CSV/TSV/SDF indexed in memory (each query still gets only the structures that fit it).
+    ``progress``: the jobs' factory ``progress(total, label)``, used while a table is indexed in memory.
     """
     from ._candidates import CandidateStore, read_candidate_lists
 
@@ -109,5 +110,9 @@ def open_source(path, fingerprinter, store_path=None, progress=None):
     if path.is_dir() or name.endswith((".tar.gz", ".tgz", ".tar")):
         store = CandidateStore(store_path if store_path else ":memory:", fingerprinter)
         return ListSource(read_candidate_lists(path, store), store)
-    db, _ = StructureDatabase.build(path, ":memory:", fingerprinter, progress=progress)
+    if progress is None:
+        db, _ = StructureDatabase.build(path, ":memory:", fingerprinter)
+    else:
+        with progress(None, f"indexing {path.name} in memory (rows)") as tick:
+            db, _ = StructureDatabase.build(path, ":memory:", fingerprinter, progress=tick)
     return DatabaseSource(db, name=f"{path} (indexed in memory; 'iokr metabolites index' builds it once)")

@@ -223,8 +223,7 @@ def identify_job(model_path, spectra_path, candidates_path, settings=None, *, st
     fingerprinter = load_fingerprinter(model_path)
     spectra, report = read_spectra(spectra_path, require_precursor=False, keep_empty=True)
     log(f"{spectra_path}: {report.summary()}")
-    with progress(None, f"indexing {Path(candidates_path).name} in memory (rows)") as tick:
-        source = open_source(candidates_path, fingerprinter, store_path, progress=tick)
+    source = open_source(candidates_path, fingerprinter, store_path, progress=progress)
     log(f"candidates: {source.describe()}")
     # One BLAS thread for the refit of the model's factorization: a 2-thread factorization of a few thousand rows
     # is 10-30 times slower when the other core is busy, and barely faster when it is not.
