@@ -16,7 +16,7 @@ from ._candidates import CandidateStore, read_candidate_lists
 from ._confidence import calibration_examples, fit_calibration
 from ._fingerprints import Fingerprinter
 from ._model import MetaboliteIdentifier
-from ._persist import load_fingerprinter, load_identifier, save_identifier
+from ._persist import load_identifier, read_model, save_identifier
 from ._pipeline import (
     DEFAULT_GRID,
     DEFAULT_SURROGATE,
@@ -220,7 +220,8 @@ def identify_job(model_path, spectra_path, candidates_path, settings=None, *, st
 
     settings = IdentifySettings() if settings is None else settings
     # The cheap checks first (the model file's integrity, the user's files); the model's refit comes last.
-    fingerprinter = load_fingerprinter(model_path)
+    contents = read_model(model_path)
+    fingerprinter = contents[2]
     spectra, report = read_spectra(spectra_path, require_precursor=False, keep_empty=True)
     log(f"{spectra_path}: {report.summary()}")
     source = open_source(candidates_path, fingerprinter, store_path, progress=progress)
@@ -228,7 +229,7 @@ def identify_job(model_path, spectra_path, candidates_path, settings=None, *, st
     # One BLAS thread for the refit of the model's factorization: a 2-thread factorization of a few thousand rows
     # is 10-30 times slower when the other core is busy, and barely faster when it is not.
     with threadpool_limits(limits=1):
-        model, fingerprinter, cleaning, meta = load_identifier(model_path)
+        model, fingerprinter, cleaning, meta = load_identifier(model_path, contents)
     adducts = model_precursor_types(meta)
     calibration = (meta.get("extra") or {}).get("calibration")
     calibration = Calibration.from_dict(calibration) if calibration else None

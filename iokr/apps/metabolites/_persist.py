@@ -46,17 +46,31 @@ def save_identifier(path, model, fingerprinter, cleaning, extra=None):
     return save_model_file(path, arrays, meta, kind=KIND)
 
 
-def load_fingerprinter(path):
-    """The :class:`Fingerprinter` of a model file (for indexing a structure database with its fingerprints)."""
-    _, meta = load_model_file(path, kind=KIND)
+def read_model(path):
+    """A model file's checked contents, not refitted yet: ``(arrays, metadata, fingerprinter)``.
+
+    Cheap next to :func:`load_identifier`'s refit; pass the result to it to avoid reading the file twice.
+    """
+    arrays, meta = load_model_file(path, kind=KIND)
     try:
-        return Fingerprinter(**meta["fingerprint"])
+        return arrays, meta, Fingerprinter(**meta["fingerprint"])
     except (KeyError, TypeError, ValueError) as exc:
         raise ModelFileError(f"Model file {path} has no usable fingerprint settings ({exc}).") from None
 
 
-def load_identifier(path):
+def load_fingerprinter(path):
+    """The :class:`Fingerprinter` of a model file (for indexing a structure database with its fingerprints)."""
+    return read_model(path)[2]
+
+
+def load_identifier(path, contents=None):
     """Read a model file and rebuild the fitted identifier.
+
+    Parameters
+    ----------
+    path : str or Path
+    contents : tuple, optional
+        :func:`read_model`'s result for ``path``, when already read.
 
     Returns
     -------
@@ -67,9 +81,8 @@ def load_identifier(path):
     """
     from ._pipeline import Cleaning
 
-    arrays, meta = load_model_file(path, kind=KIND)
+    arrays, meta, fingerprinter = read_model(path) if contents is None else contents
     try:
-        fingerprinter = Fingerprinter(**meta["fingerprint"])
         cleaning = Cleaning(**meta["cleaning"])
         params = dict(meta["model_params"])
         params["kernels"] = tuple(params["kernels"])
