@@ -5,27 +5,16 @@ Covers the generic format (:mod:`iokr.io`) and fitted metabolite identifiers sto
 
 import io
 import json
-import zipfile
 
 import numpy as np
 import pytest
+from zip_members import read_members as _members
+from zip_members import write_members as _write
 
 from iokr.io import FORMAT_VERSION, ModelFileError, load_model_file, save_model_file
 
 ARRAYS = {"a": np.arange(12.0).reshape(3, 4), "names": np.array(["x", "yz"]), "bits": np.array([1, 0], np.uint8)}
 META = {"alpha": 0.1, "kernels": ["ppk"]}
-
-
-def _members(path):
-    with zipfile.ZipFile(path) as z:
-        return {n: z.read(n) for n in z.namelist()}
-
-
-def _write(path, members):
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
-        for name, data in members.items():
-            z.writestr(name, data)
-    return path
 
 
 def _npy(array):

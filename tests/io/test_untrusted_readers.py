@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from zip_members import read_members as _members
+from zip_members import write_members as _rezip
 
 import iokr
 from iokr.apps.metabolites import ReadReport, read_massbank_jsonl
@@ -84,18 +86,6 @@ def test_candidate_file_manifest_size_cap(tmp_path):
         handle.truncate(64 * 2**20 + 1)  # sparse file: no disk used
     with pytest.raises(IOKRDataError, match="larger than the 64 MiB cap"):
         CandidateFile(pool.path)
-
-
-def _members(path):
-    with zipfile.ZipFile(path) as archive:
-        return {name: archive.read(name) for name in archive.namelist()}
-
-
-def _rezip(path, members):
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
-    return path
 
 
 def _npy(array):
