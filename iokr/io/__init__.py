@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 _LAZY = {
     "MAX_JSON_DEPTH": "_json", "MAX_JSON_FILE_BYTES": "_json", "JSONDataError": "_json", "load_json_file": "_json",
     "loads_json": "_json", "MAX_COMPRESSION_RATIO": "_lines", "MAX_LINE_BYTES": "_lines",
-    "RATIO_CHECK_BYTES": "_lines", "iter_lines": "_lines", "read_capped": "_lines",
+    "RATIO_CHECK_BYTES": "_lines", "check_expansion": "_lines", "iter_lines": "_lines", "read_capped": "_lines",
     "FORMAT_VERSION": "_model_file", "ModelFileError": "_model_file", "load_model_file": "_model_file",
     "save_model_file": "_model_file", "read_npz": "_npz",
 }
@@ -31,6 +31,7 @@ __all__ = [
     "RATIO_CHECK_BYTES",
     "JSONDataError",
     "ModelFileError",
+    "check_expansion",
     "iter_lines",
     "load_json_file",
     "load_model_file",
@@ -56,6 +57,13 @@ def __dir__():
 
 if TYPE_CHECKING:
     from ._json import MAX_JSON_DEPTH, MAX_JSON_FILE_BYTES, JSONDataError, load_json_file, loads_json
-    from ._lines import MAX_COMPRESSION_RATIO, MAX_LINE_BYTES, RATIO_CHECK_BYTES, iter_lines, read_capped
+    from ._lines import (
+        MAX_COMPRESSION_RATIO,
+        MAX_LINE_BYTES,
+        RATIO_CHECK_BYTES,
+        check_expansion,
+        iter_lines,
+        read_capped,
+    )
     from ._model_file import FORMAT_VERSION, ModelFileError, load_model_file, save_model_file
     from ._npz import read_npz

@@ -38,6 +38,30 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _STREAM_ERRORS = (OSError, EOFError, zlib.error)
 
 
+def check_expansion(decompressed, compressed, *, where, max_compression_ratio=None, error=IOKRDataError):
+    """Refuse data that decompressed to more than ``max_compression_ratio`` times its compressed size, once more
+    than :data:`RATIO_CHECK_BYTES` have been decompressed (small inputs may compress arbitrarily well).
+
+    The one check of every reader of compressed input (gzip lines, npz members, archives of lists, gzip copies).
+
+    Parameters
+    ----------
+    decompressed, compressed : int
+        Bytes so far (or declared, to refuse before decompressing).
+    where : str
+        The file (and line or member) for the message.
+    max_compression_ratio : float, optional
+        The configured ``max_compression_ratio`` when None.
+    error : type, default=IOKRDataError
+        The exception raised.
+    """
+    ratio = get_config()["max_compression_ratio"] if max_compression_ratio is None else max_compression_ratio
+    if decompressed > RATIO_CHECK_BYTES and decompressed > ratio * max(compressed, 1):
+        raise error(f"{where}: {_size(decompressed)} decompressed from {_size(compressed)} (ratio above the "
+                    f"max_compression_ratio cap of {ratio:g}); refusing a likely compression bomb (raise the cap "
+                    "with iokr.set_config(max_compression_ratio=...) if the file is trusted).")
+
+
 def _caps(max_line_bytes, max_compression_ratio):
     config = get_config()
     line = config["max_line_bytes"] if max_line_bytes is None else max_line_bytes
@@ -142,12 +166,8 @@ def iter_lines(source, *, what, max_line_bytes=None, max_compression_ratio=None,
                                     "file is trusted).")
             decompressed += len(line)
             if compressed and decompressed > RATIO_CHECK_BYTES:
-                read = max(raw.tell() - start, 1)
-                if decompressed > max_ratio * read:
-                    raise IOKRDataError(f"{what} {name}: at line {number}, {_size(decompressed)} decompressed from "
-                                        f"{_size(read)} (ratio above the max_compression_ratio cap of "
-                                        f"{max_ratio:g}); refusing a likely compression bomb (raise the cap with "
-                                        "iokr.set_config(max_compression_ratio=...) if the file is trusted).")
+                check_expansion(decompressed, raw.tell() - start, where=f"{what} {name}: at line {number}",
+                                max_compression_ratio=max_ratio)
             try:
                 text = body.decode("utf-8", errors=errors)
             except UnicodeDecodeError as exc:

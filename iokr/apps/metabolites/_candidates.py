@@ -24,7 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...exceptions import IOKRDataError
-from ...io import read_npz
+from ...io import check_expansion, read_npz
 from ._database import decode_fingerprints, encode_fingerprint
 from ._fingerprints import Fingerprinter, _rdkit, inchikey, inchikey_of_inchi, molecular_formula, parse_structure
 
@@ -142,20 +142,6 @@ def _folder_files(path):
     return files
 
 
-def _check_archive_ratio(path, n_bytes):
-    """Refuse an archive whose lists expand far beyond its size (an archive bomb), before reading any of them:
-    the same cap as every compressed text file (``iokr.set_config(max_compression_ratio=...)``)."""
-    from ..._config import get_config
-    from ...io import RATIO_CHECK_BYTES
-
-    ratio = get_config()["max_compression_ratio"]
-    size = max(Path(path).stat().st_size, 1)
-    if n_bytes > RATIO_CHECK_BYTES and n_bytes > ratio * size:
-        raise IOKRDataError(f"Candidate archive {path}: its lists expand to {n_bytes >> 20} MiB from {size} bytes "
-                            f"(more than {ratio:g} times; the cap max_compression_ratio, see iokr.set_config); "
-                            "refusing a likely archive bomb.")
-
-
 def _iter_sources(path):
     """Yield ``(name, bytes)`` of each list file in a tar.gz, a folder or a single file."""
     path = Path(path)
@@ -175,7 +161,9 @@ def _iter_sources(path):
                                   and m.name.lower().endswith((".csv", ".tsv", ".sdf"))), key=lambda m: m.name)
                 if not members:
                     raise IOKRDataError(f"Candidate archive {path} holds no .csv/.tsv/.sdf file.")
-                _check_archive_ratio(path, sum(m.size for m in members))
+                # An archive bomb is refused from the member sizes, before any list is decompressed.
+                check_expansion(sum(m.size for m in members), path.stat().st_size,
+                                where=f"Candidate archive {path}: its lists")
                 for m in members:
                     if m.size > MAX_LIST_BYTES:
                         raise IOKRDataError(f"Candidate list {m.name} in {path} is {m.size >> 20} MiB, larger than "

@@ -323,19 +323,15 @@ def _plain_copy(path, tmp_dir):
 
     if not path.name.lower().endswith(".gz"):
         return path
-    from ..._config import get_config
-    from ...io import RATIO_CHECK_BYTES
+    from ...io import check_expansion
 
     target = Path(tmp_dir) / path.name[:-3]
-    limit = max(RATIO_CHECK_BYTES, get_config()["max_compression_ratio"] * path.stat().st_size)
-    written = 0
+    size, written = path.stat().st_size, 0
     try:
         with gzip.open(path, "rb") as src, open(target, "wb") as dst:
             for block in iter(lambda: src.read(1 << 20), b""):
                 written += len(block)
-                if written > limit:
-                    raise IOKRDataError(f"Spectra file {path} expands beyond {get_config()['max_compression_ratio']:g} "
-                                        "times its size (the cap max_compression_ratio, see iokr.set_config).")
+                check_expansion(written, size, where=f"Spectra file {path}")
                 dst.write(block)
     except (OSError, EOFError, zlib.error) as exc:
         raise IOKRDataError(f"Spectra file {path} is not a readable gzip file ({exc}).") from None
