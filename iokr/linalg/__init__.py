@@ -1,8 +1,9 @@
 """Shared numerics, knowing nothing about kernels or estimators.
 
 Every estimator solves its linear systems through these functions: shifted Cholesky solves with jitter retry,
-eigendecomposition paths for many regularization values, closed-form hold-out and leave-one-out values, and block
-conjugate gradient on operators.
+eigendecomposition paths for many regularization values, closed-form hold-out and leave-one-out values (also of the
+Kronecker, conditional-ranking and two-step pairwise models, settings A-D), and block conjugate gradient on
+operators.
 """
 
 from ._cg import CGInfo, block_cg
@@ -19,7 +20,20 @@ from ._holdout import (
     loo_residuals,
     sq_norms_in_kernel,
 )
-from ._kron_holdout import kron_ridge_dual, kron_ridge_holdout, kron_ridge_leave_edge_out, leave_row_and_column_out
+from ._kron_holdout import (
+    kron_leverages,
+    kron_ridge_dual,
+    kron_ridge_holdout,
+    kron_ridge_leave_edge_out,
+    kron_ridge_symmetric_dual,
+    leave_row_and_column_out,
+)
+from ._kron_ranking import (
+    group_center,
+    kron_ranking_factors,
+    kron_ranking_holdout,
+    kron_ranking_leave_row_and_column_out,
+)
 from ._loo_path import AlphaSkeleton, loo_squared_errors
 from ._minres import minres
 from ._kronecker import (
@@ -30,6 +44,7 @@ from ._kronecker import (
     WeightedKroneckerSum,
     commutation_matrix,
 )
+from ._two_step import two_step_dual, two_step_holdout
 from ._path import (
     EIGEN_MIN_ALPHAS,
     PATH_METHODS,
@@ -64,13 +79,19 @@ __all__ = [
     "commutation_matrix",
     "choose_path_method",
     "chunk_rows",
+    "group_center",
     "holdout_coefficients",
     "holdout_predictions",
     "holdout_residual_coefficients",
     "holdout_residuals",
+    "kron_leverages",
+    "kron_ranking_factors",
+    "kron_ranking_holdout",
+    "kron_ranking_leave_row_and_column_out",
     "kron_ridge_dual",
     "kron_ridge_holdout",
     "kron_ridge_leave_edge_out",
+    "kron_ridge_symmetric_dual",
     "leave_row_and_column_out",
     "loo_coefficients",
     "loo_residuals",
@@ -79,4 +100,6 @@ __all__ = [
     "row_slices",
     "solve_shifted",
     "sq_norms_in_kernel",
+    "two_step_dual",
+    "two_step_holdout",
 ]

@@ -1,8 +1,11 @@
 """Kronecker ridge regression on complete labels: closed-form dual coefficients and hold-out predictions.
 
-:func:`kron_ridge_dual` solves ``K1 A K2 + alpha A = Y``; :func:`kron_ridge_holdout` gives settings A-C and
-:func:`kron_ridge_leave_edge_out` one-domain setting A in closed form (their docstrings carry the formulas);
-:func:`leave_row_and_column_out` gives setting D for a grid of alphas, derived below.
+:func:`kron_ridge_dual` solves ``K1 A K2 + alpha A = Y`` (the one place the "Kronecker + alpha I" solve is written;
+:class:`~iokr.linalg.KroneckerOperator` and the estimators call it), :func:`kron_ridge_symmetric_dual` its
+one-domain symmetric/reciprocal variant and :func:`kron_leverages` the diagonal of its hat matrix;
+:func:`kron_ridge_holdout` gives settings A-C and :func:`kron_ridge_leave_edge_out` one-domain setting A in closed
+form (their docstrings carry the formulas); :func:`leave_row_and_column_out` gives setting D for a grid of alphas,
+derived below.
 
 Complete labels ``Y`` of shape (n1, n2), ``K1 = V S1 V^T``, ``K2 = U S2 U^T``; the Kronecker ridge model has dual
 coefficients ``A = V [(V^T Y U) / (s1 s2^T + alpha)] U^T``. The setting-D prediction of entry ``(i, j)`` comes from
@@ -57,13 +60,52 @@ def kron_ridge_dual(V, s1, U, s2, Y, alpha):
     return V @ ((V.T @ Y @ U) / (np.outer(s1, s2) + alpha)) @ U.T
 
 
+def kron_ridge_symmetric_dual(V, s, Y, alpha, sign):
+    """Dual coefficients of one-domain Kronecker ridge regression with a symmetric or reciprocal pair kernel.
+
+    Parameters
+    ----------
+    V, s : ndarray of shape (n, n) and (n,)
+        Eigenvectors and eigenvalues of the node kernel ``K``.
+    Y : ndarray of shape (n, n)
+        Labels of all ordered pairs, ``Y[r, c]`` for the pair ``(r, c)``.
+    alpha : float
+        Regularization > 0.
+    sign : {+1, -1}
+        +1 for the symmetric kernel ``(K kron K)(I + P) / 2``, -1 for the reciprocal ``(K kron K)(I - P) / 2``.
+
+    Returns
+    -------
+    A : ndarray of shape (n, n)
+        Solution of ``((K kron K) S + alpha I) vec(A) = vec(Y)``, ``S = (I + sign P) / 2``. ``S`` is an orthogonal
+        projection commuting with ``K kron K``, so the inverse is ``S (K kron K + alpha I)^{-1} + (I - S) / alpha``:
+        ``A = kron_ridge_dual(S Y) + (Y - S Y) / alpha`` with ``S Y = (Y + sign Y^T) / 2``.
+    """
+    projected = 0.5 * (Y + sign * Y.T)
+    return kron_ridge_dual(V, s, V, s, projected, alpha) + (Y - projected) / alpha
+
+
+def kron_leverages(V, s1, U, s2, alpha):
+    """Diagonal of the Kronecker ridge hat matrix and its complement, both as (n1, n2) matrices.
+
+    Arguments as :func:`kron_ridge_dual`. Returns ``(h, c)`` with ``h = diag(H)`` of
+    ``H = (K2 kron K1)(K2 kron K1 + alpha I)^{-1}``, ``h = (V o V) W (U o U)^T`` with
+    ``W = s1 s2^T / (s1 s2^T + alpha)``, and ``c = 1 - h`` computed as ``(V o V) Wc (U o U)^T`` with the complement
+    weights ``Wc = alpha / (s1 s2^T + alpha)``: the rows of the orthogonal ``V`` and ``U`` have unit norm, so ``c``
+    has no cancellation when the leverage ``h`` is close to 1 (small alpha).
+    """
+    grid = np.outer(s1, s2)
+    VV, UU = V * V, (U * U).T
+    return VV @ (grid / (grid + alpha)) @ UU, VV @ (alpha / (grid + alpha)) @ UU
+
+
 def kron_ridge_holdout(V, s1, U, s2, Y, alpha, setting):
     """Closed-form hold-out predictions of Kronecker ridge regression on complete labels, settings A, B and C.
 
     Arguments as :func:`kron_ridge_dual`, and ``setting`` in {"A", "B", "C"}; returns an array of shape (n1, n2).
 
     Setting A (leave one pair out): with ``H = (K2 kron K1)(K2 kron K1 + alpha I)^{-1}``,
-    ``f = (p - diag(H) y) / (1 - diag(H))`` and ``diag(H) = (V o V) W (U o U)^T``, ``W = s1 s2^T / (s1 s2^T + alpha)``.
+    ``f = (p - diag(H) y) / (1 - diag(H))``, the leverages from :func:`kron_leverages`.
 
     Settings B / C (leave one row / column out): in the eigenbasis of ``K2``, the problem splits into
     independent kernel ridge regressions over rows with kernel ``s2_b K1``; leaving a row out of every column
@@ -77,9 +119,8 @@ def kron_ridge_holdout(V, s1, U, s2, Y, alpha, setting):
     Wc = alpha / (grid + alpha)
     Yt = V.T @ Y @ U
     if setting == "A":
-        P = V @ (W * Yt) @ U.T
-        VV, UU = V * V, (U * U).T
-        return (P - (VV @ W @ UU) * Y) / (VV @ Wc @ UU)
+        h, c = kron_leverages(V, s1, U, s2, alpha)
+        return (V @ (W * Yt) @ U.T - h * Y) / c
     if setting == "B":
         Z = Y @ U
         VV = V * V

@@ -12,7 +12,7 @@ One-domain variants (Pahikkala et al. 2013, eq. 8-9 and Proposition 1): with the
 (``P vec(M) = vec(M^T)``), the symmetric kernel is ``(K kron K)(I + P) / 2`` and the reciprocal (antisymmetric)
 kernel ``(K kron K)(I - P) / 2``. ``S = (I + P) / 2`` and ``A = (I - P) / 2`` are orthogonal projections that commute
 with ``K kron K``, so ``(K kron K) S + lambda I`` has the closed-form inverse
-``S (K kron K + lambda I)^{-1} + (I - S) / lambda``.
+``S (K kron K + lambda I)^{-1} + (I - S) / lambda`` (:func:`~iokr.linalg.kron_ridge_symmetric_dual`).
 
 :class:`SampledKroneckerOperator` is the matrix-free kernel matrix between two lists of observed pairs (edges),
 ``Kq[e, f] = K1[r_e, r_f] K2[c_e, c_f]``: one product costs a scatter, two dense matrix products and a gather.
@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._eigen import EigenPath
+from ._kron_holdout import kron_ridge_dual
 
 __all__ = [
     "KroneckerEigen",
@@ -179,6 +180,9 @@ class KroneckerOperator(_Operator):
 class KroneckerEigen:
     """Eigendecomposition of ``kron(a, b)`` from the factors: ``(Qa kron Qb) diag(sa kron sb) (Qa kron Qb)^T``.
 
+    The shifted solve is :func:`~iokr.linalg.kron_ridge_dual` (the one implementation of the closed form); the
+    hat-matrix diagonal is :func:`~iokr.linalg.kron_leverages`.
+
     Parameters
     ----------
     eig_a, eig_b : EigenPath
@@ -194,30 +198,17 @@ class KroneckerEigen:
         """Eigenvalues as the (n_a, n_b) grid ``sa[i] * sb[j]`` (C-ordered like the operator's vectors)."""
         return np.outer(self.eig_a.eigenvalues, self.eig_b.eigenvalues)
 
-    def project_matrix(self, X):
-        """``Qa^T X Qb`` for a vector in matrix form (n_a, n_b)."""
-        return self.eig_a.eigenvectors.T @ X @ self.eig_b.eigenvectors
-
-    def solve_matrix(self, X, alpha):
-        """``(kron(a, b) + alpha I)^{-1} vec(X)`` in matrix form: ``Qa ((Qa^T X Qb) / (sa sb^T + alpha)) Qb^T``."""
-        return self.eig_a.eigenvectors @ (self.project_matrix(X) / (self.eigenvalues + alpha)) @ \
-            self.eig_b.eigenvectors.T
-
     def solve(self, rhs, alpha):
         """Solve ``(kron(a, b) + alpha I) x = rhs``; ``rhs`` of shape (n,) or (n, k)."""
         na, nb = self.eig_a.n, self.eig_b.n
         block, vector = _as_block(rhs, na * nb)
+        a, b = self.eig_a, self.eig_b
         out = np.empty(block.shape)
         for j in range(block.shape[1]):
-            out[:, j] = self.solve_matrix(block[:, j].reshape(na, nb), alpha).ravel()
+            # kron(a, b) vec_C(X) = vec_C(a X b^T): the matrix form of K1 A K2 + alpha A = Y with (K1, K2) = (a, b).
+            out[:, j] = kron_ridge_dual(a.eigenvectors, a.eigenvalues, b.eigenvectors, b.eigenvalues,
+                                        block[:, j].reshape(na, nb), alpha).ravel()
         return out[:, 0] if vector else out
-
-    def hat_diagonal(self, alpha):
-        """Diagonal of ``K (K + alpha I)^{-1}`` as an (n_a, n_b) matrix: ``(Qa o Qa) W (Qb o Qb)^T``."""
-        grid = self.eigenvalues
-        weights = grid / (grid + alpha)
-        Qa, Qb = self.eig_a.eigenvectors, self.eig_b.eigenvectors
-        return (Qa * Qa) @ weights @ (Qb * Qb).T
 
 
 class SymmetricKroneckerOperator(_Operator):
@@ -252,18 +243,6 @@ class SymmetricKroneckerOperator(_Operator):
     def matmat(self, V):
         # K kron K commutes with P, so projecting first halves nothing but keeps one product.
         return self._kron.matmat(self.project(V))
-
-    def eigh(self):
-        return self._kron.eigh()
-
-    def solve_shifted(self, rhs, alpha):
-        """Solve ``(K_S + alpha I) x = rhs`` as ``S (K kron K + alpha I)^{-1} rhs + (rhs - S rhs) / alpha``."""
-        if not alpha > 0:
-            raise ValueError(f"'alpha' must be > 0 for the symmetric/reciprocal solve, got {alpha!r}.")
-        block, vector = _as_block(rhs, self.shape[0])
-        projected = self.project(block)
-        out = self._kron.eigh().solve(projected, alpha) + (block - projected) / alpha
-        return out[:, 0] if vector else out
 
 
 class WeightedKroneckerSum(_Operator):

@@ -2,22 +2,32 @@
 
 - :class:`RLSCV`, :class:`IOKRCV`: alpha grids (and kernel parameters) chosen by exact leave-one-out, k-fold,
   grouped or any complement-training splitter, without retraining;
+- :class:`KronRLSCV`, :class:`ConditionalRankRLSCV`, :class:`TwoStepRLSCV`: the pairwise (Kronecker) estimators
+  tuned under a prediction setting A-D (:func:`pairwise_splits`), in closed form where one exists;
 - :class:`AlignedKernelSum`: multiple kernel learning on inputs (UNIMKL, ALIGN, ALIGNF).
 """
 
+from ._conditional_rankcv import ConditionalRankRLSCV
 from ._iokrcv import IOKRCV
+from ._kroncv import KronRLSCV
 from ._mkl import MKL_METHODS, AlignedKernelSum, alignf_weights, learn_weights
 from ._scoring import HoldoutResult
 from ._search import RLSCV
+from ._pairwise_splits import pairwise_splits
 from ._splits import holdout_splits
+from ._two_stepcv import TwoStepRLSCV
 
 __all__ = [
     "MKL_METHODS",
     "AlignedKernelSum",
+    "ConditionalRankRLSCV",
     "HoldoutResult",
     "IOKRCV",
+    "KronRLSCV",
     "RLSCV",
+    "TwoStepRLSCV",
     "alignf_weights",
     "holdout_splits",
     "learn_weights",
+    "pairwise_splits",
 ]

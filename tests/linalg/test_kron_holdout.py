@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from iokr.estimators.kron import KronRLS
+from iokr.estimators import KronRLS
 from iokr.linalg import EigenPath, leave_row_and_column_out
 from iokr.metrics import concordance_index
 from tests.reference import kron_ridge_leave_row_and_column_out

@@ -4,12 +4,15 @@ import numpy as np
 import pytest
 
 from iokr.linalg import (
+    EigenPath,
     KroneckerOperator,
     SampledKroneckerOperator,
     SymmetricKroneckerOperator,
     WeightedKroneckerSum,
     block_cg,
     commutation_matrix,
+    kron_leverages,
+    kron_ridge_symmetric_dual,
 )
 
 
@@ -85,7 +88,11 @@ class TestKroneckerPSD(OperatorMixin):
         np.testing.assert_allclose(np.sort(eig.eigenvalues.ravel()), np.linalg.eigvalsh(dense), atol=1e-12)
         alpha = 0.3
         hat = dense @ np.linalg.solve(dense + alpha * np.eye(dense.shape[0]), np.eye(dense.shape[0]))
-        np.testing.assert_allclose(eig.hat_diagonal(alpha).ravel(), np.diag(hat), rtol=1e-10)
+        # The hat diagonal has one implementation, kron_leverages (with its complement 1 - h).
+        a, b = eig.eig_a, eig.eig_b
+        h, c = kron_leverages(a.eigenvectors, a.eigenvalues, b.eigenvectors, b.eigenvalues, alpha)
+        np.testing.assert_allclose(h.ravel(), np.diag(hat), rtol=1e-10)
+        np.testing.assert_allclose(c.ravel(), 1.0 - np.diag(hat), rtol=1e-10)
         np.testing.assert_allclose(op.diagonal(), np.diag(dense), rtol=1e-12)
 
     def test_solve_argument_errors(self, rng):
@@ -117,10 +124,13 @@ class TestSymmetricKronecker(OperatorMixin):
         return SymmetricKroneckerOperator(k, self.sign), dense
 
     def test_shifted_solve(self, rng):
+        # The symmetric/reciprocal "+ alpha I" solve has one implementation, kron_ridge_symmetric_dual (C order).
         op, dense = self.make(rng)
         rhs = rng.normal(size=op.shape[0])
         expected = np.linalg.solve(dense + 0.2 * np.eye(op.shape[0]), rhs)
-        np.testing.assert_allclose(op.solve_shifted(rhs, 0.2), expected, rtol=1e-9, atol=1e-11)
+        eig, n = EigenPath(op.k), op.k.shape[0]
+        got = kron_ridge_symmetric_dual(eig.eigenvectors, eig.eigenvalues, rhs.reshape(n, n), 0.2, self.sign)
+        np.testing.assert_allclose(got.ravel(), expected, rtol=1e-9, atol=1e-11)
 
 
 class TestWeightedSum(OperatorMixin):

@@ -1,0 +1,175 @@
+"""Alpha (and kernel-parameter) search for the Kronecker pairwise estimators under a prediction setting.
+
+The estimators give the hold-out prediction of every labelled pair for a grid of alphas
+(``holdout_predictions``: closed forms of :mod:`iokr.linalg` where they exist, explicit retraining on the
+setting's splits of :mod:`iokr.model_selection._pairwise_splits` otherwise). Scores are computed once on all pooled
+hold-out predictions (as ``cross_val_predict`` then a metric): one held-out pair, row or column is too small a test
+set for a concordance index or a ranking loss. ``split_test_scores`` therefore has one column (the pooled score) and
+``std_test_score`` is 0; ``n_splits_`` still counts the train/test splits the hold-out values stand for.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
+
+from ..linalg import check_alphas
+from ..metrics import concordance_index, pairwise_rank_loss
+from ._pairwise_splits import check_setting, count_pairwise_splits, scheme_name
+from ._search import DEFAULT_ALPHAS, PathSearchMixin, apply_setting, expand_grid
+
+
+def _neg_mse(y, p, rows):
+    return -float(np.mean((y - p) ** 2))
+
+
+def _cindex(y, p, rows):
+    return concordance_index(y, p)
+
+
+def _rank(y, p, rows):
+    return 1.0 - pairwise_rank_loss(y, p, rows)
+
+
+#: Named pair scores (greater is better): concordance index over all pairs, negated mean squared error, and one
+#: minus the mean per-row pairwise rank loss (Pahikkala et al. 2013, eq. 4).
+PAIR_SCORERS = {"cindex": _cindex, "mse": _neg_mse, "rank": _rank}
+
+
+def resolve_pair_scoring(scoring, default, owner):
+    """A scorer ``f(y, p, rows)``: ``scoring`` by name, a callable ``scoring(y, p)``, or ``default`` for None."""
+    scoring = default if scoring is None else scoring
+    if callable(scoring):
+        return lambda y, p, rows: scoring(y, p)
+    if isinstance(scoring, str) and scoring in PAIR_SCORERS:
+        return PAIR_SCORERS[scoring]
+    raise ValueError(f"The 'scoring' parameter of {owner} must be None, one of {sorted(PAIR_SCORERS)} or a callable "
+                     f"scoring(y, p). Got {scoring!r} instead.")
+
+
+def pooled_score(scorer, values, rows, P):
+    """Score of hold-out predictions ``P`` (any shape, flattened like ``values``) over the pairs they cover."""
+    P = np.ravel(P)
+    keep = ~np.isnan(P)
+    return float(scorer(values[keep], P[keep], rows[keep]))
+
+
+def pairwise_cv_scores(model, alphas, setting, scoring=None, n_folds=None, random_state=0, keep_predictions=False):
+    """Pooled hold-out score of each alpha for a fitted KronRLS / ConditionalRankRLS.
+
+    Parameters
+    ----------
+    model : KronRLS or ConditionalRankRLS
+        Fitted; its cached factorizations serve every alpha.
+    alphas : sequence of float
+    setting : {"A", "B", "C", "D"}
+    scoring : None, str or callable, optional
+        See :func:`resolve_pair_scoring`; None is ``"rank"`` for ranking models and ``"cindex"`` otherwise.
+    n_folds, random_state
+        As the estimator's ``holdout_predictions``.
+    keep_predictions : bool, default=False
+        Also return the hold-out predictions of every alpha.
+
+    Returns
+    -------
+    scores : ndarray of shape (n_alphas,)
+    predictions : list of ndarray
+        Per alpha, shape (n1, n2) (complete labels) or (q,) (triplets); empty unless ``keep_predictions``.
+    """
+    scorer = resolve_pair_scoring(scoring, "rank" if model._ranking else "cindex", type(model).__name__)
+    rows, _, values = model._labelled()
+    scores, predictions = [], []
+    for P in model._holdout_path(alphas, setting, n_folds, random_state):
+        scores.append(pooled_score(scorer, values, rows, P))
+        if keep_predictions:
+            predictions.append(P)
+    return np.array(scores), predictions
+
+
+class PairwiseSearchBase(PathSearchMixin, BaseEstimator):
+    """Shared fit/predict of :class:`KronRLSCV` and :class:`ConditionalRankRLSCV`; subclasses set ``_estimator``."""
+
+    _estimator = None
+    _default_scoring = "cindex"
+
+    def __init__(self, alphas=DEFAULT_ALPHAS, setting="A", n_folds=None, random_state=0, scoring=None,
+                 store_cv_results=False, param_grid=None, kernel1="precomputed", kernel2="precomputed",
+                 symmetry=None, max_iter=None, tol=1e-10, solver="cg"):
+        self.alphas = alphas
+        self.setting = setting
+        self.n_folds = n_folds
+        self.random_state = random_state
+        self.scoring = scoring
+        self.store_cv_results = store_cv_results
+        self.param_grid = param_grid
+        self.kernel1 = kernel1
+        self.kernel2 = kernel2
+        self.symmetry = symmetry
+        self.max_iter = max_iter
+        self.tol = tol
+        self.solver = solver
+
+    def _estimator_params(self):
+        return dict(kernel1=self.kernel1, kernel2=self.kernel2, symmetry=self.symmetry, max_iter=self.max_iter,
+                    tol=self.tol, solver=self.solver)
+
+    def fit(self, X1, X2, Y):
+        """Score every (kernel setting, alpha) by pooled hold-out predictions, then refit the best on all data.
+
+        Parameters
+        ----------
+        X1, X2, Y
+            As the estimator's ``fit``: Gram matrices or features of both domains (``X2=None`` in one-domain mode),
+            complete labels of shape (n1, n2) or triplets ``(rows, cols, values)``.
+
+        Returns
+        -------
+        self : object
+            The fitted search, with :attr:`best_estimator_` refitted on all data.
+        """
+        owner = type(self).__name__
+        alphas = check_alphas(self.alphas, "alphas", owner)
+        check_setting(self.setting, self.n_folds)
+        scorer = resolve_pair_scoring(self.scoring, self._default_scoring, owner)
+        groups = expand_grid(self.param_grid, ("kernel1", "kernel2"), owner)
+        kernel_grid = [{**g1, **g2} for g1 in groups[0] for g2 in groups[1]]
+        rows, scores, used, predictions = [], [], [], []
+        best = (-np.inf, None)  # (score, model): the refit reuses the best kernel setting's factorizations
+        for kernels in kernel_grid:
+            # Fitted once per kernel setting at the first alpha: the factorizations serve the whole grid.
+            params = apply_setting(self._estimator_params(), kernels)
+            model = self._estimator(alpha=float(alphas[0]), **params).fit(X1, X2, Y)
+            labelled_rows, cols, values = model._labelled()
+            for alpha, P in zip(alphas, model._holdout_path(alphas, self.setting, self.n_folds, self.random_state)):
+                scores.append([pooled_score(scorer, values, labelled_rows, P)])
+                rows.append({**kernels, "alpha": float(alpha)})
+                used.append(float(alpha))
+                if self.store_cv_results:
+                    predictions.append(P)
+                if scores[-1][0] > best[0]:  # strict: ties go to the first setting, as in _finish
+                    best = (scores[-1][0], model)
+        n_splits = count_pairwise_splits(self.setting, labelled_rows, cols, model.one_domain_, self.n_folds,
+                                         self.random_state)
+        self._finish(rows, scores, used, scheme_name(self.setting, self.n_folds), n_splits)
+        if self.store_cv_results:
+            self.cv_results_["holdout_predictions"] = predictions
+        self.best_estimator_ = self._refit_best(best[1], X1, X2, Y)
+        return self
+
+    def _refit_best(self, model, X1, X2, Y):
+        """The best setting's model at the best alpha: the closed form reuses its eigendecompositions."""
+        if model.eigen_ is not None:
+            return model._refit_alpha(self.alpha_)
+        params = apply_setting(self._estimator_params(), {k: v for k, v in self.best_params_.items() if k != "alpha"})
+        return self._estimator(alpha=self.alpha_, **params).fit(X1, X2, Y)
+
+    def predict(self, X1_test, X2_test=None, pairs=None):
+        """Score test pairs with :attr:`best_estimator_` (arguments as the estimator's ``predict``).
+
+        Returns
+        -------
+        scores : ndarray of shape (m1, m2), or (p,) when ``pairs`` is given
+        """
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.predict(X1_test, X2_test, pairs=pairs)
