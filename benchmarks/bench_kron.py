@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from iokr.estimators.kron import KronRLS
+from iokr.estimators import KronRLS
 from iokr.estimators.rankrls import RankRLS
 from iokr.kernels import Gaussian
 from iokr.linalg import SampledKroneckerOperator

@@ -23,7 +23,7 @@ import numpy as np
 from scipy import linalg as sla
 
 from benchmarks._timing import best_time
-from iokr.estimators.kron import KronRLS
+from iokr.estimators import KronRLS
 from iokr.kernels import Gaussian
 
 

@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from iokr.estimators.kron import KronRLS
+from iokr.estimators import KronRLS
 from iokr.kernels import Gaussian
 from iokr.linalg import SampledKroneckerOperator
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from iokr.estimators.kron import ConditionalRankRLS, KronRLS, TwoStepRLS
+from iokr.estimators import ConditionalRankRLS, KronRLS, TwoStepRLS
 from iokr.estimators.rankrls import PreferenceRankRLS, RankRLS
 from iokr.kernels import Gaussian, Linear
 from iokr.metrics import auc, concordance_index, pairwise_rank_loss

@@ -1,10 +1,18 @@
-"""Setting-D (leave row and column out) Kronecker ridge predictions for a grid of alphas, against brute force."""
+"""Kronecker ridge closed forms against brute force: settings A-C, one-domain leave-edge-out, and setting D for a
+grid of alphas, each against explicit retraining."""
 
 import numpy as np
 import pytest
 
 from iokr.estimators import KronRLS
-from iokr.linalg import EigenPath, leave_row_and_column_out
+from iokr.linalg import (
+    EigenPath,
+    kron_ridge_dual,
+    kron_ridge_holdout,
+    kron_ridge_leave_edge_out,
+    kron_ridge_symmetric_dual,
+    leave_row_and_column_out,
+)
 from iokr.metrics import concordance_index
 from tests.reference import kron_ridge_leave_row_and_column_out
 
@@ -56,3 +64,64 @@ def test_kronrls_cv_path_d_matches_retraining_and_per_alpha_route(rng, shape):
     expected = [concordance_index(Y.ravel(), kron_ridge_leave_row_and_column_out(K1, K2, Y, a).ravel())
                 for a in ALPHAS[:2]]
     np.testing.assert_allclose(default, expected, rtol=1e-12)
+
+
+# --------------------------------------------------------------- settings A-C and one-domain A by explicit retraining
+def _dense_refit(K1, K2, Y, mask, alpha, i, j):
+    """Kronecker ridge on the labelled entries ``mask`` (explicit pair kernel), predicting pair ``(i, j)``."""
+    r, c = np.nonzero(mask)
+    Kq = K1[np.ix_(r, r)] * K2[np.ix_(c, c)]
+    a = np.linalg.solve(Kq + alpha * np.eye(r.size), Y[r, c])
+    return (K1[i, r] * K2[j, c]) @ a
+
+
+def _held_out_mask(shape, setting, i, j):
+    mask = np.ones(shape, bool)
+    if setting == "A":
+        mask[i, j] = False
+    if setting in "BD":
+        mask[i, :] = False
+    if setting in "CD":
+        mask[:, j] = False
+    return mask
+
+
+@pytest.mark.parametrize("setting", ["A", "B", "C"])
+@pytest.mark.parametrize("alpha", [1e-2, 0.7])
+def test_kron_ridge_holdout_matches_explicit_retraining(rng, setting, alpha):
+    K1, K2 = _psd(rng, 5), _psd(rng, 4, rank=2)  # rank-deficient K2 on purpose
+    Y = rng.normal(size=(5, 4))
+    e1, e2 = EigenPath(K1), EigenPath(K2)
+    got = kron_ridge_holdout(e1.eigenvectors, e1.eigenvalues, e2.eigenvectors, e2.eigenvalues, Y, alpha, setting)
+    expected = np.array([[_dense_refit(K1, K2, Y, _held_out_mask(Y.shape, setting, i, j), alpha, i, j)
+                          for j in range(4)] for i in range(5)])
+    np.testing.assert_allclose(got, expected, rtol=1e-8, atol=1e-10 * np.abs(expected).max())
+
+
+def test_kron_ridge_dual_solves_the_kronecker_system(rng):
+    K1, K2, Y = _psd(rng, 4), _psd(rng, 3), rng.normal(size=(4, 3))
+    e1, e2 = EigenPath(K1), EigenPath(K2)
+    A = kron_ridge_dual(e1.eigenvectors, e1.eigenvalues, e2.eigenvectors, e2.eigenvalues, Y, 0.3)
+    np.testing.assert_allclose(K1 @ A @ K2 + 0.3 * A, Y, atol=1e-12)
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+def test_leave_edge_out_matches_explicit_retraining(rng, sign):
+    n, alpha = 4, 0.3
+    K, Y = _psd(rng, n), rng.normal(size=(n, n))
+    eig = EigenPath(K)
+    A = kron_ridge_symmetric_dual(eig.eigenvectors, eig.eigenvalues, Y, alpha, sign)
+    got = kron_ridge_leave_edge_out(eig.eigenvectors, eig.eigenvalues, Y, A, alpha, sign)
+    r, c = (x.ravel() for x in np.indices((n, n)))
+
+    def kernel(ra, ca, rb, cb):  # (K(a, c) K(b, d) + sign K(a, d) K(b, c)) / 2, eq. 8-9
+        return 0.5 * (K[np.ix_(ra, rb)] * K[np.ix_(ca, cb)] + sign * K[np.ix_(ra, cb)] * K[np.ix_(ca, rb)])
+
+    expected = np.empty((n, n))
+    for i in range(n):
+        for j in range(n):
+            train = ~(((r == i) & (c == j)) | ((r == j) & (c == i)))
+            a = np.linalg.solve(kernel(r[train], c[train], r[train], c[train]) + alpha * np.eye(train.sum()),
+                                Y.ravel()[train])
+            expected[i, j] = (kernel(np.array([i]), np.array([j]), r[train], c[train]) @ a)[0]
+    np.testing.assert_allclose(got, expected, rtol=1e-8, atol=1e-10 * np.abs(expected).max())
