@@ -1,7 +1,7 @@
 """Thin estimators, one module each; the numerics live in :mod:`iokr.linalg` and :mod:`iokr.decoding`."""
 
-from .iokr import IOKR
 from .conditional_ranking import ConditionalRankRLS
+from .iokr import IOKR
 from .kron import KronRLS
 from .mpiokr import MPIOKR
 from .rankrls import PreferenceRankRLS, RankRLS

@@ -2,8 +2,8 @@
 prediction of pairs, and cross-validation predictions under the four prediction settings.
 
 The numerics live in :mod:`iokr.linalg` (closed forms, hold-out algebra, conjugate gradient on the sampled pair
-kernel); the train/test splits of the settings in :mod:`iokr.model_selection` (used here only by the explicit
-retraining route of :meth:`_PairwiseRLS.holdout_predictions`, imported when that route runs).
+kernel); the splits of the settings and the explicit retraining on them in :mod:`iokr.model_selection` (imported by
+``holdout_predictions`` only when no closed form applies, and by the ``cv_path`` alias).
 """
 
 from __future__ import annotations
@@ -350,7 +350,11 @@ class _PairwiseRLS(PairKernelsMixin, BaseEstimator):
             closed = self._closed_holdout(setting, alpha)
             if closed is not None:
                 return closed
-        return self._retrain_holdout(setting, alpha, n_folds, random_state)
+        # Local import: explicit retraining on the setting's splits is model selection, a layer above the
+        # estimators; only the cases without a closed form take this route.
+        from ..model_selection._pairwise_retrain import retrain_holdout
+
+        return retrain_holdout(self, setting, alpha, n_folds, random_state)
 
     def _holdout_path(self, alphas, setting, n_folds, random_state):
         """Hold-out predictions for each alpha, one at a time (subclasses share work across alphas)."""
@@ -364,51 +368,6 @@ class _PairwiseRLS(PairKernelsMixin, BaseEstimator):
             rows, cols = (a.ravel().astype(np.intp) for a in np.indices((n1, n2)))
             return rows, cols, self.Y_.ravel()
         return self.rows_, self.cols_, self.values_
-
-    def _retrain_holdout(self, setting, alpha, n_folds, random_state):
-        """Cross-validation predictions by explicit retraining on the splits of the setting.
-
-        Each split refits this estimator (same parameters, precomputed training Grams): in closed form on the
-        sub-matrices when the training pairs form a complete grid (complete labels, settings B-D, ordinary or
-        symmetric regression), otherwise by conjugate gradient on the training triplets. Pairs no split predicts
-        (one domain, settings B / C: both nodes in the same fold) are NaN.
-        """
-        # Local import: the splits belong to model selection, which sits above the estimators; only this
-        # retraining route (no closed form) needs them.
-        from ..model_selection._pairwise_splits import pairwise_splits
-
-        rows, cols, values = self._labelled()
-        out = np.full(values.size, np.nan)
-        for train, test in pairwise_splits(setting, rows, cols, self.one_domain_, n_folds, random_state):
-            if train.any():
-                out[test] = self._refit_predict(alpha, rows[train], cols[train], values[train], rows[test],
-                                                cols[test])
-        return out.reshape(self.shape_) if self.complete_ else out
-
-    def _refit_predict(self, alpha, r, c, v, r_test, c_test):
-        params = {"alpha": alpha, "kernel1": "precomputed", "kernel2": "precomputed", "symmetry": self.symmetry,
-                  "max_iter": self.max_iter, "tol": self.tol}
-        one = self.one_domain_
-        R, C = np.unique(r), np.unique(c)
-        grid = (self.complete_ and alpha > 0 and r.size == R.size * C.size
-                and (not one or (np.array_equal(R, C) and not self._ranking)))
-        if grid:
-            model = type(self)(**params).fit(self.K1_[np.ix_(R, R)], None if one else self.K2_[np.ix_(C, C)],
-                                             self.Y_[np.ix_(R, C)])
-            K1t, K2t = self.K1_[:, R], None if one else self.K2_[:, C]
-        else:
-            model = type(self)(**params).fit(self.K1_, None if one else self.K2_, (r, c, v))
-            K1t, K2t = self.K1_, None if one else self.K2_
-        pred = model.predict(K1t, K2t, pairs=(r_test, c_test))
-        if self._ranking:
-            # The ranking loss leaves each row's offset free: score with the least-squares intercept of the rows
-            # that have training labels (rows new to the model keep the plain kernel score).
-            n1 = self.shape_[0]
-            resid = v - model.predict(K1t, K2t, pairs=(r, c))
-            counts = np.bincount(r, minlength=n1)
-            offset = np.bincount(r, weights=resid, minlength=n1) / np.maximum(counts, 1)
-            pred = pred + offset[r_test]
-        return pred
 
     def cv_path(self, alphas, setting, scoring=None, n_folds=None, random_state=0):
         """Cross-validated score of each ``alpha`` under a prediction setting (a thin alias).

@@ -32,11 +32,9 @@ class ConditionalRankRLS(_PairwiseRLS):
     max_iter : int, optional
         Iteration cap of the iterative solver on incomplete labels (early stopping).
     tol : float, default=1e-10
-        The iterative solver stops when the true relative residual ``||b - M a|| / ||b||`` of the pair system is
-        at most ``tol`` (reported in ``cg_info_``); see Notes.
+        Stopping rule of the iterative solver on the true relative residual, as in :class:`KronRLS`.
     solver : {"cg", "minres"}, default="cg"
-        Iterative solver on incomplete labels. MINRES minimizes the residual over the same Krylov space, so it
-        reaches ``tol`` in at most as many operator products (``benchmarks/bench_kron_solvers.py``).
+        Iterative solver on incomplete labels, as in :class:`KronRLS`.
 
     Notes
     -----

@@ -21,7 +21,7 @@ from ..linalg import (
     kron_ridge_symmetric_dual,
     leave_row_and_column_out,
 )
-from ._pairwise import SETTINGS, SYMMETRY, _PairwiseRLS
+from ._pairwise import SYMMETRY, _PairwiseRLS
 
 # ConditionalRankRLS and TwoStepRLS were defined here before the split into one module per family; this path keeps
 # working for existing scripts (``from iokr.estimators.kron import ...``).

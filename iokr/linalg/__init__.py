@@ -34,8 +34,6 @@ from ._kron_ranking import (
     kron_ranking_holdout,
     kron_ranking_leave_row_and_column_out,
 )
-from ._loo_path import AlphaSkeleton, loo_squared_errors
-from ._minres import minres
 from ._kronecker import (
     KroneckerEigen,
     KroneckerOperator,
@@ -44,7 +42,8 @@ from ._kronecker import (
     WeightedKroneckerSum,
     commutation_matrix,
 )
-from ._two_step import two_step_dual, two_step_holdout
+from ._loo_path import AlphaSkeleton, loo_squared_errors
+from ._minres import minres
 from ._path import (
     EIGEN_MIN_ALPHAS,
     PATH_METHODS,
@@ -55,30 +54,31 @@ from ._path import (
     check_alphas,
     choose_path_method,
 )
+from ._two_step import two_step_dual, two_step_holdout
 
 __all__ = [
+    "EIGEN_MIN_ALPHAS",
+    "PATH_METHODS",
     "AlphaSkeleton",
     "CGInfo",
     "CholeskyFactor",
     "CholeskyShift",
-    "EIGEN_MIN_ALPHAS",
     "EigenPath",
+    "EigenShift",
+    "InterceptShift",
     "KroneckerEigen",
     "KroneckerOperator",
+    "RegularizationPath",
     "SampledKroneckerOperator",
     "SymmetricKroneckerOperator",
     "WeightedKroneckerSum",
-    "EigenShift",
-    "InterceptShift",
-    "PATH_METHODS",
-    "RegularizationPath",
     "block_cg",
     "check_alphas",
     "check_holdouts",
     "cholesky_shifted",
-    "commutation_matrix",
     "choose_path_method",
     "chunk_rows",
+    "commutation_matrix",
     "group_center",
     "holdout_coefficients",
     "holdout_predictions",

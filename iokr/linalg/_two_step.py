@@ -15,8 +15,6 @@ Every complement ``1 - hk`` is computed from the weights ``alpha / (s + alpha)``
 
 from __future__ import annotations
 
-import numpy as np
-
 __all__ = ["two_step_dual", "two_step_holdout"]
 
 

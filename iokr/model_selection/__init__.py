@@ -11,20 +11,20 @@ from ._conditional_rankcv import ConditionalRankRLSCV
 from ._iokrcv import IOKRCV
 from ._kroncv import KronRLSCV
 from ._mkl import MKL_METHODS, AlignedKernelSum, alignf_weights, learn_weights
+from ._pairwise_splits import pairwise_splits
 from ._scoring import HoldoutResult
 from ._search import RLSCV
-from ._pairwise_splits import pairwise_splits
 from ._splits import holdout_splits
 from ._two_stepcv import TwoStepRLSCV
 
 __all__ = [
+    "IOKRCV",
     "MKL_METHODS",
+    "RLSCV",
     "AlignedKernelSum",
     "ConditionalRankRLSCV",
     "HoldoutResult",
-    "IOKRCV",
     "KronRLSCV",
-    "RLSCV",
     "TwoStepRLSCV",
     "alignf_weights",
     "holdout_splits",

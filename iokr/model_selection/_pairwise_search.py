@@ -111,8 +111,8 @@ class PairwiseSearchBase(PathSearchMixin, BaseEstimator):
         self.solver = solver
 
     def _estimator_params(self):
-        return dict(kernel1=self.kernel1, kernel2=self.kernel2, symmetry=self.symmetry, max_iter=self.max_iter,
-                    tol=self.tol, solver=self.solver)
+        return {"kernel1": self.kernel1, "kernel2": self.kernel2, "symmetry": self.symmetry,
+                "max_iter": self.max_iter, "tol": self.tol, "solver": self.solver}
 
     def fit(self, X1, X2, Y):
         """Score every (kernel setting, alpha) by pooled hold-out predictions, then refit the best on all data.

@@ -142,7 +142,7 @@ class TestWeightedSum(OperatorMixin):
     def test_cg_on_sum(self, rng):
         op, dense = self.make(rng)
         rhs = rng.normal(size=op.shape[0])
-        x, info = block_cg(lambda V: op.matmat(V) + 0.1 * V, rhs, rtol=1e-12)
+        x, _info = block_cg(lambda V: op.matmat(V) + 0.1 * V, rhs, rtol=1e-12)
         np.testing.assert_allclose(x, np.linalg.solve(dense + 0.1 * np.eye(op.shape[0]), rhs), rtol=1e-8)
 
     def test_mismatched_shapes(self, rng):
