@@ -32,8 +32,16 @@ class ConditionalRankRLSCV(PairwiseSearchBase):
         Keep every setting's hold-out predictions in ``cv_results_["holdout_predictions"]``.
     param_grid : dict, optional
         Kernel parameters to search (keys as in :class:`~iokr.model_selection.KronRLSCV`).
-    kernel1, kernel2, symmetry, max_iter, tol, solver
-        As :class:`~iokr.estimators.ConditionalRankRLS`.
+    kernel1, kernel2 : Kernel or str, default="precomputed"
+        Kernels of the row and column domains, as in :class:`~iokr.estimators.ConditionalRankRLS`.
+    symmetry : {None, "symmetric", "reciprocal"}, default=None
+        One-domain pairwise kernels, as in :class:`~iokr.estimators.ConditionalRankRLS`.
+    max_iter : int, optional
+        Iteration cap of the iterative solver on incomplete labels.
+    tol : float, default=1e-10
+        Stopping tolerance of the iterative solver.
+    solver : {"cg", "minres"}, default="cg"
+        Iterative solver on incomplete labels.
 
     Attributes
     ----------

@@ -37,8 +37,16 @@ class KronRLSCV(PairwiseSearchBase):
     param_grid : dict, optional
         Kernel parameters to search, keys ``"kernel1"``, ``"kernel2"``, ``"kernel1__<name>"`` or
         ``"kernel2__<name>"`` (e.g. ``{"kernel1__gamma": [0.1, 1.0]}``); each kernel setting is factored once.
-    kernel1, kernel2, symmetry, max_iter, tol, solver
-        As :class:`~iokr.estimators.KronRLS`.
+    kernel1, kernel2 : Kernel or str, default="precomputed"
+        Kernels of the row and column domains, as in :class:`~iokr.estimators.KronRLS`.
+    symmetry : {None, "symmetric", "reciprocal"}, default=None
+        One-domain pairwise kernels, as in :class:`~iokr.estimators.KronRLS`.
+    max_iter : int, optional
+        Iteration cap of the iterative solver on incomplete labels.
+    tol : float, default=1e-10
+        Stopping tolerance of the iterative solver.
+    solver : {"cg", "minres"}, default="cg"
+        Iterative solver on incomplete labels.
 
     Attributes
     ----------

@@ -119,9 +119,12 @@ class PairwiseSearchBase(PathSearchMixin, BaseEstimator):
 
         Parameters
         ----------
-        X1, X2, Y
-            As the estimator's ``fit``: Gram matrices or features of both domains (``X2=None`` in one-domain mode),
-            complete labels of shape (n1, n2) or triplets ``(rows, cols, values)``.
+        X1 : ndarray of shape (n1, n1) if ``kernel1="precomputed"``, else (n1, n_features1)
+            Row objects.
+        X2 : ndarray of shape (n2, n2) or (n2, n_features2), or None
+            Column objects; None (or equal to ``X1``) in one-domain mode (``symmetry`` set).
+        Y : ndarray of shape (n1, n2), or tuple (rows, cols, values) of 1-D arrays of length q
+            Complete label matrix, or labels of observed pairs (repeated pairs allowed).
 
         Returns
         -------
@@ -165,11 +168,21 @@ class PairwiseSearchBase(PathSearchMixin, BaseEstimator):
         return self._estimator(alpha=self.alpha_, **params).fit(X1, X2, Y)
 
     def predict(self, X1_test, X2_test=None, pairs=None):
-        """Score test pairs with :attr:`best_estimator_` (arguments as the estimator's ``predict``).
+        """Score test pairs with :attr:`best_estimator_`.
+
+        Parameters
+        ----------
+        X1_test : ndarray of shape (m1, n1) if precomputed (test-by-train), else (m1, n_features1)
+            Test row objects.
+        X2_test : ndarray of shape (m2, n2) or (m2, n_features2), optional
+            Test column objects; defaults to ``X1_test`` in one-domain mode.
+        pairs : tuple (rows, cols) of int arrays of length p, optional
+            Score only these (row of ``X1_test``, row of ``X2_test``) pairs.
 
         Returns
         -------
         scores : ndarray of shape (m1, m2), or (p,) when ``pairs`` is given
+            Predicted score of every test pair (or of the given pairs).
         """
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict(X1_test, X2_test, pairs=pairs)

@@ -39,8 +39,8 @@ class TwoStepRLSCV(PathSearchMixin, BaseEstimator):
         ``cv_results_["holdout_predictions"]``.
     param_grid : dict, optional
         Kernel parameters to search (keys ``"kernel1[__<name>]"`` / ``"kernel2[__<name>]"``).
-    kernel1, kernel2
-        As :class:`~iokr.estimators.TwoStepRLS`.
+    kernel1, kernel2 : Kernel or str, default="precomputed"
+        Kernels of the row and column domains, as in :class:`~iokr.estimators.TwoStepRLS`.
 
     Attributes
     ----------
@@ -70,12 +70,17 @@ class TwoStepRLSCV(PathSearchMixin, BaseEstimator):
 
         Parameters
         ----------
-        X1, X2, Y
-            As :meth:`TwoStepRLS.fit` (complete labels of shape (n1, n2)).
+        X1 : ndarray of shape (n1, n1) if ``kernel1="precomputed"``, else (n1, n_features1)
+            Row objects.
+        X2 : ndarray of shape (n2, n2) if ``kernel2="precomputed"``, else (n2, n_features2)
+            Column objects.
+        Y : ndarray of shape (n1, n2)
+            Complete label matrix.
 
         Returns
         -------
         self : TwoStepRLSCV
+            The fitted search, with :attr:`best_estimator_` refitted on all data.
         """
         owner = type(self).__name__
         alphas1 = check_alphas(self.alphas, "alphas", owner)
@@ -109,11 +114,19 @@ class TwoStepRLSCV(PathSearchMixin, BaseEstimator):
         return self
 
     def predict(self, X1_test, X2_test):
-        """Score all test pairs with :attr:`best_estimator_` (arguments as :meth:`TwoStepRLS.predict`).
+        """Score all test pairs with :attr:`best_estimator_`.
+
+        Parameters
+        ----------
+        X1_test : ndarray of shape (m1, n1) if precomputed (test-by-train), else (m1, n_features1)
+            Test row objects.
+        X2_test : ndarray of shape (m2, n2) if precomputed (test-by-train), else (m2, n_features2)
+            Test column objects.
 
         Returns
         -------
         scores : ndarray of shape (m1, m2)
+            Predicted score of every (row, column) test pair.
         """
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict(X1_test, X2_test)
