@@ -19,6 +19,8 @@ class ConditionalRankRLSCV(PairwiseSearchBase):
     ----------
     alphas : array-like of shape (n_alphas,), default=DEFAULT_ALPHAS
         Regularization values, all > 0.
+    param_grid : dict, optional
+        Kernel parameters to search (keys as in :class:`~iokr.model_selection.KronRLSCV`).
     setting : {"A", "B", "C", "D"}, default="A"
         The ``cv`` of this search: pair, row, column, or row and column new at prediction time.
     n_folds : int, optional
@@ -30,8 +32,6 @@ class ConditionalRankRLSCV(PairwiseSearchBase):
         pairwise rank loss (rows are the conditioning nodes). A callable gets ``(y, p)``.
     store_cv_results : bool, default=False
         Keep every setting's hold-out predictions in ``cv_results_["holdout_predictions"]``.
-    param_grid : dict, optional
-        Kernel parameters to search (keys as in :class:`~iokr.model_selection.KronRLSCV`).
     kernel1, kernel2 : Kernel or str, default="precomputed"
         Kernels of the row and column domains, as in :class:`~iokr.estimators.ConditionalRankRLS`.
     symmetry : {None, "symmetric", "reciprocal"}, default=None
@@ -58,4 +58,3 @@ class ConditionalRankRLSCV(PairwiseSearchBase):
     """
 
     _estimator = ConditionalRankRLS
-    _default_scoring = "rank"

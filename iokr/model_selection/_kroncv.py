@@ -20,6 +20,9 @@ class KronRLSCV(PairwiseSearchBase):
     ----------
     alphas : array-like of shape (n_alphas,), default=DEFAULT_ALPHAS
         Regularization values, all > 0.
+    param_grid : dict, optional
+        Kernel parameters to search, keys ``"kernel1"``, ``"kernel2"``, ``"kernel1__<name>"`` or
+        ``"kernel2__<name>"`` (e.g. ``{"kernel1__gamma": [0.1, 1.0]}``); each kernel setting is factored once.
     setting : {"A", "B", "C", "D"}, default="A"
         The ``cv`` of this search: what is new at prediction time. A: the pair (known rows and columns); B: the row;
         C: the column; D: both (see :meth:`KronRLS.holdout_predictions`).
@@ -34,9 +37,6 @@ class KronRLSCV(PairwiseSearchBase):
         labels and hold-out predictions of all predicted pairs.
     store_cv_results : bool, default=False
         Keep every setting's hold-out predictions in ``cv_results_["holdout_predictions"]``.
-    param_grid : dict, optional
-        Kernel parameters to search, keys ``"kernel1"``, ``"kernel2"``, ``"kernel1__<name>"`` or
-        ``"kernel2__<name>"`` (e.g. ``{"kernel1__gamma": [0.1, 1.0]}``); each kernel setting is factored once.
     kernel1, kernel2 : Kernel or str, default="precomputed"
         Kernels of the row and column domains, as in :class:`~iokr.estimators.KronRLS`.
     symmetry : {None, "symmetric", "reciprocal"}, default=None
@@ -84,4 +84,3 @@ class KronRLSCV(PairwiseSearchBase):
     """
 
     _estimator = KronRLS
-    _default_scoring = "cindex"

@@ -55,7 +55,8 @@ def pooled_score(scorer, values, rows, P):
     return float(scorer(values[keep], P[keep], rows[keep]))
 
 
-def pairwise_cv_scores(model, alphas, setting, scoring=None, n_folds=None, random_state=0, keep_predictions=False):
+def pairwise_cv_scores(model, alphas, setting, scoring=None, n_folds=None, random_state=0, keep_predictions=False,
+                       owner=None):
     """Pooled hold-out score of each alpha for a fitted KronRLS / ConditionalRankRLS.
 
     Parameters
@@ -70,6 +71,8 @@ def pairwise_cv_scores(model, alphas, setting, scoring=None, n_folds=None, rando
         As the estimator's ``holdout_predictions``.
     keep_predictions : bool, default=False
         Also return the hold-out predictions of every alpha.
+    owner : str, optional
+        Name in error messages (default: the model's class).
 
     Returns
     -------
@@ -77,7 +80,7 @@ def pairwise_cv_scores(model, alphas, setting, scoring=None, n_folds=None, rando
     predictions : list of ndarray
         Per alpha, shape (n1, n2) (complete labels) or (q,) (triplets); empty unless ``keep_predictions``.
     """
-    scorer = resolve_pair_scoring(scoring, "rank" if model._ranking else "cindex", type(model).__name__)
+    scorer = resolve_pair_scoring(scoring, "rank" if model._ranking else "cindex", owner or type(model).__name__)
     rows, _, values = model._labelled()
     scores, predictions = [], []
     for P in model._holdout_path(alphas, setting, n_folds, random_state):
@@ -91,18 +94,17 @@ class PairwiseSearchBase(PathSearchMixin, BaseEstimator):
     """Shared fit/predict of :class:`KronRLSCV` and :class:`ConditionalRankRLSCV`; subclasses set ``_estimator``."""
 
     _estimator = None
-    _default_scoring = "cindex"
 
-    def __init__(self, alphas=DEFAULT_ALPHAS, setting="A", n_folds=None, random_state=0, scoring=None,
-                 store_cv_results=False, param_grid=None, kernel1="precomputed", kernel2="precomputed",
-                 symmetry=None, max_iter=None, tol=1e-10, solver="cg"):
+    def __init__(self, alphas=DEFAULT_ALPHAS, param_grid=None, setting="A", n_folds=None, random_state=0,
+                 scoring=None, store_cv_results=False, kernel1="precomputed", kernel2="precomputed", symmetry=None,
+                 max_iter=None, tol=1e-10, solver="cg"):
         self.alphas = alphas
+        self.param_grid = param_grid
         self.setting = setting
         self.n_folds = n_folds
         self.random_state = random_state
         self.scoring = scoring
         self.store_cv_results = store_cv_results
-        self.param_grid = param_grid
         self.kernel1 = kernel1
         self.kernel2 = kernel2
         self.symmetry = symmetry
@@ -134,7 +136,7 @@ class PairwiseSearchBase(PathSearchMixin, BaseEstimator):
         owner = type(self).__name__
         alphas = check_alphas(self.alphas, "alphas", owner)
         check_setting(self.setting, self.n_folds)
-        scorer = resolve_pair_scoring(self.scoring, self._default_scoring, owner)
+        resolve_pair_scoring(self.scoring, "cindex", owner)  # fail before any fit
         groups = expand_grid(self.param_grid, ("kernel1", "kernel2"), owner)
         kernel_grid = [{**g1, **g2} for g1 in groups[0] for g2 in groups[1]]
         rows, scores, used, predictions = [], [], [], []
@@ -143,15 +145,15 @@ class PairwiseSearchBase(PathSearchMixin, BaseEstimator):
             # Fitted once per kernel setting at the first alpha: the factorizations serve the whole grid.
             params = apply_setting(self._estimator_params(), kernels)
             model = self._estimator(alpha=float(alphas[0]), **params).fit(X1, X2, Y)
-            labelled_rows, cols, values = model._labelled()
-            for alpha, P in zip(alphas, model._holdout_path(alphas, self.setting, self.n_folds, self.random_state)):
-                scores.append([pooled_score(scorer, values, labelled_rows, P)])
-                rows.append({**kernels, "alpha": float(alpha)})
-                used.append(float(alpha))
-                if self.store_cv_results:
-                    predictions.append(P)
-                if scores[-1][0] > best[0]:  # strict: ties go to the first setting, as in _finish
-                    best = (scores[-1][0], model)
+            path, held = pairwise_cv_scores(model, alphas, self.setting, self.scoring, self.n_folds, self.random_state,
+                                            keep_predictions=self.store_cv_results, owner=owner)
+            scores += [[score] for score in path]
+            rows += [{**kernels, "alpha": float(alpha)} for alpha in alphas]
+            used += [float(alpha) for alpha in alphas]
+            predictions += held
+            if path.max() > best[0]:  # strict: ties go to the first setting, as in _finish
+                best = (path.max(), model)
+        labelled_rows, cols, _ = model._labelled()
         n_splits = count_pairwise_splits(self.setting, labelled_rows, cols, model.one_domain_, self.n_folds,
                                          self.random_state)
         self._finish(rows, scores, used, scheme_name(self.setting, self.n_folds), n_splits)

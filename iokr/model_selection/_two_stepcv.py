@@ -28,6 +28,8 @@ class TwoStepRLSCV(PathSearchMixin, BaseEstimator):
         Grid of the row regularization ``alpha1``, all > 0.
     alphas2 : array-like of shape (n_alphas2,), optional
         Grid of the column regularization ``alpha2``; default the same as ``alphas``.
+    param_grid : dict, optional
+        Kernel parameters to search (keys ``"kernel1[__<name>]"`` / ``"kernel2[__<name>]"``).
     setting : {"A", "B", "C", "D"}, default="A"
         The ``cv`` of this search: pair, row, column, or row and column new at prediction time (leave one out;
         TwoStepRLS has no k-fold route).
@@ -37,8 +39,6 @@ class TwoStepRLSCV(PathSearchMixin, BaseEstimator):
     store_cv_results : bool, default=False
         Keep every setting's hold-out predictions, each of shape (n1, n2), in
         ``cv_results_["holdout_predictions"]``.
-    param_grid : dict, optional
-        Kernel parameters to search (keys ``"kernel1[__<name>]"`` / ``"kernel2[__<name>]"``).
     kernel1, kernel2 : Kernel or str, default="precomputed"
         Kernels of the row and column domains, as in :class:`~iokr.estimators.TwoStepRLS`.
 
@@ -54,14 +54,14 @@ class TwoStepRLSCV(PathSearchMixin, BaseEstimator):
         Refit on all data at the best values through the search's eigendecompositions.
     """
 
-    def __init__(self, alphas=DEFAULT_ALPHAS, alphas2=None, setting="A", scoring=None, store_cv_results=False,
-                 param_grid=None, kernel1="precomputed", kernel2="precomputed"):
+    def __init__(self, alphas=DEFAULT_ALPHAS, alphas2=None, param_grid=None, setting="A", scoring=None,
+                 store_cv_results=False, kernel1="precomputed", kernel2="precomputed"):
         self.alphas = alphas
         self.alphas2 = alphas2
+        self.param_grid = param_grid
         self.setting = setting
         self.scoring = scoring
         self.store_cv_results = store_cv_results
-        self.param_grid = param_grid
         self.kernel1 = kernel1
         self.kernel2 = kernel2
 
