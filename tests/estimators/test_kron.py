@@ -526,3 +526,29 @@ def test_invalid_solver_is_rejected(data):
     K1, K2, Y = data
     with pytest.raises(ValueError, match="The 'solver' parameter of KronRLS must be 'cg' or 'minres'. Got 'lsqr'"):
         KronRLS(solver="lsqr").fit(K1, K2, Y)
+
+
+# ------------------------------------------------------------------------ a grid of alphas through holdout_predictions
+@pytest.mark.parametrize("model_cls", [KronRLS, ConditionalRankRLS])
+@pytest.mark.parametrize("setting", ["A", "D"])
+@pytest.mark.parametrize("complete", [True, False])
+def test_holdout_predictions_of_a_grid_stack_single_alphas(rng, model_cls, setting, complete):
+    K1, K2 = _psd(rng, 5), _psd(rng, 4)
+    if complete:
+        Y = rng.normal(size=(5, 4))
+    else:
+        Y = (rng.integers(0, 5, size=12), rng.integers(0, 4, size=12), rng.normal(size=12))
+    model = model_cls(alpha=1.0, tol=1e-13).fit(K1, K2, Y)
+    alphas = [0.05, 2.0]
+    grid = model.holdout_predictions(setting, alpha=alphas)
+    single = np.stack([model.holdout_predictions(setting, alpha=a) for a in alphas])
+    assert grid.shape == single.shape == ((2, 5, 4) if complete else (2, 12))
+    np.testing.assert_allclose(grid, single, rtol=1e-10, atol=1e-12)
+
+
+def test_split_modules_keep_the_old_import_path():
+    import iokr
+    from iokr.estimators import kron
+
+    assert kron.ConditionalRankRLS is iokr.ConditionalRankRLS and kron.TwoStepRLS is iokr.TwoStepRLS
+    assert kron.KronRLS is iokr.KronRLS
