@@ -24,7 +24,7 @@ from ...metrics import true_candidate_rank
 
 # The evaluation on candidate lists lives in ._evaluation; evaluate_lists is re-exported here, where callers have
 # found it.
-from ._evaluation import TOP_K, evaluate_lists  # noqa: F401
+from ._evaluation import TOP_K, evaluate_lists, topk_percentages  # noqa: F401
 from ._model import MetaboliteIdentifier, make_output_kernel
 from ._spectra import clean_spectra, merge_spectra
 
@@ -159,9 +159,9 @@ def _chosen(base_params, point):
 
 
 def _topk_row(ranks):
-    ranks = np.asarray(ranks, dtype=np.float64)
-    acc = [100.0 * float(np.mean(ranks <= k)) for k in TOP_K]
-    return {f"top{k}": a for k, a in zip(TOP_K, acc)}, float((acc[0] + acc[2] + acc[3]) / 3.0)
+    """Top-k accuracies on fold lists; score = mean of top-1, top-10 and top-20."""
+    row = topk_percentages(ranks)
+    return row, float((row["top1"] + row["top10"] + row["top20"]) / 3.0)
 
 
 def fold_candidate_sets(Y, folds):
@@ -238,9 +238,8 @@ def usable_surrogate(train, surrogate, n_folds=3, seed=0):
 
 def _formula_row(ranks):
     """Top-k accuracies on isomer-like lists; score = mean of top-1, top-5 and top-10 (lists have >= 20 entries)."""
-    ranks = np.asarray(ranks, dtype=np.float64)
-    acc = [100.0 * float(np.mean(ranks <= k)) for k in TOP_K]
-    return {f"top{k}": a for k, a in zip(TOP_K, acc)}, float((acc[0] + acc[1] + acc[2]) / 3.0)
+    row = topk_percentages(ranks)
+    return row, float((row["top1"] + row["top5"] + row["top10"]) / 3.0)
 
 
 def _holdout_ranks(K, Y, alphas, splits, sets, output_kernel, working_memory, fold_score):
@@ -430,7 +429,7 @@ def cross_validate_refit(train, base_params, grid=None, n_folds=3, seed=0, progr
             test_kernel = _sliced_test_kernel(model, grams, diags, te, tr)
             scores = model.score_sets(spectra[te], cands, test_kernel=test_kernel)
             ranks = np.array([true_candidate_rank(s, j) for j, s in enumerate(scores)])
-            results[i].append([100.0 * np.mean(ranks <= k) for k in TOP_K])
+            results[i].append(list(topk_percentages(ranks).values()))
             if progress is not None:
                 progress()
     table = []
