@@ -22,7 +22,15 @@ from ._jobs import (
 from ._kernels import BinnedKernel, PeakProductKernel, normalized_gram
 from ._model import MetaboliteIdentifier, alignf_weights, make_spectrum_kernel
 from ._persist import load_fingerprinter, load_identifier, save_identifier
-from ._pipeline import Cleaning, cross_validate, evaluate_lists, formula_candidate_sets, training_set
+from ._pipeline import (
+    Cleaning,
+    cross_validate,
+    evaluate_lists,
+    fold_candidate_sets,
+    fold_ids,
+    formula_candidate_sets,
+    training_set,
+)
 from ._readers import ReadReport, read_massbank_jsonl, read_spectra
 from ._spectra import Spectra, clean_spectra, concatenate, merge_spectra
 
@@ -54,6 +62,8 @@ __all__ = [
     "ensure_default_model",
     "evaluate_job",
     "evaluate_lists",
+    "fold_candidate_sets",
+    "fold_ids",
     "formula_candidate_sets",
     "identify_job",
     "inchikey",

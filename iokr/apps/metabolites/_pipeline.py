@@ -122,9 +122,13 @@ DEFAULT_GRID = {
 DEFAULT_SURROGATE = "fold"
 
 
-def _fold_ids(n, n_folds, seed):
+def fold_ids(n, n_folds, seed):
+    """The cross-validation fold (0 .. n_folds - 1) of each of ``n`` training structures, balanced and seeded."""
     rng = np.random.default_rng(seed)
     return rng.permutation(np.arange(n) % n_folds)
+
+
+_fold_ids = fold_ids  # the name benchmarks used before it was public
 
 
 def _grid_points(grid, base_params):
