@@ -279,6 +279,27 @@ def _holdout_ranks(K, Y, alphas, splits, sets, output_kernel, working_memory, fo
     return out
 
 
+def _fold_holdout_ranks(model, base_grams, Y, alphas, splits, surrogates):
+    """Hold-out ranks per surrogate and alpha, with the kernel weights fitted on each fold's training side.
+
+    Returns ``({surrogate: [(alpha, ranks over all structures)]}, mean weights over folds)``.
+    """
+    grams, diags = base_grams
+    output = make_output_kernel(model.output_kernel, model.output_gamma)
+    merged, fold_weights = {}, []
+    for train_rows, test_rows in splits:
+        K, weights = model.combined_training_gram(grams, diags, Y, weights_from=train_rows)
+        fold_weights.append(weights)
+        for name, (sets, split_score) in surrogates.items():
+            results = _holdout_ranks(K, Y, alphas, [(train_rows, test_rows)], sets, output, model.working_memory,
+                                     split_score)
+            if name not in merged:
+                merged[name] = [(alpha, np.full(Y.shape[0], np.nan)) for alpha, _ in results]
+            for (_, ranks), (_, fold_ranks) in zip(merged[name], results):
+                ranks[test_rows] = fold_ranks[test_rows]
+    return merged, np.mean(fold_weights, axis=0)
+
+
 def cross_validate(train, base_params, grid=None, n_folds=3, seed=0, progress=None, base_grams=None,
                    surrogate="fold"):
     """Grouped k-fold cross-validation over training structures, in closed form (no refitting).
@@ -299,9 +320,9 @@ def cross_validate(train, base_params, grid=None, n_folds=3, seed=0, progress=No
     gives the exact hold-out rankings of the whole alpha grid from one eigendecomposition (centering as refitted
     on each training side; normalization statistics of all training structures).
 
-    The ALIGNF kernel weights are fitted once per output-kernel setting on *all* training structures, not refitted
-    per fold: the held-out fold's fingerprints take part in choosing the 2-4 kernel weights (a small leak across
-    folds, the same for every grid point). :func:`cross_validate_refit` refits them per fold.
+    The ALIGNF kernel weights are fitted inside each fold, on its training side only (the held-out structures take
+    no part in choosing them, as in :func:`cross_validate_refit`): every fold has its own combined Gram, hence one
+    eigendecomposition per fold and kernel setting. The table's ``weights`` are the folds' mean.
 
     Parameters
     ----------
@@ -369,14 +390,8 @@ def cross_validate(train, base_params, grid=None, n_folds=3, seed=0, progress=No
     table = []
     for key, alphas in sorted(kernel_settings.items(), key=lambda item: _width_key(item[0])):
         params = _chosen(base_params, dict(key))
-        model = MetaboliteIdentifier(**params)
-        grams, diags = grams_for(params)
-        K, weights = model.combined_training_gram(grams, diags, Y)
-        output = make_output_kernel(model.output_kernel, model.output_gamma)
-        per_surrogate = {}
-        for name, (sets, split_score) in surrogates.items():
-            per_surrogate[name] = _holdout_ranks(K, Y, alphas, splits, sets, output, model.working_memory,
-                                                 split_score)
+        per_surrogate, weights = _fold_holdout_ranks(MetaboliteIdentifier(**params), grams_for(params), Y, alphas,
+                                                     splits, surrogates)
         for j, alpha in enumerate(a for a, _ in next(iter(per_surrogate.values()))):
             row = {**dict(key), "alpha": float(alpha)}
             scores = {}
