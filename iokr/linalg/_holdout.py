@@ -79,8 +79,11 @@ def _all_singletons(holdouts):
     return all(rows.size == 1 for rows in holdouts)
 
 
-def loo_residuals(solver, token):
+def loo_residuals(solver, token, coefficients=None):
     """Leave-one-out residuals ``y_i - f_{-i}(x_i) = A_i / G_ii`` for all ``i``.
+
+    ``G_ii`` is the leverage complement ``(1 - h_ii) / alpha`` computed without forming ``1 - h_ii`` (on the eigen
+    route ``sum_j Q_ij^2 / (s_j + alpha)``), so no cancellation occurs when ``h_ii`` is close to 1.
 
     Parameters
     ----------
@@ -88,12 +91,14 @@ def loo_residuals(solver, token):
         Shifted solver at one alpha.
     token : ndarray
         ``solver.prepare(Y)`` for targets ``Y`` of shape (n,) or (n, k).
+    coefficients : ndarray of shape (n,) or (n, k), optional
+        ``A = solver.solve_prepared(token)`` when the caller already has it (the fitted dual coefficients).
 
     Returns
     -------
     residuals : ndarray of shape (n,) or (n, k), float64
     """
-    A = solver.solve_prepared(token)
+    A = solver.solve_prepared(token) if coefficients is None else coefficients
     g = solver.inverse_diag()
     return A / (g if A.ndim == 1 else g[:, None])
 
@@ -194,14 +199,14 @@ def pair_holdout_predictions(solver, Y, first, second):
     g = solver.inverse_diag()
     g_ii, g_jj, g_ij = g[first], g[second], _inverse_entries(solver, first, second)
     det = g_ii * g_jj - g_ij**2
+    # A determinant at round-off level of g_ii g_jj: the block is singular in working precision.
+    singular = det <= 4 * np.finfo(np.float64).eps * g_ii * g_jj
+    det = np.where(singular, 1.0, det)
     if Y.ndim > 1:
         g_ii, g_jj, g_ij, det = (v[:, None] for v in (g_ii, g_jj, g_ij, det))
     A_i, A_j = A[first], A[second]
     residuals = np.stack([(g_jj * A_i - g_ij * A_j) / det, (g_ii * A_j - g_ij * A_i) / det], axis=1)
-    # A determinant at round-off level of g_ii g_jj: the block is singular in working precision.
-    singular = np.flatnonzero(np.ravel(det[..., 0] if Y.ndim > 1 else det)
-                              <= 4 * np.finfo(np.float64).eps * np.ravel(g[first] * g[second]))
-    for k in singular:
+    for k in np.flatnonzero(singular):
         rows = np.array([first[k], second[k]])
         residuals[k] = _spd_solve(solver.inverse_block(rows), A[rows])
     return np.stack([Y[first], Y[second]], axis=1) - residuals
