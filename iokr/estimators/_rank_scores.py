@@ -1,12 +1,23 @@
-"""Scores of the fitted RankRLS estimators: ``k(x, X) a`` (chunked), or ``x w`` for the linear primal."""
+"""Shared by the RankRLS estimators: input checks at fit, and scores ``k(x, X) a`` (chunked) or ``x w`` (linear
+primal) of the fitted model."""
 
 from __future__ import annotations
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_array_2d, check_n_features
+from .._validation import check_array_2d, check_n_features, check_positive_scalar, check_square_gram
+from ..kernels import make_kernel
 from ..linalg import row_slices
+
+
+def check_fit_inputs(estimator, X):
+    """``(alpha, kernel, X)`` checked at fit: alpha > 0, the kernel object, ``X`` (or its Gram) as float64."""
+    alpha = check_positive_scalar(estimator.alpha, "alpha", type(estimator).__name__)
+    kernel = make_kernel(estimator.kernel)
+    if kernel == "precomputed":
+        return alpha, kernel, check_square_gram(X, "X").astype(np.float64)
+    return alpha, kernel, check_array_2d(X, "X").astype(np.float64)
 
 
 def _dual_scores(model, X):

@@ -7,10 +7,9 @@ import numpy as np
 from scipy.linalg import solve
 from sklearn.base import BaseEstimator
 
-from .._validation import check_array_2d, check_finite, check_positive_scalar, check_square_gram
-from ..kernels import make_kernel
+from .._validation import check_finite
 from ..linalg import check_pairs, cholesky_shifted
-from ._rank_scores import _RankScores
+from ._rank_scores import _RankScores, check_fit_inputs
 
 __all__ = ["PreferenceRankRLS"]
 
@@ -100,13 +99,7 @@ class PreferenceRankRLS(_RankScores, BaseEstimator):
         self : PreferenceRankRLS
             The fitted estimator.
         """
-        name = type(self).__name__
-        alpha = check_positive_scalar(self.alpha, "alpha", name)
-        kernel = make_kernel(self.kernel)
-        if kernel == "precomputed":
-            X = check_square_gram(X, "X").astype(np.float64)
-        else:
-            X = check_array_2d(X, "X").astype(np.float64)
+        alpha, kernel, X = check_fit_inputs(self, X)
         n = X.shape[0]
         first, second = _check_pairs(pairs, n)
         p = first.size

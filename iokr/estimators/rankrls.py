@@ -19,8 +19,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_array_2d, check_finite, check_positive_scalar, check_square_gram
-from ..kernels import make_kernel
+from .._validation import check_finite, check_positive_scalar
 from ..linalg import (
     BlockCentering,
     EigenPath,
@@ -32,7 +31,7 @@ from ..linalg import (
     query_holdout_predictions,
 )
 from ..metrics import concordance_index, pairwise_rank_loss
-from ._rank_scores import _RankScores
+from ._rank_scores import _RankScores, check_fit_inputs
 from .preference_rankrls import PreferenceRankRLS
 
 __all__ = ["PreferenceRankRLS", "RankRLS", "comparable_pairs", "pair_accuracy"]
@@ -133,17 +132,10 @@ class RankRLS(_RankScores, BaseEstimator):
         self : RankRLS
             The fitted estimator.
         """
-        name = type(self).__name__
-        alpha = check_positive_scalar(self.alpha, "alpha", name)
+        alpha, kernel, X = check_fit_inputs(self, X)
         if not isinstance(self.normalize_queries, (bool, np.bool_)):
-            raise ValueError(
-                f"The 'normalize_queries' parameter of {name} must be a bool. Got {self.normalize_queries!r}."
-            )
-        kernel = make_kernel(self.kernel)
-        if kernel == "precomputed":
-            X = check_square_gram(X, "X").astype(np.float64)
-        else:
-            X = check_array_2d(X, "X").astype(np.float64)
+            raise ValueError(f"The 'normalize_queries' parameter of {type(self).__name__} must be a bool. "
+                             f"Got {self.normalize_queries!r}.")
         n = X.shape[0]
         y = np.asarray(y, dtype=np.float64)
         if y.ndim != 1 or y.shape[0] != n:
