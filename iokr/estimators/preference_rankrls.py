@@ -6,9 +6,18 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import solve
 from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_finite
-from ..linalg import check_pairs, cholesky_shifted
+from .._validation import check_finite, check_positive_scalar
+from ..linalg import (
+    EigenPath,
+    EigenShift,
+    check_holdouts,
+    check_pairs,
+    cholesky_shifted,
+    holdout_predictions,
+    loo_residuals,
+)
 from ._rank_scores import _RankScores, check_fit_inputs
 
 __all__ = ["PreferenceRankRLS"]
@@ -27,6 +36,13 @@ def _check_pairs(pairs, n):
     if first.size == 0:
         raise ValueError("'pairs' must contain at least one preference, got none.")
     return first, second
+
+
+def _pair_gram(K, first, second):
+    """``C K C^T`` (symmetrized): ``K[i_k, i_l] - K[i_k, j_l] - K[j_k, i_l] + K[j_k, j_l]``, shape (p, p)."""
+    CK = K[first] - K[second]
+    pair_gram = CK[:, first] - CK[:, second]
+    return 0.5 * (pair_gram + pair_gram.T)
 
 
 class PreferenceRankRLS(_RankScores, BaseEstimator):
@@ -51,6 +67,11 @@ class PreferenceRankRLS(_RankScores, BaseEstimator):
     coef_ : ndarray of shape (n_features,)
         Primal weights (``kernel="linear"`` only).
     n_pairs_ : int
+    pairs_ : tuple (preferred, other) of ndarray of int, shape (p,)
+        The fitted preference pairs.
+    margins_ : ndarray of shape (p,)
+    eigen_ : EigenPath or None
+        Eigendecomposition of the pair Gram ``C K C^T``, built on the first :meth:`holdout_predictions` call.
 
     Notes
     -----
@@ -62,6 +83,9 @@ class PreferenceRankRLS(_RankScores, BaseEstimator):
     ``(L K + lambda I) C^T = C^T (C K C^T + lambda I)``, the same ``a`` is ``C^T (C K C^T + lambda I)^{-1} m``:
     an SPD system in pair space, used when ``p <= n`` (Cholesky); otherwise the ``n x n`` system is solved by LU.
     ``C 1 = 0``, so a constant feature (RLScore's linear-kernel bias) changes nothing.
+
+    In pair space the model is kernel ridge regression of the margins ``m`` on the pair Gram ``C K C^T``, so
+    leaving preferences out is the ridge hold-out formula there (:meth:`holdout_predictions`).
 
     References
     ----------
@@ -115,6 +139,8 @@ class PreferenceRankRLS(_RankScores, BaseEstimator):
         self.X_fit_ = X
         self.n_features_in_ = X.shape[1]
         self.n_pairs_ = p
+        self.pairs_, self.margins_ = (first, second), m
+        self.eigen_ = None
         self.linear_primal_ = isinstance(self.kernel, str) and self.kernel == "linear"
         rhs = np.bincount(first, weights=m, minlength=n) - np.bincount(second, weights=m, minlength=n)  # C^T m
         if self.linear_primal_ and X.shape[1] < n:
@@ -124,10 +150,7 @@ class PreferenceRankRLS(_RankScores, BaseEstimator):
             return self
         K = X if kernel == "precomputed" else np.asarray(kernel(X), dtype=np.float64)
         if p <= n:
-            # C K C^T[k, l] = K[i_k, i_l] - K[i_k, j_l] - K[j_k, i_l] + K[j_k, j_l]
-            CK = K[first] - K[second]
-            pair_gram = CK[:, first] - CK[:, second]
-            z = cholesky_shifted(0.5 * (pair_gram + pair_gram.T), alpha, name="C K C^T").solve(m)
+            z = cholesky_shifted(_pair_gram(K, first, second), alpha, name="C K C^T").solve(m)
             a = np.bincount(first, weights=z, minlength=n) - np.bincount(second, weights=z, minlength=n)
         else:
             L = np.zeros((n, n))
@@ -143,3 +166,32 @@ class PreferenceRankRLS(_RankScores, BaseEstimator):
             self.coef_ = X.T @ a
         return self
 
+    def holdout_predictions(self, holdouts=None, alpha=None):
+        """Predict held-out preferences by the model trained without them (closed form).
+
+        The predictions are the score differences ``f(x_i) - f(x_j)`` of the held-out pairs. The model is ridge regression of the margins on the pair Gram ``C K C^T`` (see Notes), so the hold-out
+        values are :func:`~iokr.linalg.holdout_predictions` there, from one eigendecomposition of the pair Gram
+        (``O(p^3)``, reused for every alpha). Repeated pairs are separate preferences: holding one out keeps its copy.
+
+        Parameters
+        ----------
+        holdouts : list of 1-D int arrays, optional
+            Sets of preferences (positions in the fitted pairs) held out together. None: leave-one-preference-out.
+        alpha : float, optional
+            Regularization to evaluate (default: the fitted one).
+
+        Returns
+        -------
+        predictions : ndarray of shape (p,), or list of ndarray of shape (|H|,)
+            Predicted score differences of the held-out preferences (one per fitted pair without ``holdouts``).
+        """
+        check_is_fitted(self, "alpha_")
+        alpha = self.alpha_ if alpha is None else check_positive_scalar(alpha, "alpha", "PreferenceRankRLS hold-out")
+        if self.eigen_ is None:
+            X = self.X_fit_
+            K = X if self.kernel_ == "precomputed" else np.asarray(self.kernel_(X), dtype=np.float64)
+            self.eigen_ = EigenPath(_pair_gram(K, *self.pairs_), name="C K C^T")
+        solver = EigenShift(self.eigen_, alpha)
+        if holdouts is None:
+            return self.margins_ - loo_residuals(solver, solver.prepare(self.margins_))
+        return holdout_predictions(solver, self.margins_, check_holdouts(holdouts, self.n_pairs_, "holdouts"))
