@@ -18,10 +18,10 @@ from .._config import working_memory_bytes
 from .._validation import check_array_2d, check_finite, check_square_gram
 from ..kernels import make_kernel
 from ..linalg import (
+    BlockCentering,
     EigenPath,
     SampledKroneckerOperator,
     block_cg,
-    group_center,
     kron_ranking_factors,
     kron_ridge_dual,
     kron_ridge_symmetric_dual,
@@ -247,17 +247,15 @@ class _PairwiseRLS(PairKernelsMixin, BaseEstimator):
     def _fit_cg(self, K1, K2, alpha, sign):
         rows, cols, values = self.rows_, self.cols_, self.values_
         op = SampledKroneckerOperator(K1, K2, rows, cols, sign=sign)
-        n1 = K1.shape[0]
         if self._ranking:
             # (L Kq + alpha I) a = L y has its solution in range(L), where it equals the SPD system
-            # (L Kq L + alpha I) a = L y (L is a projection): CG applies.
-            def center(v):
-                return group_center(v, rows, n1)
-
-            rhs = center(values)
+            # (L Kq L + alpha I) a = L y (L, the per-row centering of eq. 31, is a projection): CG applies.
+            row_groups = np.unique(rows, return_inverse=True)[1].ravel()
+            L = BlockCentering(row_groups, np.ones(row_groups.max() + 1))
+            rhs = L.apply(values)
 
             def matmat(B):
-                return np.column_stack([center(op.matvec(center(b))) + alpha * b for b in B.T])
+                return L.apply(op.matmat(L.apply(B))) + alpha * B
         else:
             rhs = values
 

@@ -1,9 +1,9 @@
 """Shared numerics, knowing nothing about kernels or estimators.
 
 Every estimator solves its linear systems through these functions: shifted Cholesky solves with jitter retry,
-eigendecomposition paths for many regularization values, closed-form hold-out and leave-one-out values (also of the
-Kronecker, conditional-ranking and two-step pairwise models, settings A-D), and block conjugate gradient on
-operators.
+eigendecomposition paths for many regularization values, closed-form hold-out and leave-one-out values (of kernel
+ridge regression, with or without intercept, of least-squares ranking, and of the Kronecker, conditional-ranking
+and two-step pairwise models in settings A-D), and block conjugate gradient on operators.
 """
 
 from ._cg import CGInfo, block_cg
@@ -12,12 +12,14 @@ from ._chunks import chunk_rows, row_slices
 from ._eigen import EigenPath
 from ._holdout import (
     check_holdouts,
+    check_pairs,
     holdout_coefficients,
     holdout_predictions,
     holdout_residual_coefficients,
     holdout_residuals,
     loo_coefficients,
     loo_residuals,
+    pair_holdout_predictions,
     sq_norms_in_kernel,
 )
 from ._kron_holdout import (
@@ -29,7 +31,6 @@ from ._kron_holdout import (
     leave_row_and_column_out,
 )
 from ._kron_ranking import (
-    group_center,
     kron_ranking_factors,
     kron_ranking_holdout,
     kron_ranking_leave_row_and_column_out,
@@ -53,6 +54,13 @@ from ._path import (
     RegularizationPath,
     check_alphas,
     choose_path_method,
+    ridge_solution,
+)
+from ._ranking_holdout import (
+    BlockCentering,
+    complete_graph_holdout,
+    complete_graph_pair_holdout,
+    query_holdout_predictions,
 )
 from ._two_step import two_step_dual, two_step_holdout
 
@@ -60,6 +68,7 @@ __all__ = [
     "EIGEN_MIN_ALPHAS",
     "PATH_METHODS",
     "AlphaSkeleton",
+    "BlockCentering",
     "CGInfo",
     "CholeskyFactor",
     "CholeskyShift",
@@ -75,11 +84,13 @@ __all__ = [
     "block_cg",
     "check_alphas",
     "check_holdouts",
+    "check_pairs",
     "cholesky_shifted",
     "choose_path_method",
     "chunk_rows",
     "commutation_matrix",
-    "group_center",
+    "complete_graph_holdout",
+    "complete_graph_pair_holdout",
     "holdout_coefficients",
     "holdout_predictions",
     "holdout_residual_coefficients",
@@ -97,6 +108,9 @@ __all__ = [
     "loo_residuals",
     "loo_squared_errors",
     "minres",
+    "pair_holdout_predictions",
+    "query_holdout_predictions",
+    "ridge_solution",
     "row_slices",
     "solve_shifted",
     "sq_norms_in_kernel",

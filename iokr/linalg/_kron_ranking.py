@@ -1,7 +1,8 @@
 """Conditional ranking with Kronecker kernels: the per-row centered loss, its closed form and hold-out predictions.
 
 The ranking loss of Pahikkala et al. (2013, eq. 30-33) centers the labels of every conditioning (row) node. On
-labelled pairs this is the projection :func:`group_center`; on complete labels ``Y`` of shape (n1, n2) it is
+labelled pairs this is the projection :class:`~iokr.linalg.BlockCentering` with one group per row and unit scales
+(used by the conjugate-gradient route of the estimator); on complete labels ``Y`` of shape (n1, n2) it is
 ``Y C`` with ``C`` the n2 x n2 centering matrix, and the model is Kronecker ridge regression on the factors ``K1``
 and ``C K2 C`` (:func:`kron_ranking_factors`, Corollary 2).
 
@@ -31,30 +32,10 @@ from ._eigen import EigenPath
 from ._kron_holdout import kron_leverages, kron_ridge_holdout
 
 __all__ = [
-    "group_center",
     "kron_ranking_factors",
     "kron_ranking_holdout",
     "kron_ranking_leave_row_and_column_out",
 ]
-
-
-def group_center(values, groups, n_groups):
-    """Subtract from each entry the mean of its group (the ranking loss matrix ``L`` of eq. 31 applied to a vector).
-
-    Parameters
-    ----------
-    values : ndarray of shape (q,)
-    groups : int ndarray of shape (q,)
-        Group (conditioning row node) of each entry, in ``[0, n_groups)``.
-    n_groups : int
-
-    Returns
-    -------
-    centered : ndarray of shape (q,)
-    """
-    counts = np.bincount(groups, minlength=n_groups)
-    sums = np.bincount(groups, weights=values, minlength=n_groups)
-    return values - (sums / np.maximum(counts, 1))[groups]
 
 
 def kron_ranking_factors(K2, Y):

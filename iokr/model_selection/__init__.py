@@ -1,7 +1,8 @@
 """Model selection on top of the shared regularization paths and closed-form hold-out of :mod:`iokr.linalg`.
 
-- :class:`RLSCV`, :class:`IOKRCV`: alpha grids (and kernel parameters) chosen by exact leave-one-out, k-fold,
-  grouped or any complement-training splitter, without retraining;
+- :class:`RLSCV`, :class:`IOKRCV`, :class:`RankRLSCV`: alpha grids (and kernel parameters) chosen by exact
+  leave-one-out (leave-query-out, leave-pair-out for ranking), k-fold, grouped or any complement-training splitter,
+  without retraining;
 - :class:`KronRLSCV`, :class:`ConditionalRankRLSCV`, :class:`TwoStepRLSCV`: the pairwise (Kronecker) estimators
   tuned under a prediction setting A-D (:func:`pairwise_splits`), in closed form where one exists;
 - :class:`AlignedKernelSum`: multiple kernel learning on inputs (UNIMKL, ALIGN, ALIGNF).
@@ -12,6 +13,7 @@ from ._iokrcv import IOKRCV
 from ._kroncv import KronRLSCV
 from ._mkl import MKL_METHODS, AlignedKernelSum, alignf_weights, learn_weights
 from ._pairwise_splits import pairwise_splits
+from ._rankrlscv import RankRLSCV
 from ._scoring import HoldoutResult
 from ._search import RLSCV
 from ._splits import holdout_splits
@@ -25,6 +27,7 @@ __all__ = [
     "ConditionalRankRLSCV",
     "HoldoutResult",
     "KronRLSCV",
+    "RankRLSCV",
     "TwoStepRLSCV",
     "alignf_weights",
     "holdout_splits",

@@ -27,9 +27,10 @@ class ConditionalRankRLSCV(PairwiseSearchBase):
         None: leave one group out (closed forms where they exist). An int >= 2: k-fold by explicit retraining.
     random_state : int, default=0
         Seed of the fold assignment (``n_folds`` only).
-    scoring : {"rank", "cindex", "mse"} or callable, optional
-        Score of the pooled hold-out predictions, greater is better; default ``"rank"``, one minus the mean per-row
-        pairwise rank loss (rows are the conditioning nodes). A callable gets ``(y, p)``.
+    scoring : {"row_concordance", "concordance", "mse"} or callable, optional
+        Score of the pooled hold-out predictions, greater is better; default ``"row_concordance"``, the concordance
+        within each row (conditioning node) averaged over rows, i.e. one minus the per-row pairwise rank loss. A
+        callable gets ``(y, p)``.
     store_cv_results : bool, default=False
         Keep every setting's hold-out predictions in ``cv_results_["holdout_predictions"]``.
     kernel1, kernel2 : Kernel or str, default="precomputed"

@@ -31,10 +31,11 @@ class KronRLSCV(PairwiseSearchBase):
         >= 2: k-fold over those groups, by explicit retraining.
     random_state : int, default=0
         Seed of the fold assignment (``n_folds`` only).
-    scoring : {"cindex", "mse", "rank"} or callable, optional
-        Score of the pooled hold-out predictions, greater is better: concordance index (the default), negated mean
-        squared error, or one minus the mean per-row pairwise rank loss. A callable gets ``(y, p)``, the flat
-        labels and hold-out predictions of all predicted pairs.
+    scoring : {"concordance", "mse", "row_concordance"} or callable, optional
+        Score of the pooled hold-out predictions, greater is better: concordance index over all pairs (the
+        default), negated mean squared error, or the concordance within each row averaged over rows (one minus the
+        per-row pairwise rank loss). A callable gets ``(y, p)``, the flat labels and hold-out predictions of all
+        predicted pairs.
     store_cv_results : bool, default=False
         Keep every setting's hold-out predictions in ``cv_results_["holdout_predictions"]``.
     kernel1, kernel2 : Kernel or str, default="precomputed"

@@ -24,17 +24,18 @@ def _neg_mse(y, p, rows):
     return -float(np.mean((y - p) ** 2))
 
 
-def _cindex(y, p, rows):
+def _concordance(y, p, rows):
     return concordance_index(y, p)
 
 
-def _rank(y, p, rows):
+def _row_concordance(y, p, rows):
     return 1.0 - pairwise_rank_loss(y, p, rows)
 
 
-#: Named pair scores (greater is better): concordance index over all pairs, negated mean squared error, and one
-#: minus the mean per-row pairwise rank loss (Pahikkala et al. 2013, eq. 4).
-PAIR_SCORERS = {"cindex": _cindex, "mse": _neg_mse, "rank": _rank}
+#: Named pair scores (greater is better): concordance index over all pairs, negated mean squared error, and the
+#: concordance within each row averaged over rows, i.e. one minus the per-row pairwise rank loss (Pahikkala et al.
+#: 2013, eq. 4; :class:`~iokr.model_selection.RankRLSCV`'s "concordance" with the rows as queries).
+PAIR_SCORERS = {"concordance": _concordance, "mse": _neg_mse, "row_concordance": _row_concordance}
 
 
 def resolve_pair_scoring(scoring, default, owner):
@@ -66,7 +67,8 @@ def pairwise_cv_scores(model, alphas, setting, scoring=None, n_folds=None, rando
     alphas : sequence of float
     setting : {"A", "B", "C", "D"}
     scoring : None, str or callable, optional
-        See :func:`resolve_pair_scoring`; None is ``"rank"`` for ranking models and ``"cindex"`` otherwise.
+        See :func:`resolve_pair_scoring`; None is ``"row_concordance"`` for ranking models and ``"concordance"``
+        otherwise.
     n_folds, random_state
         As the estimator's ``holdout_predictions``.
     keep_predictions : bool, default=False
@@ -80,7 +82,8 @@ def pairwise_cv_scores(model, alphas, setting, scoring=None, n_folds=None, rando
     predictions : list of ndarray
         Per alpha, shape (n1, n2) (complete labels) or (q,) (triplets); empty unless ``keep_predictions``.
     """
-    scorer = resolve_pair_scoring(scoring, "rank" if model._ranking else "cindex", owner or type(model).__name__)
+    default = "row_concordance" if model._ranking else "concordance"
+    scorer = resolve_pair_scoring(scoring, default, owner or type(model).__name__)
     rows, _, values = model._labelled()
     scores, predictions = [], []
     for P in model._holdout_path(alphas, setting, n_folds, random_state):
@@ -136,7 +139,7 @@ class PairwiseSearchBase(PathSearchMixin, BaseEstimator):
         owner = type(self).__name__
         alphas = check_alphas(self.alphas, "alphas", owner)
         check_setting(self.setting, self.n_folds)
-        resolve_pair_scoring(self.scoring, "cindex", owner)  # fail before any fit
+        resolve_pair_scoring(self.scoring, "concordance", owner)  # fail before any fit
         groups = expand_grid(self.param_grid, ("kernel1", "kernel2"), owner)
         kernel_grid = [{**g1, **g2} for g1 in groups[0] for g2 in groups[1]]
         rows, scores, used, predictions = [], [], [], []
@@ -156,9 +159,8 @@ class PairwiseSearchBase(PathSearchMixin, BaseEstimator):
         labelled_rows, cols, _ = model._labelled()
         n_splits = count_pairwise_splits(self.setting, labelled_rows, cols, model.one_domain_, self.n_folds,
                                          self.random_state)
-        self._finish(rows, scores, used, scheme_name(self.setting, self.n_folds), n_splits)
-        if self.store_cv_results:
-            self.cv_results_["holdout_predictions"] = predictions
+        self._finish(rows, scores, used, scheme_name(self.setting, self.n_folds), n_splits,
+                     stored={"holdout_predictions": predictions} if self.store_cv_results else None)
         self.best_estimator_ = self._refit_best(best[1], X1, X2, Y)
         return self
 

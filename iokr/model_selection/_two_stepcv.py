@@ -33,8 +33,8 @@ class TwoStepRLSCV(PathSearchMixin, BaseEstimator):
     setting : {"A", "B", "C", "D"}, default="A"
         The ``cv`` of this search: pair, row, column, or row and column new at prediction time (leave one out;
         TwoStepRLS has no k-fold route).
-    scoring : {"cindex", "mse", "rank"} or callable, optional
-        Score of the pooled hold-out predictions, greater is better (default ``"cindex"``; see
+    scoring : {"concordance", "mse", "row_concordance"} or callable, optional
+        Score of the pooled hold-out predictions, greater is better (default ``"concordance"``; see
         :class:`~iokr.model_selection.KronRLSCV`).
     store_cv_results : bool, default=False
         Keep every setting's hold-out predictions, each of shape (n1, n2), in
@@ -86,7 +86,7 @@ class TwoStepRLSCV(PathSearchMixin, BaseEstimator):
         alphas1 = check_alphas(self.alphas, "alphas", owner)
         alphas2 = alphas1 if self.alphas2 is None else check_alphas(self.alphas2, "alphas2", owner)
         check_setting(self.setting)
-        scorer = resolve_pair_scoring(self.scoring, "cindex", owner)
+        scorer = resolve_pair_scoring(self.scoring, "concordance", owner)
         groups = expand_grid(self.param_grid, ("kernel1", "kernel2"), owner)
         rows, scores, predictions = [], [], []
         best = (-np.inf, None)
@@ -106,9 +106,8 @@ class TwoStepRLSCV(PathSearchMixin, BaseEstimator):
                         best = (scores[-1][0], model)
         pair_cols = np.tile(np.arange(n2), n1)
         n_splits = count_pairwise_splits(self.setting, pair_rows, pair_cols, False)
-        self._finish(rows, scores, [row["alpha"] for row in rows], scheme_name(self.setting), n_splits)
-        if self.store_cv_results:
-            self.cv_results_["holdout_predictions"] = predictions
+        self._finish(rows, scores, [row["alpha"] for row in rows], scheme_name(self.setting), n_splits,
+                     stored={"holdout_predictions": predictions} if self.store_cv_results else None)
         self.alpha2_ = float(self.best_params_["alpha2"])
         self.best_estimator_ = best[1]._refit_alphas(self.alpha_, self.alpha2_)
         return self

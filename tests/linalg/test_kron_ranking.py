@@ -6,7 +6,6 @@ import pytest
 
 from iokr.linalg import (
     EigenPath,
-    group_center,
     kron_ranking_factors,
     kron_ranking_holdout,
     kron_ranking_leave_row_and_column_out,
@@ -37,12 +36,6 @@ def _dense_ranking_refit(K1, K2, mask, Y, alpha, i, j):
     resid = Y[r, c] - Kq @ a
     offset = resid[r == i].mean() if (r == i).any() else 0.0
     return (K1[i, r] * K2[j, c]) @ a + offset
-
-
-def test_group_center_is_the_loss_matrix(rng):
-    groups = rng.integers(0, 4, size=15)
-    values = rng.normal(size=15)
-    np.testing.assert_allclose(group_center(values, groups, 5), _centering_matrix(groups) @ values, atol=1e-14)
 
 
 def test_factors_give_the_dense_ranking_solution(rng):
