@@ -49,6 +49,12 @@ def resolve_pair_scoring(scoring, default, owner):
                      f"scoring(y, p). Got {scoring!r} instead.")
 
 
+def kernel_settings(param_grid, owner):
+    """Every combination of the ``kernel1`` and ``kernel2`` settings of ``param_grid`` (one empty dict without)."""
+    rows, cols = expand_grid(param_grid, ("kernel1", "kernel2"), owner)
+    return [{**g1, **g2} for g1 in rows for g2 in cols]
+
+
 def pooled_score(scorer, values, rows, P):
     """Score of hold-out predictions ``P`` (any shape, flattened like ``values``) over the pairs they cover."""
     P = np.ravel(P)
@@ -140,11 +146,9 @@ class PairwiseSearchBase(PathSearchMixin, BaseEstimator):
         alphas = check_alphas(self.alphas, "alphas", owner)
         check_setting(self.setting, self.n_folds)
         resolve_pair_scoring(self.scoring, "concordance", owner)  # fail before any fit
-        groups = expand_grid(self.param_grid, ("kernel1", "kernel2"), owner)
-        kernel_grid = [{**g1, **g2} for g1 in groups[0] for g2 in groups[1]]
         rows, scores, used, predictions = [], [], [], []
         best = (-np.inf, None)  # (score, model): the refit reuses the best kernel setting's factorizations
-        for kernels in kernel_grid:
+        for kernels in kernel_settings(self.param_grid, owner):
             # Fitted once per kernel setting at the first alpha: the factorizations serve the whole grid.
             params = apply_setting(self._estimator_params(), kernels)
             model = self._estimator(alpha=float(alphas[0]), **params).fit(X1, X2, Y)

@@ -8,9 +8,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..estimators.two_step import TwoStepRLS
 from ..linalg import check_alphas
-from ._pairwise_search import pooled_score, resolve_pair_scoring
+from ._pairwise_search import kernel_settings, pooled_score, resolve_pair_scoring
 from ._pairwise_splits import check_setting, count_pairwise_splits, scheme_name
-from ._search import DEFAULT_ALPHAS, PathSearchMixin, apply_setting, expand_grid
+from ._search import DEFAULT_ALPHAS, PathSearchMixin, apply_setting
 
 __all__ = ["TwoStepRLSCV"]
 
@@ -87,10 +87,9 @@ class TwoStepRLSCV(PathSearchMixin, BaseEstimator):
         alphas2 = alphas1 if self.alphas2 is None else check_alphas(self.alphas2, "alphas2", owner)
         check_setting(self.setting)
         scorer = resolve_pair_scoring(self.scoring, "concordance", owner)
-        groups = expand_grid(self.param_grid, ("kernel1", "kernel2"), owner)
         rows, scores, predictions = [], [], []
-        best = (-np.inf, None)
-        for kernels in (dict(**g1, **g2) for g1 in groups[0] for g2 in groups[1]):
+        best = (-np.inf, None)  # (score, model): the refit reuses the best kernel setting's eigendecompositions
+        for kernels in kernel_settings(self.param_grid, owner):
             params = apply_setting({"kernel1": self.kernel1, "kernel2": self.kernel2}, kernels)
             model = TwoStepRLS(alpha1=float(alphas1[0]), alpha2=float(alphas2[0]), **params).fit(X1, X2, Y)
             n1, n2 = model.shape_
