@@ -76,7 +76,7 @@ class InputSide:
             self.n_features_in = gram.shape[0]
         else:
             # The kernel's own validation: Precomputed takes integer indices, min-max Tanimoto non-negative features.
-            X = self.kernel._check_input(X, "X")
+            X = self.kernel.validate(X, "X")
             self.X_train = X
             self.n_train, self.n_features_in = X.shape
             gram = self.kernel(X)
@@ -84,7 +84,7 @@ class InputSide:
 
     def check_test(self, X_test, input_diag=None):
         """Validate test inputs; returns the array (features, or test-by-train Gram for precomputed)."""
-        X_test = check_array_2d(X_test, "X") if self.precomputed else self.kernel._check_input(X_test, "X")
+        X_test = check_array_2d(X_test, "X") if self.precomputed else self.kernel.validate(X_test, "X")
         if self.precomputed:
             if X_test.shape[1] != self.n_train:
                 raise ValueError(
@@ -114,8 +114,8 @@ class InputSide:
             diag = None if input_diag is None else input_diag[rows]
         else:
             block = X_test[rows]
-            cross = np.asarray(self.kernel._block(block, self.X_train), dtype=np.float64)
-            diag = self.kernel._diag(block) if self.transform.normalize else None
+            cross = np.asarray(self.kernel.compute(block, self.X_train), dtype=np.float64)
+            diag = self.kernel.compute_diag(block) if self.transform.normalize else None
         transformed, _ = self.transform.transform(cross, diag)
         return transformed
 
@@ -150,10 +150,10 @@ class OutputSide:
         self.center, self.normalize = center, normalize
 
     def fit(self, Y):
-        Y = self.kernel._check_input(Y, "Y")
+        Y = self.kernel.validate(Y, "Y")
         self.n_features = Y.shape[1]
         if self.explicit:
-            features = self.kernel._features(Y)
+            features = self.kernel.compute_features(Y)
             self.feature_transform = FeatureTransform(self.center, self.normalize).fit(features)
             self.train_features = self.feature_transform.transform(features, dtype=np.float64)
         else:
@@ -174,7 +174,7 @@ class OutputSide:
                 T *= 2.0 * self.kernel.gamma
                 np.exp(T, out=T)
             return T
-        return self.kernel._block(C, self.Y_train)
+        return self.kernel.compute(C, self.Y_train)
 
     def candidate_block(self, C, decoding, name="candidates"):
         """Representation ``R`` and additive ``offset`` of a block of candidates for ``decoding``.
@@ -187,15 +187,15 @@ class OutputSide:
                 f"'{name}' has candidates with {C.shape[-1] if C.ndim else 0} features, but the model was fitted "
                 f"on outputs with {self.n_features} features."
             )
-        C = self.kernel._check_input(C, name)
+        C = self.kernel.validate(C, name)
         dtype = np.float32 if C.dtype == np.float32 else np.float64
         if self.explicit:
             # R is only read below (scaled into a new array for cosine), so the untransformed input may be used as is.
-            R, sq_norms = self.feature_transform.transform_with_norms(self.kernel._features(C), dtype=dtype,
+            R, sq_norms = self.feature_transform.transform_with_norms(self.kernel.compute_features(C), dtype=dtype,
                                                                       copy=False, norms=decoding != "inner")
         else:
             cross = self._cross_block(C)
-            R, sq_norms = self.kernel_transform.transform(cross, self.kernel._diag(C))
+            R, sq_norms = self.kernel_transform.transform(cross, self.kernel.compute_diag(C))
             R = R.astype(dtype, copy=False)
         if decoding == "distance":
             return R, -sq_norms.astype(R.dtype)

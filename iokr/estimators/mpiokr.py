@@ -190,7 +190,7 @@ class MPIOKR(IOKR):
                              "matching 'candidate_sets', or one (n_pool, d) array for a CandidateSets). Use "
                              "approximation='joint' or 'separate' when they are unknown.")
         if isinstance(raw_sets, CandidateSets):
-            inputs = input_kernel._check_input(candidate_inputs, "candidate_inputs")
+            inputs = input_kernel.validate(candidate_inputs, "candidate_inputs")
             if inputs.shape[0] != sets.pool.shape[0]:
                 raise ValueError(f"'candidate_inputs' must have one row per pool candidate ({sets.pool.shape[0]}), "
                                  f"got {inputs.shape[0]}.")
@@ -203,7 +203,7 @@ class MPIOKR(IOKR):
             for i, (block, size) in enumerate(zip(candidate_inputs, sets.sizes)):
                 if np.size(block) == 0 and size == 0:
                     continue
-                block = input_kernel._check_input(block, f"candidate_inputs[{i}]")
+                block = input_kernel.validate(block, f"candidate_inputs[{i}]")
                 if block.shape[0] != size:
                     raise ValueError(f"'candidate_inputs[{i}]' has {block.shape[0]} rows but 'candidate_sets[{i}]' "
                                      f"has {size} candidates; they must match one to one.")
@@ -339,9 +339,9 @@ class MPIOKR(IOKR):
             return stats
         if out.explicit:
             def represent(block):
-                block = out.kernel._check_input(block, "candidates")
+                block = out.kernel.validate(block, "candidates")
                 dtype = np.float32 if block.dtype == np.float32 else np.float64
-                return out.feature_transform.transform(out.kernel._features(block), dtype=dtype)
+                return out.feature_transform.transform(out.kernel.compute_features(block), dtype=dtype)
 
             return stream_statistics(layout, represent, out.n_features, key=key,
                                      working_memory=self.working_memory)
@@ -357,8 +357,8 @@ class MPIOKR(IOKR):
         out = self.output_
         if used.size == 0:
             return out.train_features
-        cands = out.kernel._check_input(np.asarray(sets.pool[used]), "candidates")
-        feats = out.feature_transform.transform(out.kernel._features(cands), dtype=np.float64)
+        cands = out.kernel.validate(np.asarray(sets.pool[used]), "candidates")
+        feats = out.feature_transform.transform(out.kernel.compute_features(cands), dtype=np.float64)
         return np.concatenate([out.train_features, feats], axis=0)
 
     def _fit_approximated(self, alpha, grams, stats, mean_op, omega):
@@ -539,7 +539,7 @@ class _GroupedInput:
         self.center, self.normalize = center, normalize
 
     def fit_grams(self, X):
-        X = self.kernels[0]._check_input(X, "X")
+        X = self.kernels[0].validate(X, "X")
         self.X_train = X
         self.n_examples, self.n_features_in = X.shape
         self.n_train = X.shape[0] * len(self.groups)
@@ -551,7 +551,7 @@ class _GroupedInput:
         return [sum(centered[k] for k in group) * scale for group in self.groups]
 
     def check_test(self, X, input_diag=None):
-        X = self.kernels[0]._check_input(X, "X")
+        X = self.kernels[0].validate(X, "X")
         if X.shape[1] != self.n_features_in:
             raise ValueError(f"'X' has {X.shape[1]} features, but the model was fitted with {self.n_features_in} "
                              "features.")
@@ -561,8 +561,8 @@ class _GroupedInput:
         block = X[rows]
         parts, diag = [], 0.0
         for kernel, weight, transform in zip(self.kernels, self.weights, self.transforms):
-            cross, d = transform.transform(np.asarray(kernel._block(block, self.X_train), dtype=np.float64),
-                                           kernel._diag(block))
+            cross, d = transform.transform(np.asarray(kernel.compute(block, self.X_train), dtype=np.float64),
+                                           kernel.compute_diag(block))
             parts.append(weight * cross)
             diag = diag + weight * d
         scale = _safe_inverse(np.clip(diag, 0.0, None)) ** 0.5 if self.normalize else np.ones(block.shape[0])
@@ -588,7 +588,7 @@ class _OutputBasis:
         if C.ndim != 2 or C.shape[1] != self.n_features:
             raise ValueError(f"'{name}' has candidates with {C.shape[-1] if C.ndim else 0} features, but the model "
                              f"was fitted on outputs with {self.n_features} features.")
-        C = self.side.kernel._check_input(C, name)
+        C = self.side.kernel.validate(C, name)
         R, sq_norms = self.basis.block(C)
         if C.dtype == np.float32:
             R = R.astype(np.float32)
