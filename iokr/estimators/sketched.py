@@ -7,15 +7,14 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_finite, check_n_features, check_positive_scalar
-from ..kernels import Gaussian, Kernel, KernelTransform, make_kernel
-from ..kernels._random_features import RandomFourierFeatures
-from ..linalg import row_slices
-from ..linalg._sketch import (
+from ..kernels import Gaussian, Kernel, KernelTransform, RandomFourierFeatures, make_kernel
+from ..linalg import (
     falkon_solve,
     greedy_landmarks,
     nystrom_whitening,
     pivoted_cholesky_landmarks,
     ridge_primal,
+    row_slices,
     sparse_sketch,
     subsample_indices,
 )

@@ -30,6 +30,15 @@ from ._kronecker import (
     WeightedKroneckerSum,
     commutation_matrix,
 )
+from ._sketch import (
+    falkon_solve,
+    greedy_landmarks,
+    nystrom_whitening,
+    pivoted_cholesky_landmarks,
+    ridge_primal,
+    sparse_sketch,
+    subsample_indices,
+)
 from ._path import (
     EIGEN_MIN_ALPHAS,
     PATH_METHODS,
@@ -79,4 +88,11 @@ __all__ = [
     "row_slices",
     "solve_shifted",
     "sq_norms_in_kernel",
+    "falkon_solve",
+    "greedy_landmarks",
+    "nystrom_whitening",
+    "pivoted_cholesky_landmarks",
+    "ridge_primal",
+    "sparse_sketch",
+    "subsample_indices",
 ]

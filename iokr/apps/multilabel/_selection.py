@@ -31,7 +31,7 @@ from sklearn.preprocessing import StandardScaler
 
 from ...decoding import CandidateSets
 from ...estimators import IOKR
-from ...estimators._sides import OutputSide  # the output transform IOKRCV applies, for scoring hold-out predictions
+from ...estimators import OutputSide  # the output transform IOKRCV applies, for scoring hold-out predictions
 from ...kernels import Gaussian
 from ...metrics import example_f1
 from ...model_selection import IOKRCV
