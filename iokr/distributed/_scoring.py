@@ -70,7 +70,7 @@ def plan_tasks(n_queries, n_candidates, query_block=None, candidate_block=None, 
 
 
 def _task(model, X_block, pool, start, stop, k, working_memory):
-    scorer = model._scorer(X_block, None, "candidate_sets")
+    scorer = model.scorer(X_block, candidates_name="candidate_sets")
     idx, scores = top_k_scores(scorer, _PoolRange(pool, start, stop), k, working_memory)
     idx = np.where(idx >= 0, idx + start, idx)
     return idx, scores
@@ -93,7 +93,7 @@ def distributed_top_k(client, model, X, pool, k, *, query_block=None, candidate_
     ----------
     client : dask.distributed.Client
     model : fitted IOKR-like estimator
-        Must provide ``_scorer(X, input_diag, name)`` (IOKR, SketchedIOKR ...).
+        Must provide ``scorer(X, candidates_name=...)`` (IOKR, SketchedIOKR ...).
     X : ndarray of shape (m, d)
     pool : ndarray, PackedBinaryFeatures or CandidateFile of shape (c, p)
     k : int
@@ -119,7 +119,7 @@ def distributed_top_k(client, model, X, pool, k, *, query_block=None, candidate_
     k = int(min(k, n_pool))
     if working_memory is None:  # the client's setting: worker threads do not see its thread-local config
         working_memory = getattr(model, "working_memory", None) or get_config()["working_memory"]
-    local_rows = plan_blocks(model._scorer(X, None, "candidate_sets"), n_pool, working_memory)
+    local_rows = plan_blocks(model.scorer(X, candidates_name="candidate_sets"), n_pool, working_memory)
     queries, candidates = plan_tasks(n_queries, n_pool, query_block, candidate_block, align=local_rows)
     try:
         model_f = hold(client, model)

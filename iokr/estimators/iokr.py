@@ -193,6 +193,29 @@ class IOKR(BaseEstimator):
                       self.output_.candidate_bytes_per_row(self.input_.n_train),
                       binary_rule=self.output_.binary_rule(rule))
 
+    def scorer(self, X, *, input_diag=None, candidates_name="candidates"):
+        """Return the bilinear scoring rule of the fitted model for the queries ``X``.
+
+        Runs that organize the scoring themselves (:mod:`iokr.distributed`) score with it exactly as
+        :meth:`rank` and :meth:`decision_function` do.
+
+        Parameters
+        ----------
+        X : array-like of shape (m, d), or (m, n) test-by-train Gram when precomputed
+            Query inputs.
+        input_diag : array-like of shape (m,), optional
+            ``k(x, x)`` of the test inputs; needed only with a precomputed, normalized input kernel.
+        candidates_name : str, default="candidates"
+            Name of the candidates in error messages.
+
+        Returns
+        -------
+        scorer : Scorer
+            Query and candidate representations under the model's decoding rule (see
+            :class:`iokr.decoding.Scorer`).
+        """
+        return self._scorer(X, input_diag, candidates_name)
+
     def _explicit_weights(self):
         """``W`` with ``h(x) = test_block(x) @ W`` on the explicit output path (None otherwise)."""
         return self.dual_coef_ if self.output_.explicit else None

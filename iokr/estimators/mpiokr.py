@@ -302,7 +302,7 @@ class MPIOKR(IOKR):
                 raise ValueError("approximation='separate' approximates each base kernel of a WeightedSum input "
                                  f"kernel separately; got input_kernel={self.input_kernel!r}. Pass "
                                  "iokr.kernels.WeightedSum([...]) or use approximation='joint'.")
-            kernels, weights = input_kernel._weights()
+            kernels, weights = input_kernel.components()
             gammas = [gamma] * len(kernels) if np.ndim(gamma) == 0 else gamma
             if len(gammas) != len(kernels):
                 raise ValueError(f"The 'gamma' parameter of {type(self).__name__} must hold one value per base "

@@ -77,7 +77,15 @@ class WeightedSum(Kernel):
         self.kernels = kernels
         self.weights = weights
 
-    def _weights(self):
+    def components(self):
+        """The base kernels and their validated weights (uniform when ``weights`` is None).
+
+        Returns
+        -------
+        kernels : list of Kernel
+        weights : ndarray of shape (n_kernels,)
+            Finite, non-negative.
+        """
         kernels = list(self.kernels)
         if not kernels:
             raise ValueError("The 'kernels' parameter of WeightedSum must hold at least one kernel. Got none.")
@@ -93,15 +101,15 @@ class WeightedSum(Kernel):
 
     @property
     def temporaries_per_entry(self):
-        kernels, _ = self._weights()
+        kernels, _ = self.components()
         return 1 + max(k.temporaries_per_entry for k in kernels)
 
     def validate(self, X, name):
-        kernels, _ = self._weights()
+        kernels, _ = self.components()
         return kernels[0].validate(X, name)
 
     def compute(self, A, B):
-        kernels, weights = self._weights()
+        kernels, weights = self.components()
         total = None
         for kernel, weight in zip(kernels, weights):
             block = kernel.compute(A, B)
@@ -110,7 +118,7 @@ class WeightedSum(Kernel):
         return total
 
     def compute_diag(self, A):
-        kernels, weights = self._weights()
+        kernels, weights = self.components()
         return sum(w * k.compute_diag(A) for k, w in zip(kernels, weights))
 
 
