@@ -9,6 +9,21 @@ from .rankrls import PreferenceRankRLS, RankRLS
 from .rls import RLS
 from .sketched import SketchedIOKR
 
-__all__ = ["IOKR", "MPIOKR", "RLS", "ConditionalRankRLS", "KronRLS", "PreferenceRankRLS", "RankRLS", "SketchedIOKR", "TwoStepRLS",
-           # The building blocks of the estimators, for model selection and applications composing them.
-           "InputSide", "InputSideProtocol", "OutputSide", "OutputSideProtocol", "check_output_features", "gram_norms"]
+# Besides the estimators, their building blocks (the sides and their protocols) for model selection and applications.
+__all__ = [
+    "IOKR",
+    "MPIOKR",
+    "RLS",
+    "ConditionalRankRLS",
+    "InputSide",
+    "InputSideProtocol",
+    "KronRLS",
+    "OutputSide",
+    "OutputSideProtocol",
+    "PreferenceRankRLS",
+    "RankRLS",
+    "SketchedIOKR",
+    "TwoStepRLS",
+    "check_output_features",
+    "gram_norms",
+]

@@ -605,8 +605,7 @@ class _OutputBasis:
         return 3 * 8 * self.basis.n_basis
 
     def binary_rule(self, decoding):
-        """None: candidates are kernel values against the basis, not the 0/1 rows themselves."""
-        return None
+        """Give None: candidates are kernel values against the basis, not the 0/1 rows themselves."""
 
     def query_norms(self, beta):
         """``||h||`` of coefficient rows over the basis, through the transformed basis Gram (built once)."""

@@ -95,8 +95,7 @@ class _OutputTarget:
         return R, offset
 
     def binary_rule(self, decoding):
-        """None: hold-out pools are scored through :meth:`candidate_block` (cached once for all alphas)."""
-        return None
+        """Give None: hold-out pools are scored through :meth:`candidate_block` (cached once for all alphas)."""
 
     def cached_pool(self, pool, decoding, width, working_memory):
         """The candidate pool and its block function, with representations computed once for all alphas.

@@ -191,7 +191,7 @@ def _mp_output_basis():
 
 
 def _target_features():
-    X, Y = _data()
+    _, Y = _data()
     side = OutputSide("linear", True, True).fit(Y)
     target = _OutputTarget(side, N)
     assert target.explicit
@@ -199,7 +199,7 @@ def _target_features():
 
 
 def _target_dual():
-    X, Y = _data()
+    _, Y = _data()
     side = OutputSide("linear", True, True).fit(Y)
     target = _OutputTarget(side, P - 1)  # wider features than examples: dual coordinates
     assert not target.explicit
@@ -207,7 +207,7 @@ def _target_dual():
 
 
 def _target_kernel():
-    X, Y = _data()
+    _, Y = _data()
     target = _OutputTarget(OutputSide(Gaussian(0.5), True, True).fit(Y), N)
     return target, Space(Y, G=naive_transform(Gaussian(0.5)(Y), N, True, True), idx=np.arange(N))
 
@@ -276,7 +276,7 @@ def test_binary_tanimoto_counts_are_used():
 
 
 def test_unknown_decoding_is_rejected_by_every_side():
-    for name, build in OUTPUT_SIDES.items():
+    for build in OUTPUT_SIDES.values():
         side, space = build()
         with pytest.raises(ValueError, match="'decoding' parameter"):
             side.candidate_block(space.candidates, "euclid")
