@@ -66,6 +66,12 @@ def _sketched_input():
     return model.input_, X, naive_transform(Gaussian(0.3)(X), N, True, True)
 
 
+def _falkon_input():
+    X, Y = _data()
+    model = SketchedIOKR(input_kernel=Gaussian(0.3), solver="falkon", n_components=4, random_state=0).fit(X, Y)
+    return model.input_, X, naive_transform(Gaussian(0.3)(X), N, True, True)
+
+
 def _mp_sets(Y, rng):
     pool = (rng.random((5, P)) < 0.4).astype(np.float64)
     return pool, [pool[np.sort(rng.choice(5, 2, replace=False))] for _ in range(N)]
@@ -107,6 +113,7 @@ INPUT_SIDES = {
     "InputSide": (_iokr_input, False),
     "InputSide-precomputed": (_precomputed_input, False),
     "_FeatureInput": (_sketched_input, True),
+    "InputSide-falkon": (_falkon_input, False),
     "_PlainInput": (_mp_plain_input, False),
     "_KnownInput": (_mp_known_input, False),
     "_GroupedInput": (_mp_grouped_input, False),
