@@ -249,11 +249,10 @@ def _naive(model_path, mgf, by_formula, n_timed):
 
 
 def _in_process(model_path, mgf, db_path):
-    from iokr.apps.metabolites._identify import IdentifySettings
-    from iokr.apps.metabolites._jobs import identify_job
+    from iokr.apps.metabolites import Feedback, IdentifySettings, identify_job
 
     t0, c0 = time.perf_counter(), time.process_time()
-    result = identify_job(model_path, mgf, db_path, IdentifySettings(), log=lambda *a: None)
+    result = identify_job(model_path, mgf, db_path, IdentifySettings(), feedback=Feedback(log=lambda *a: None))
     return time.perf_counter() - t0, time.process_time() - c0, len(result["identifications"])
 
 

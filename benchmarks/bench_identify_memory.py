@@ -46,13 +46,13 @@ print(f"PEAK_RSS_MIB {peak_rss_mib():.1f}", file=sys.stderr)
 
 def _inputs(work, n_queries):
     """Model, query MGF and structure CSV in ``work``."""
-    from iokr.apps.metabolites._jobs import train_job
+    from iokr.apps.metabolites import Feedback, TrainingConfig, train_job
     from iokr.datasets._metabolites import BUNDLED_METABOLITES as bundled
 
     model = work / "model.npz"
-    train_job(bundled["spectra"], model, grid={"alpha": (0.03,), "input_gamma": (None,), "output_kernel":
-                                                ("tanimoto",), "output_gamma": (1.0,), "sigma_mz": (0.001,)},
-              log=lambda message: None)
+    grid = {"alpha": (0.03,), "input_gamma": (None,), "output_kernel": ("tanimoto",), "output_gamma": (1.0,),
+            "sigma_mz": (0.001,)}
+    train_job(bundled["spectra"], model, TrainingConfig(grid=grid), feedback=Feedback(log=lambda message: None))
     with tarfile.open(bundled["candidates"]) as tar:
         # the list closest to 57 KB (about 500 InChIs): the size of the issue's shared 573-candidate list
         member = min((m for m in tar.getmembers() if m.name.endswith(".csv")), key=lambda m: abs(m.size - 57_300))

@@ -29,11 +29,11 @@ def run(args):
     with output_folder(out, overwrite=args.overwrite, inputs=inputs) as tmp:
         jobs = _load_app()
         print("Metabolite identification on the bundled MassBank subset and 60 PubChem candidate lists")
+        # the app's default grid, chosen by CV on the full training data
         summary = jobs.evaluate_job(BUNDLED_METABOLITES["spectra"], BUNDLED_METABOLITES["candidates"],
+                                    jobs.TrainingConfig(n_folds=args.folds),
                                     fingerprint_cache=BUNDLED_METABOLITES["fingerprint_cache"],
-                                    grid=None,  # the app's default grid, chosen by CV on the full training data
-                                    n_folds=args.folds, progress=_progress, log=_log,
-                                    model_output=tmp / "model.npz")
+                                    model_output=tmp / "model.npz", feedback=jobs.Feedback(_progress, _log))
         write_json(tmp / "summary.json", summary)
         print(f"{summary['n_lists_with_spectra']} of {summary['n_lists']} lists have query spectra; "
               f"{summary['n_query_spectra']} query spectra; trained on {summary['n_train_structures']} structures "

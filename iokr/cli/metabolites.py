@@ -31,7 +31,7 @@ def _grid(args, default):
 def _fingerprint_kind(text):
     import argparse
 
-    from ..apps.metabolites._fingerprints import FINGERPRINT_PARTS
+    from ..apps.metabolites import FINGERPRINT_PARTS
 
     parts = text.split("+")
     if not parts or any(p not in FINGERPRINT_PARTS for p in parts) or len(set(parts)) != len(parts):
@@ -41,14 +41,15 @@ def _fingerprint_kind(text):
 
 
 def _model_options(args, jobs):
-    """Keyword arguments of the train / evaluate jobs from the shared options (app defaults when not given)."""
+    """The train / evaluate jobs' :class:`TrainingConfig` from the shared options (app defaults when not given)."""
     fingerprint = dict(jobs.DEFAULT_FINGERPRINT)
     if args.fingerprint is not None:
         fingerprint["kind"] = args.fingerprint
     if args.fingerprint_radius is not None:
         fingerprint["radius"] = args.fingerprint_radius
-    return {"fingerprint": fingerprint, "grid": _grid(args, jobs.DEFAULT_GRID),
-            "surrogate": args.cv_lists or jobs.DEFAULT_SURROGATE, "n_folds": args.folds, "seed": args.seed}
+    return jobs.TrainingConfig(fingerprint=fingerprint, grid=_grid(args, jobs.DEFAULT_GRID),
+                               surrogate=args.cv_lists or jobs.DEFAULT_SURROGATE, n_folds=args.folds,
+                               seed=args.seed, store_path=args.store)
 
 
 def _add_model_options(parser):
@@ -188,11 +189,11 @@ def _load_app():
     try:
         import rdkit  # noqa: F401 - imported lazily by the app; checked here for a one-line error
 
-        from ..apps.metabolites import _jobs
+        from ..apps import metabolites
     except ImportError as exc:
         raise CommandError(f"metabolite identification needs RDKit and matchms ({exc}); "
                            "pip install 'iokr[chem]'.") from None
-    return _jobs
+    return metabolites
 
 
 def run_train(args):
@@ -201,8 +202,8 @@ def run_train(args):
                                                args.exclude_candidates, "--store": args.store},
                   overwrite=args.overwrite)
     jobs = _load_app()
-    out = jobs.train_job(args.spectra, args.output, exclude_candidates=args.exclude_candidates,
-                         store_path=args.store, progress=_progress, log=_log, **_model_options(args, jobs))
+    out = jobs.train_job(args.spectra, args.output, _model_options(args, jobs),
+                         exclude_candidates=args.exclude_candidates, feedback=jobs.Feedback(_progress, _log))
     print(f"model written to {out['model']} ({out['n_train']} training structures); chosen: "
           + ", ".join(f"{k}={out['chosen'][k]}" for k in ("alpha", "output_kernel", "output_gamma"))
           + f"; MKL weights {[round(w, 3) for w in out['weights']]}")
@@ -225,9 +226,7 @@ def _write_table(rows, columns):
 def _resolve_model(args):
     if args.model:
         return args.model
-    from ..apps.metabolites._default_model import ensure_default_model
-
-    return ensure_default_model(progress=_progress, log=_log)
+    return _load_app().ensure_default_model(progress=_progress, log=_log)
 
 
 #: What ``identify`` writes into its output folder; --overwrite replaces only a folder holding nothing else.
@@ -263,9 +262,7 @@ def run_identify(args):
     check_outputs({"--output": args.output}, inputs, overwrite=args.overwrite)
     _check_identify_paths(args)
     jobs = _load_app()
-    from ..apps.metabolites._identify import QUERY_COLUMNS, RESULT_COLUMNS, IdentifySettings
-
-    settings = IdentifySettings(top_k=args.top_k, ppm=args.ppm, query_id_field=args.query_id_field,
+    settings = jobs.IdentifySettings(top_k=args.top_k, ppm=args.ppm, query_id_field=args.query_id_field,
                                 adduct_policy=args.adduct_policy)
     model = _resolve_model(args)
     with output_folder(args.output, overwrite=args.overwrite, inputs=inputs) as tmp:
@@ -276,10 +273,10 @@ def run_identify(args):
                 return writer.writerow
 
             result = jobs.identify_job(model, args.spectra, args.candidates, settings, store_path=args.store,
-                                       progress=_progress, log=_log, candidate_sink=candidate_table)
+                                       feedback=jobs.Feedback(_progress, _log), candidate_sink=candidate_table)
         write_atomic(tmp / "structure_identifications.tsv",
                      _write_table(result["identifications"],
-                                  [*QUERY_COLUMNS, *result["candidate_columns"], *RESULT_COLUMNS]))
+                                  [*jobs.QUERY_COLUMNS, *result["candidate_columns"], *jobs.RESULT_COLUMNS]))
         write_json(tmp / "parameters.json", result["parameters"])
     counts = ", ".join(f"{n} {status}" for status, n in sorted(result["statuses"].items(), key=lambda x: (-x[1], x[0])))
     print(f"{len(result['identifications'])} queries: {counts}; tables written to {args.output}")
@@ -290,19 +287,10 @@ def run_index(args):
 
     out = Path(args.output)
     check_outputs({"--output": out}, {"DATABASE": args.database, "--model": args.model}, overwrite=args.overwrite)
-    _load_app()
-    from ..apps.metabolites._database import StructureDatabase
-
-    if args.model:
-        from ..apps.metabolites._persist import load_fingerprinter
-
-        fingerprinter = load_fingerprinter(args.model)
-    else:
-        from ..apps.metabolites._jobs import DEFAULT_FINGERPRINT, _fingerprinter
-
-        fingerprinter = _fingerprinter(DEFAULT_FINGERPRINT)
+    app = _load_app()
+    fingerprinter = app.load_fingerprinter(args.model) if args.model else app.TrainingConfig().fingerprinter()
     with _progress(None, "indexing structures (rows read)") as bar:
-        db, stats = StructureDatabase.build(args.database, out, fingerprinter, progress=bar)
+        db, stats = app.StructureDatabase.build(args.database, out, fingerprinter, progress=bar)
     db.close()
     print(f"{stats['n_structures']} structures indexed from {stats['n_rows']} rows ({stats['n_unparsable']} "
           f"unparsable, {stats['n_duplicates']} duplicates merged) in {stats['seconds']:.1f} s "
@@ -329,8 +317,8 @@ def run_evaluate(args):
     jobs = _load_app()
     out_dir = Path(args.output)
     with output_folder(out_dir, overwrite=args.overwrite, inputs=inputs) as tmp:
-        summary = jobs.evaluate_job(args.spectra, args.candidates, store_path=args.store, progress=_progress,
-                                    log=_log, model_output=tmp / "model.npz", **_model_options(args, jobs))
+        summary = jobs.evaluate_job(args.spectra, args.candidates, _model_options(args, jobs),
+                                    model_output=tmp / "model.npz", feedback=jobs.Feedback(_progress, _log))
         write_json(tmp / "summary.json", summary)
         from ._report import markdown_report
 

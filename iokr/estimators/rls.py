@@ -7,7 +7,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_array_2d, check_positive_scalar
-from ..linalg import CholeskyShift, InterceptShift, cholesky_shifted, row_slices
+from ..linalg import CholeskyShift, InterceptShift, cholesky_shifted, ridge_solution, row_slices
 from ._sides import InputSide
 
 
@@ -27,18 +27,6 @@ def n_samples(X):
         return len(X)
     except TypeError:  # array-likes that only define __array__
         return np.asarray(X).shape[0]
-
-
-def intercept_solution(solver, gram, y):
-    """Dual coefficients and unpenalized intercept of ``f = K c + b`` from an intercept solver (one alpha).
-
-    ``solver`` serves ``G_inf = lim_{t -> inf} (K + t 1 1^T + alpha I)^{-1}`` (:class:`~iokr.linalg.InterceptShift`
-    or a deflated eigen path), so ``c = G_inf y`` sums to zero and ``b = mean(y - K c)``. ``G_inf 1 = 0``, so ``y`` is
-    centered first: that removes the constant component whose ``1 / alpha`` part would otherwise cancel.
-    """
-    mean = y.mean(axis=0)
-    dual = solver.solve(y - mean)
-    return dual, mean - (gram @ dual).mean(axis=0)
 
 
 def check_targets(y, n, name="y"):
@@ -139,11 +127,16 @@ class RLS(RegressorMixin, BaseEstimator):
 
     def _set_coefficients(self, gram, y, alpha):
         factor = cholesky_shifted(gram, alpha, name="kernel")
-        self.jitter_ = factor.jitter
-        if self.center:
-            self.dual_coef_, self.intercept_ = intercept_solution(InterceptShift(CholeskyShift(factor)), gram, y)
-        else:
-            self.dual_coef_, self.intercept_ = factor.solve(y), np.zeros(y.shape[1:])[()]
+        solver = CholeskyShift(factor)
+        self._set_solution(InterceptShift(solver) if self.center else solver, gram, y, jitter=factor.jitter)
+
+    def _set_solution(self, solver, gram, y, *, jitter=0.0):
+        """Coefficients from a shifted solver of the transformed training Gram at ``alpha`` (of the intercept model
+        with ``center``): the fit's Cholesky factor, or the factorization an :class:`~iokr.model_selection.RLSCV`
+        search already holds."""
+        self.jitter_ = float(jitter)
+        self.dual_coef_, self.intercept_ = ridge_solution(solver, gram, y, intercept=self.center)
+        return self
 
     def predict(self, X, *, input_diag=None):
         """Predict targets, in row chunks under the memory budget.

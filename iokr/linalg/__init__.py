@@ -1,8 +1,8 @@
 """Shared numerics, knowing nothing about kernels or estimators.
 
 Every estimator solves its linear systems through these functions: shifted Cholesky solves with jitter retry,
-eigendecomposition paths for many regularization values, closed-form hold-out and leave-one-out values, and block
-conjugate gradient on operators.
+eigendecomposition paths for many regularization values, closed-form hold-out and leave-one-out values (of kernel
+ridge regression, with or without intercept, and of least-squares ranking), and block conjugate gradient on operators.
 """
 
 from ._cg import CGInfo, block_cg
@@ -11,17 +11,17 @@ from ._chunks import chunk_rows, row_slices
 from ._eigen import EigenPath
 from ._holdout import (
     check_holdouts,
+    check_pairs,
     holdout_coefficients,
     holdout_predictions,
     holdout_residual_coefficients,
     holdout_residuals,
     loo_coefficients,
     loo_residuals,
+    pair_holdout_predictions,
     sq_norms_in_kernel,
 )
 from ._kron_holdout import kron_ridge_dual, kron_ridge_holdout, kron_ridge_leave_edge_out, leave_row_and_column_out
-from ._loo_path import AlphaSkeleton, loo_squared_errors
-from ._minres import minres
 from ._kronecker import (
     KroneckerEigen,
     KroneckerOperator,
@@ -30,6 +30,8 @@ from ._kronecker import (
     WeightedKroneckerSum,
     commutation_matrix,
 )
+from ._loo_path import AlphaSkeleton, loo_squared_errors
+from ._minres import minres
 from ._sketch import (
     falkon_solve,
     greedy_landmarks,
@@ -48,31 +50,42 @@ from ._path import (
     RegularizationPath,
     check_alphas,
     choose_path_method,
+    ridge_solution,
+)
+from ._ranking_holdout import (
+    BlockCentering,
+    complete_graph_holdout,
+    complete_graph_pair_holdout,
+    query_holdout_predictions,
 )
 
 __all__ = [
+    "EIGEN_MIN_ALPHAS",
+    "PATH_METHODS",
     "AlphaSkeleton",
+    "BlockCentering",
     "CGInfo",
     "CholeskyFactor",
     "CholeskyShift",
-    "EIGEN_MIN_ALPHAS",
     "EigenPath",
+    "EigenShift",
+    "InterceptShift",
     "KroneckerEigen",
     "KroneckerOperator",
+    "RegularizationPath",
     "SampledKroneckerOperator",
     "SymmetricKroneckerOperator",
     "WeightedKroneckerSum",
-    "EigenShift",
-    "InterceptShift",
-    "PATH_METHODS",
-    "RegularizationPath",
     "block_cg",
     "check_alphas",
     "check_holdouts",
+    "check_pairs",
     "cholesky_shifted",
-    "commutation_matrix",
     "choose_path_method",
     "chunk_rows",
+    "commutation_matrix",
+    "complete_graph_holdout",
+    "complete_graph_pair_holdout",
     "holdout_coefficients",
     "holdout_predictions",
     "holdout_residual_coefficients",
@@ -85,6 +98,9 @@ __all__ = [
     "loo_residuals",
     "loo_squared_errors",
     "minres",
+    "pair_holdout_predictions",
+    "query_holdout_predictions",
+    "ridge_solution",
     "row_slices",
     "solve_shifted",
     "sq_norms_in_kernel",

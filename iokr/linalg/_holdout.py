@@ -16,6 +16,10 @@ whose columns in ``H`` vanish. This is what IOKR needs: the hold-out prediction 
 the output feature space, so candidate scores ``W_H K_y(Y, c)`` and output-space errors
 ``||h_C(x_i) - psi(y_i)||^2 = r_i K_y r_i^T`` with ``r_i = [(G_HH)^{-1} G_H]_i`` are exact without refitting.
 
+Leave-pair-out (``|H| = 2`` for many pairs ``H = {i, j}``) solves the ``2 x 2`` systems in closed form, vectorized
+over the pairs (:func:`pair_holdout_predictions`); with an intercept solver it is the leave-pair-out of ridge with
+an unpenalized intercept, which is what global RankRLS needs (:mod:`iokr.linalg._ranking_holdout`).
+
 Every function takes a *shifted solver* for one alpha (:class:`~iokr.linalg.EigenShift` or
 :class:`~iokr.linalg.CholeskyShift`, from a :class:`~iokr.linalg.RegularizationPath`), so the same code serves
 both routes. ``(G_HH)^{-1}`` is applied by a Cholesky solve of the small SPD block, never formed.
@@ -75,8 +79,11 @@ def _all_singletons(holdouts):
     return all(rows.size == 1 for rows in holdouts)
 
 
-def loo_residuals(solver, token):
+def loo_residuals(solver, token, coefficients=None):
     """Leave-one-out residuals ``y_i - f_{-i}(x_i) = A_i / G_ii`` for all ``i``.
+
+    ``G_ii`` is the leverage complement ``(1 - h_ii) / alpha`` computed without forming ``1 - h_ii`` (on the eigen
+    route ``sum_j Q_ij^2 / (s_j + alpha)``), so no cancellation occurs when ``h_ii`` is close to 1.
 
     Parameters
     ----------
@@ -84,12 +91,14 @@ def loo_residuals(solver, token):
         Shifted solver at one alpha.
     token : ndarray
         ``solver.prepare(Y)`` for targets ``Y`` of shape (n,) or (n, k).
+    coefficients : ndarray of shape (n,) or (n, k), optional
+        ``A = solver.solve_prepared(token)`` when the caller already has it (the fitted dual coefficients).
 
     Returns
     -------
     residuals : ndarray of shape (n,) or (n, k), float64
     """
-    A = solver.solve_prepared(token)
+    A = solver.solve_prepared(token) if coefficients is None else coefficients
     g = solver.inverse_diag()
     return A / (g if A.ndim == 1 else g[:, None])
 
@@ -133,6 +142,74 @@ def holdout_predictions(solver, Y, holdouts):
     Y = np.asarray(Y, dtype=np.float64)
     residuals = holdout_residuals(solver, solver.prepare(Y), holdouts)
     return [Y[rows] - r for rows, r in zip(holdouts, residuals)]
+
+
+def _inverse_entries(solver, rows, cols):
+    """Entries ``G[rows[k], cols[k]]`` of the shifted inverse, shape (p,).
+
+    Many pairs read them from the whole inverse (``n^2`` memory, built once); fewer than ``n`` pairs from their
+    rows only (``p x n``).
+    """
+    if rows.size >= solver.n:
+        return solver.inverse_rows(slice(None))[rows, cols]
+    return solver.inverse_rows(rows)[np.arange(rows.size), cols]
+
+
+def check_pairs(first, second, n, name="pairs"):
+    """Validate pairs of distinct example indices in ``[0, n)``: two 1-D integer arrays of equal length.
+
+    Returns the two arrays as ``intp``.
+    """
+    first, second = np.asarray(first), np.asarray(second)
+    if (first.shape != second.shape or first.ndim != 1
+            or not (np.issubdtype(first.dtype, np.integer) and np.issubdtype(second.dtype, np.integer))):
+        raise ValueError(f"'{name}' must be two 1-D integer arrays of equal length, got dtypes {first.dtype}, "
+                         f"{second.dtype} and shapes {first.shape}, {second.shape}.")
+    if first.size and (min(first.min(), second.min()) < 0 or max(first.max(), second.max()) >= n):
+        raise ValueError(f"'{name}' indices must lie in [0, {n}), got range "
+                         f"[{min(first.min(), second.min())}, {max(first.max(), second.max())}].")
+    if np.any(first == second):
+        raise ValueError(f"'{name}' must pair two different examples (found a pair (i, i)).")
+    return first.astype(np.intp, copy=False), second.astype(np.intp, copy=False)
+
+
+def pair_holdout_predictions(solver, Y, first, second):
+    """Leave-pair-out predictions: for every pair ``H = {i, j}``, ``f_C(X_H) = Y_H - (G_HH)^{-1} A_H``.
+
+    The ``2 x 2`` systems are solved in closed form for all pairs at once (Cramer's rule on the SPD blocks
+    ``[[G_ii, G_ij], [G_ij, G_jj]]``); blocks that are numerically singular go through the guarded solve of
+    :func:`holdout_residuals`.
+
+    Parameters
+    ----------
+    solver : EigenShift, CholeskyShift or InterceptShift
+        Shifted solver at one alpha.
+    Y : ndarray of shape (n,) or (n, k)
+        Training targets.
+    first, second : ndarray of int, shape (p,)
+        The two examples held out together, pair by pair (validated with :func:`check_pairs`).
+
+    Returns
+    -------
+    predictions : ndarray of shape (p, 2) or (p, 2, k), float64
+        ``[f_C(x_first), f_C(x_second)]`` of the model trained without both examples of the pair.
+    """
+    Y = np.asarray(Y, dtype=np.float64)
+    A = solver.solve_prepared(solver.prepare(Y))
+    g = solver.inverse_diag()
+    g_ii, g_jj, g_ij = g[first], g[second], _inverse_entries(solver, first, second)
+    det = g_ii * g_jj - g_ij**2
+    # A determinant at round-off level of g_ii g_jj: the block is singular in working precision.
+    singular = det <= 4 * np.finfo(np.float64).eps * g_ii * g_jj
+    det = np.where(singular, 1.0, det)
+    if Y.ndim > 1:
+        g_ii, g_jj, g_ij, det = (v[:, None] for v in (g_ii, g_jj, g_ij, det))
+    A_i, A_j = A[first], A[second]
+    residuals = np.stack([(g_jj * A_i - g_ij * A_j) / det, (g_ii * A_j - g_ij * A_i) / det], axis=1)
+    for k in np.flatnonzero(singular):
+        rows = np.array([first[k], second[k]])
+        residuals[k] = _spd_solve(solver.inverse_block(rows), A[rows])
+    return np.stack([Y[first], Y[second]], axis=1) - residuals
 
 
 def holdout_residual_coefficients(solver, holdouts):

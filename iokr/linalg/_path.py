@@ -201,6 +201,34 @@ class InterceptShift:
         return self.base.condition_number()
 
 
+def ridge_solution(solver, gram, y, *, intercept=False):
+    """Dual coefficients ``c`` and intercept ``b`` of ``f = K c + b`` at one alpha, from a shifted solver.
+
+    Without ``intercept``: ``c = (K + alpha I)^{-1} y`` and ``b = 0``. With it, ``solver`` serves the intercept model
+    ``G_inf = lim_{t -> inf} (K + t 1 1^T + alpha I)^{-1}`` (:class:`InterceptShift` or a constant-deflated eigen
+    path), so ``c = G_inf y`` sums to zero and ``b = mean(y - K c)``. ``G_inf 1 = 0``, so ``y`` is centered first: that
+    removes the constant component whose ``1 / alpha`` part would otherwise cancel.
+
+    Parameters
+    ----------
+    solver : EigenShift, CholeskyShift or InterceptShift
+    gram : ndarray of shape (n, n)
+        ``K`` (used only with ``intercept``).
+    y : ndarray of shape (n,) or (n, k)
+    intercept : bool, default=False
+
+    Returns
+    -------
+    dual : ndarray of shape (n,) or (n, k)
+    intercept : float or ndarray of shape (k,)
+    """
+    if not intercept:
+        return solver.solve(y), np.zeros(y.shape[1:])[()]
+    mean = y.mean(axis=0)
+    dual = solver.solve(y - mean)
+    return dual, mean - (gram @ dual).mean(axis=0)
+
+
 class RegularizationPath:
     """Shifted solves ``(K + alpha I)^{-1}`` for a grid of alphas, by the cheaper exact route.
 

@@ -14,7 +14,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ..estimators.rls import RLS, check_targets, check_y_given, intercept_solution, n_samples
+from ..estimators.rls import RLS, check_targets, check_y_given, n_samples
 from ..kernels import make_kernel
 from ..linalg import (
     PATH_METHODS,
@@ -74,6 +74,20 @@ def apply_setting(params, setting):
     return params
 
 
+def per_example(holdouts, values, n):
+    """Hold-out values stacked in the order of ``concatenate(holdouts)``, put back in example order.
+
+    When every example is held out exactly once (leave-one-out, k-fold, leave-one-group-out) the result has one row
+    per training example, ``(n, ...)``; otherwise (repeated splitters) the stacked values are returned as they are.
+    """
+    rows = np.concatenate(holdouts)
+    if rows.size != n or np.unique(rows).size != n:
+        return values
+    out = np.empty_like(values)
+    out[rows] = values
+    return out
+
+
 class PathSearchMixin:
     """Shared bookkeeping: splits, result table, best index; subclasses supply the per-alpha evaluation."""
 
@@ -87,7 +101,7 @@ class PathSearchMixin:
         holdouts, scheme = holdout_splits(self.cv, X_len, groups, y_for_split, owner)
         return alphas, holdouts, scheme
 
-    def _finish(self, rows, split_scores, alphas_used, scheme, n_splits):
+    def _finish(self, rows, split_scores, alphas_used, scheme, n_splits, stored=None):
         split_scores = np.asarray(split_scores, dtype=np.float64)
         if not np.isfinite(split_scores).all():
             raise FloatingPointError(f"{type(self).__name__}: non-finite hold-out scores; check the kernel and data.")
@@ -104,6 +118,7 @@ class PathSearchMixin:
             results[f"param_{key}"] = np.array([row.get(key) for row in rows], dtype=object)
         results.update(mean_test_score=mean, std_test_score=split_scores.std(axis=1), rank_test_score=rank,
                        split_test_scores=split_scores)
+        results.update(stored or {})  # store_cv_results: per-setting hold-out values, in ``params`` order
         self.cv_results_ = results
         self.best_index_ = int(order[0])
         self.best_params_ = dict(rows[self.best_index_])
@@ -124,13 +139,9 @@ class RLSCV(PathSearchMixin, RegressorMixin, BaseEstimator):
     ----------
     alphas : array-like of shape (n_alphas,), default=DEFAULT_ALPHAS
         Regularization values, all > 0.
-    kernel : Kernel or str, default="linear"
-        As in :class:`~iokr.estimators.rls.RLS` (``"precomputed"``: ``X`` is the training Gram).
-    center : bool, default=False
-        Center the kernel feature map and fit an unpenalized intercept, as :class:`~iokr.estimators.rls.RLS`; the
-        hold-out values refit the intercept (and so the centering) on every training side, exactly (see Notes).
-    normalize : bool, default=False
-        Kernel normalization, its statistics fitted on the whole training set (see Notes).
+    param_grid : dict, optional
+        Kernel parameters to search, keys ``"kernel"`` or ``"kernel__<name>"`` (e.g. ``{"kernel__gamma": [...]}``).
+        Each setting is factored once and serves the whole alpha grid.
     cv : None, int, splitter or iterable, default=None
         ``None``: exact leave-one-out (leave-one-group-out with groups); int: ``KFold`` (``GroupKFold`` with
         groups); or any scikit-learn splitter whose training side is the complement of the test side.
@@ -139,9 +150,15 @@ class RLSCV(PathSearchMixin, RegressorMixin, BaseEstimator):
     scoring : "mse" or callable, default="mse"
         ``"mse"``: negated mean squared error over held-out entries. A callable gets ``(y_true, y_pred)`` of one
         split and returns a float, greater is better.
-    param_grid : dict, optional
-        Kernel parameters to search, keys ``"kernel"`` or ``"kernel__<name>"`` (e.g. ``{"kernel__gamma": [...]}``).
-        Each setting is factored once and serves the whole alpha grid.
+    store_cv_results : bool, default=False
+        Keep every hold-out prediction in ``cv_results_["holdout_predictions"]``.
+    kernel : Kernel or str, default="linear"
+        As in :class:`~iokr.estimators.rls.RLS` (``"precomputed"``: ``X`` is the training Gram).
+    center : bool, default=False
+        Center the kernel feature map and fit an unpenalized intercept, as :class:`~iokr.estimators.rls.RLS`; the
+        hold-out values refit the intercept (and so the centering) on every training side, exactly (see Notes).
+    normalize : bool, default=False
+        Kernel normalization, its statistics fitted on the whole training set (see Notes).
     path_method : {"auto", "eigen", "cholesky"}, default="auto"
         Route of the regularization path (see :class:`~iokr.linalg.RegularizationPath`).
     working_memory : float, optional
@@ -156,7 +173,9 @@ class RLSCV(PathSearchMixin, RegressorMixin, BaseEstimator):
     best_index_ : int
     cv_results_ : dict of arrays
         ``params``, ``param_alpha``, ``param_<name>``, ``mean_test_score``, ``std_test_score``,
-        ``rank_test_score`` and ``split_test_scores`` (n_settings, n_splits).
+        ``rank_test_score`` and ``split_test_scores`` (n_settings, n_splits). With ``store_cv_results``, also
+        ``holdout_predictions``: a list (one entry per setting, in ``params`` order) of arrays of the shape of ``y``
+        holding every example's hold-out prediction (stacked in split order when splits repeat examples).
     best_estimator_ : RLS
         Refit on all data with the best setting.
     path_methods_ : list of str
@@ -179,16 +198,18 @@ class RLSCV(PathSearchMixin, RegressorMixin, BaseEstimator):
     in grid order (alphas in the given order).
     """
 
-    def __init__(self, alphas=DEFAULT_ALPHAS, kernel="linear", center=False, normalize=False, cv=None,
-                 groups=None, scoring="mse", param_grid=None, path_method="auto", working_memory=None):
+    def __init__(self, alphas=DEFAULT_ALPHAS, param_grid=None, cv=None, groups=None, scoring="mse",
+                 store_cv_results=False, kernel="linear", center=False, normalize=False, path_method="auto",
+                 working_memory=None):
         self.alphas = alphas
-        self.kernel = kernel
-        self.center = center
-        self.normalize = normalize
+        self.param_grid = param_grid
         self.cv = cv
         self.groups = groups
         self.scoring = scoring
-        self.param_grid = param_grid
+        self.store_cv_results = store_cv_results
+        self.kernel = kernel
+        self.center = center
+        self.normalize = normalize
         self.path_method = path_method
         self.working_memory = working_memory
 
@@ -220,86 +241,68 @@ class RLSCV(PathSearchMixin, RegressorMixin, BaseEstimator):
         check_y_given(y, owner)
         n = n_samples(X)
         alphas, holdouts, scheme = self._setup(n, groups, np.asarray(y))
-        rows, scores, used, self.path_methods_, self.skeleton_alphas_ = [], [], [], [], []
-        rows_all = np.concatenate(holdouts)
-        bounds = np.cumsum([0] + [h.size for h in holdouts])
-        loo = rows_all.size == len(holdouts)  # singleton hold-outs: vectorized leave-one-out values
+        rows, scores, stored, self.path_methods_, self.skeleton_alphas_ = [], [], [], [], []
         best = (-np.inf, None, None, -1, None)  # (mean score, model, shifted solver, row, Gram): the refit reuses them
         for setting in kernel_grid:
             model = RLS(**apply_setting(base, setting))
             gram = model._fit_gram(X)
             y_checked = check_targets(y, gram.shape[0])
             path = RegularizationPath(gram, alphas, method=self.path_method, name="kernel", intercept=self.center)
-            token, token_method = None, None
-            grid_errors, skeleton = None, None
-            if scoring == "mse" and loo and path.method == "eigen":
-                # Squared errors for the whole grid at once (a few skeleton alphas carry the products).
-                grid_errors, skeleton = loo_squared_errors(path.eigen, y_checked, alphas,
-                                                           working_memory=self.working_memory)
-                grid_errors /= 1 if y_checked.ndim == 1 else y_checked.shape[1]
-            self.skeleton_alphas_.append(None if skeleton is None else alphas[skeleton.indices])
-            for j, solver in enumerate(path):
-                if grid_errors is not None:
-                    per_row = grid_errors[j, rows_all]
-                    split_scores = list(-np.add.reduceat(per_row, bounds[:-1]) / np.diff(bounds))
-                    scores.append(split_scores)
-                    rows.append({**setting, "alpha": float(alphas[j])})
-                    used.append(float(alphas[j]))
-                    if np.mean(split_scores) > best[0]:
-                        best = (float(np.mean(split_scores)), model, solver, len(rows) - 1, gram)
-                    continue
-                if solver.method != token_method:  # the eigen projection serves all alphas of the path
-                    token, token_method = solver.prepare(y_checked), solver.method
-                if loo:
-                    residuals = loo_residuals(solver, token)[rows_all]
-                else:
-                    residuals = np.concatenate(holdout_residuals(solver, token, holdouts))
-                if scoring == "mse":
-                    per_row = (residuals**2).reshape(rows_all.size, -1).mean(axis=1)
-                    split_scores = list(-np.add.reduceat(per_row, bounds[:-1]) / np.diff(bounds))
-                else:
-                    split_scores = []
-                    for k, rows_h in enumerate(holdouts):
-                        res = residuals[bounds[k]:bounds[k + 1]]
-                        split_scores.append(float(scoring(y_checked[rows_h], y_checked[rows_h] - res)))
+            for alpha, solver, split_scores, predictions in self._path_scores(path, y_checked, holdouts, scoring):
+                rows.append({**setting, "alpha": float(alpha)})
                 scores.append(split_scores)
-                rows.append({**setting, "alpha": float(alphas[j])})
-                used.append(float(alphas[j]))
+                stored.append(predictions)
                 if np.mean(split_scores) > best[0]:
                     best = (float(np.mean(split_scores)), model, solver, len(rows) - 1, gram)
             self.path_methods_.append(path.method)
-        self._finish(rows, scores, used, scheme, len(holdouts))
+        extra = ({"holdout_predictions": [per_example(holdouts, p, n) for p in stored]}
+                 if self.store_cv_results else None)
+        self._finish(rows, scores, [row["alpha"] for row in rows], scheme, len(holdouts), extra)
         # Refit on all data through the best setting's own Gram and factorization (no second kernel or
         # factorization); ties go to the first setting, as in _finish.
         _, model, solver, row, gram = best
         if row == self.best_index_:
-            model.set_params(alpha=self.alpha_)
-            model.jitter_ = 0.0
-            y_checked = check_targets(y, solver.n)
-            if self.center:
-                model.dual_coef_, model.intercept_ = intercept_solution(solver, gram, y_checked)
-            else:
-                model.dual_coef_, model.intercept_ = solver.solve(y_checked), np.zeros(y_checked.shape[1:])[()]
-            self.best_estimator_ = model
+            self.best_estimator_ = model.set_params(alpha=self.alpha_)._set_solution(solver, gram,
+                                                                                    check_targets(y, solver.n))
         else:  # a tie resolved differently by the two orderings: refit from scratch
             self.best_estimator_ = RLS(**apply_setting(base, self.best_params_)).fit(X, y)
         self.n_features_in_ = self.best_estimator_.n_features_in_
         return self
 
+    def _path_scores(self, path, y, holdouts, scoring):
+        """Yield ``(alpha, solver, split scores, stacked hold-out predictions or None)`` along one path."""
+        rows_all = np.concatenate(holdouts)
+        bounds = np.cumsum([0] + [h.size for h in holdouts])
+        loo = rows_all.size == len(holdouts)  # singleton hold-outs: vectorized leave-one-out values
+        grid_errors, skeleton = None, None
+        if scoring == "mse" and loo and path.method == "eigen" and not self.store_cv_results:
+            # Squared errors for the whole grid at once (a few skeleton alphas carry the products).
+            grid_errors, skeleton = loo_squared_errors(path.eigen, y, path.alphas, working_memory=self.working_memory)
+            grid_errors /= 1 if y.ndim == 1 else y.shape[1]
+        self.skeleton_alphas_.append(None if skeleton is None else path.alphas[skeleton.indices])
+        token, token_method = None, None
+        for j, solver in enumerate(path):
+            predictions = None
+            if grid_errors is not None:
+                per_row = grid_errors[j, rows_all]
+            else:
+                if solver.method != token_method:  # the eigen projection serves all alphas of the path
+                    token, token_method = solver.prepare(y), solver.method
+                if loo:
+                    residuals = loo_residuals(solver, token)[rows_all]
+                else:
+                    residuals = np.concatenate(holdout_residuals(solver, token, holdouts))
+                predictions = y[rows_all] - residuals
+                per_row = (residuals**2).reshape(rows_all.size, -1).mean(axis=1)
+            if scoring == "mse":
+                split_scores = list(-np.add.reduceat(per_row, bounds[:-1]) / np.diff(bounds))
+            else:
+                split_scores = [float(scoring(y[h], predictions[bounds[k]:bounds[k + 1]]))
+                                for k, h in enumerate(holdouts)]
+            yield path.alphas[j], solver, split_scores, predictions
+
     def predict(self, X, *, input_diag=None):
-        """Predict targets with :attr:`best_estimator_`.
-
-        Parameters
-        ----------
-        X : array-like of shape (m, d), or (m, n) test-by-train Gram when precomputed
-            Test inputs.
-        input_diag : array-like of shape (m,), optional
-            ``k(x, x)`` of the test inputs; needed only with a precomputed, normalized kernel.
-
-        Returns
-        -------
-        y_pred : ndarray of shape (m,) or (m, n_targets)
-            Predicted targets.
-        """
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict(X, input_diag=input_diag)
+
+    predict.__doc__ = RLS.predict.__doc__  # the same contract, served by best_estimator_

@@ -12,7 +12,7 @@ import numpy as np
 
 from .._validation import check_array_2d, check_positive_scalar
 from ..kernels import make_kernel
-from ..linalg import EigenPath, cholesky_shifted, row_slices
+from ..linalg import EigenPath, EigenShift, cholesky_shifted, loo_residuals, row_slices
 from ._basis import BASIS_METHODS, KernelColumns, fit_subset, select_basis, take
 
 
@@ -55,8 +55,9 @@ class KernelRidgeOutputs:
     def fit(self, X, Y, *, loo=False):
         """Fit on inputs ``X`` and dense targets ``Y`` (m, N2); with ``loo`` also return held-out predictions.
 
-        The exact fit returns leave-one-out predictions ``(f_i - h_ii y_i) / (1 - h_ii)``; approximations return
-        in-sample predictions (there is no closed form), which are optimistic.
+        The exact fit returns leave-one-out predictions ``y_i - A_i / G_ii`` (:func:`~iokr.linalg.loo_residuals`,
+        ``G = (K + alpha I)^{-1}``, ``A = G Y``; the same as ``(f_i - h_ii y_i) / (1 - h_ii)`` without forming
+        ``1 - h_ii``); approximations return in-sample predictions (there is no closed form), which are optimistic.
         """
         Y = np.asarray(Y, dtype=np.float64)
         m = Y.shape[0]
@@ -67,11 +68,10 @@ class KernelRidgeOutputs:
             self.basis_ = None
             self.X_fit_ = X
             if loo:
-                path = EigenPath(K, name="K_X")
-                self.coef_ = path.solve(Y, self.alpha)
-                fitted = K @ self.coef_
-                h = np.clip(path.hat_diagonal(self.alpha), 0.0, 1.0 - 1e-12)
-                return (fitted - h[:, None] * Y) / (1.0 - h[:, None])
+                solver = EigenShift(EigenPath(K, name="K_X"), self.alpha)
+                token = solver.prepare(Y)
+                self.coef_ = solver.solve_prepared(token)
+                return Y - loo_residuals(solver, token, self.coef_)
             self.coef_ = cholesky_shifted(K, self.alpha, name="K_X").solve(Y)
             return None
         if self.n_basis is None:

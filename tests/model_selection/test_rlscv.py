@@ -242,3 +242,35 @@ def test_skeleton_route_is_recorded_and_matches_per_alpha_route(rng):
                                rtol=1e-8)
     np.testing.assert_allclose(grid.best_estimator_.dual_coef_, per_alpha.best_estimator_.dual_coef_, rtol=1e-7,
                                atol=1e-10)
+
+
+@pytest.mark.parametrize("center", [False, True])
+@pytest.mark.parametrize("n_targets", [None, 2])
+@pytest.mark.parametrize("kind", ["loo", "kfold", "repeated"])
+def test_store_cv_results_holds_every_holdout_prediction(rng, center, n_targets, kind):
+    X, y = make_data(rng, (18, 3), n_targets, np.float64)
+    cv = {"loo": None, "kfold": KFold(3, shuffle=True, random_state=0),
+          "repeated": RepeatedKFold(n_splits=3, n_repeats=2, random_state=0)}[kind]
+    kernel = Gaussian(gamma=0.4)
+    search = RLSCV(alphas=ALPHAS, kernel=kernel, center=center, cv=cv, store_cv_results=True).fit(X, y)
+    plain = RLSCV(alphas=ALPHAS, kernel=kernel, center=center, cv=cv).fit(X, y)
+    np.testing.assert_allclose(search.cv_results_["mean_test_score"], plain.cv_results_["mean_test_score"],
+                               rtol=1e-10)
+    assert "holdout_predictions" not in plain.cv_results_
+    tests = [np.array([i]) for i in range(18)] if cv is None else [test for _, test in cv.split(X)]
+    stored = search.cv_results_["holdout_predictions"]
+    assert len(stored) == len(ALPHAS)
+    for j, alpha in enumerate(ALPHAS):
+        # every example once: one row per example; repeated splits: stacked in split order
+        expected_shape = ((18 if kind != "repeated" else 36),) + y.shape[1:]
+        assert stored[j].shape == expected_shape
+        offset = 0
+        for test in tests:
+            train = np.setdiff1d(np.arange(18), test)
+            pred = RLS(alpha=alpha, kernel=kernel, center=center).fit(X[train], y[train]).predict(X[test])
+            got = stored[j][test] if kind != "repeated" else stored[j][offset:offset + test.size]
+            np.testing.assert_allclose(got, pred, rtol=1e-8, atol=1e-10)
+            offset += test.size
+        mse = np.mean((stored[j] - y[np.concatenate(tests)] if kind == "repeated" else stored[j] - y) ** 2)
+        if kind == "loo":
+            assert -search.cv_results_["mean_test_score"][j] == pytest.approx(mse, rel=1e-10)

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from prop_helpers import assert_finite, counting, make_matrix, problems, scale, share, smallest_budget_run, unchanged
 
-import iokr.estimators.rankrls as rankrls_module
+import iokr.estimators._rank_scores as rankrls_module  # RankRLS scores (row_slices) live here
 import iokr.estimators.rls as rls_module
 from iokr import RLS, RLSCV, RankRLS
 from iokr.kernels import Gaussian, Polynomial

@@ -305,4 +305,5 @@ SKLEARN_NOT_APPLICABLE = {
     "RLS": {"check_dtype_object": _OBJECT_ARRAYS},
     "RLSCV": {"check_dtype_object": _OBJECT_ARRAYS},
     "RankRLS": {"check_dtype_object": _OBJECT_ARRAYS},
+    "RankRLSCV": {"check_dtype_object": _OBJECT_ARRAYS},
 }

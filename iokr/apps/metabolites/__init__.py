@@ -5,33 +5,69 @@ RDKit is needed for fingerprints and candidates, matchms for MGF/MSP files (``pi
 """
 
 from ._candidates import CandidateList, CandidateStore, read_candidate_lists
+from ._database import StructureDatabase
+from ._default_model import ensure_default_model
 from ._fingerprints import FINGERPRINT_PARTS, FINGERPRINTS, Fingerprinter, inchikey, parse_structure
+from ._identify import QUERY_COLUMNS, RESULT_COLUMNS, IdentifySettings
+from ._jobs import (
+    DEFAULT_FINGERPRINT,
+    DEFAULT_GRID,
+    DEFAULT_SURROGATE,
+    Feedback,
+    TrainingConfig,
+    evaluate_job,
+    identify_job,
+    train_job,
+)
 from ._kernels import BinnedKernel, PeakProductKernel, normalized_gram
 from ._model import MetaboliteIdentifier, alignf_weights, make_spectrum_kernel
-from ._persist import load_identifier, save_identifier
-from ._pipeline import Cleaning, cross_validate, evaluate_lists, formula_candidate_sets, training_set
+from ._persist import load_fingerprinter, load_identifier, save_identifier
+from ._pipeline import (
+    Cleaning,
+    cross_validate,
+    evaluate_lists,
+    fold_candidate_sets,
+    fold_ids,
+    formula_candidate_sets,
+    training_set,
+)
 from ._readers import ReadReport, read_massbank_jsonl, read_spectra
 from ._spectra import Spectra, clean_spectra, concatenate, merge_spectra
 
 __all__ = [
+    "DEFAULT_FINGERPRINT",
+    "DEFAULT_GRID",
+    "DEFAULT_SURROGATE",
     "FINGERPRINTS",
     "FINGERPRINT_PARTS",
+    "QUERY_COLUMNS",
+    "RESULT_COLUMNS",
     "BinnedKernel",
     "CandidateList",
     "CandidateStore",
     "Cleaning",
+    "Feedback",
     "Fingerprinter",
+    "IdentifySettings",
     "MetaboliteIdentifier",
     "PeakProductKernel",
     "ReadReport",
     "Spectra",
+    "StructureDatabase",
+    "TrainingConfig",
     "alignf_weights",
     "clean_spectra",
     "concatenate",
     "cross_validate",
+    "ensure_default_model",
+    "evaluate_job",
     "evaluate_lists",
+    "fold_candidate_sets",
+    "fold_ids",
     "formula_candidate_sets",
+    "identify_job",
     "inchikey",
+    "load_fingerprinter",
     "load_identifier",
     "make_spectrum_kernel",
     "merge_spectra",
@@ -41,5 +77,6 @@ __all__ = [
     "read_massbank_jsonl",
     "read_spectra",
     "save_identifier",
+    "train_job",
     "training_set",
 ]

@@ -40,13 +40,13 @@ def default_model_path():
 def ensure_default_model(progress=None, log=print):
     """The ready model's path, training and caching it first when it is missing."""
     from ...datasets import BUNDLED_METABOLITES
-    from ._jobs import train_job
+    from ._jobs import Feedback, train_job
 
     path = default_model_path()
     if path.exists():
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
     log(f"no ready model yet: training one on the bundled MassBank subset (about a minute, once); cached at {path}")
-    kwargs = {"progress": progress} if progress is not None else {}
-    train_job(BUNDLED_METABOLITES["spectra"], path, log=log, **kwargs)
+    feedback = Feedback(log=log) if progress is None else Feedback(progress, log)
+    train_job(BUNDLED_METABOLITES["spectra"], path, feedback=feedback)
     return path

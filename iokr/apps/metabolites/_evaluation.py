@@ -10,16 +10,21 @@ from __future__ import annotations
 import numpy as np
 
 from ...decoding import CandidateSets
-from ...metrics import true_candidate_rank
+from ...metrics import top_k_accuracy, true_candidate_rank
 from ._spectra import clean_spectra, concatenate
 
 TOP_K = (1, 5, 10, 20)
 
 
-def _topk(ranks, n):
-    ranks = np.asarray(ranks, dtype=np.float64)
-    return {f"top{k}": (100.0 * float(np.sum(np.nan_to_num(ranks, nan=np.inf) <= k)) / n if n else float("nan"))
-            for k in TOP_K}
+def topk_percentages(ranks, n=None):
+    """``{"top1": %, "top5": %, ...}`` over :data:`TOP_K` (NaN ranks are misses; NaN percentages when ``n`` is 0).
+
+    ``n`` is the denominator (default ``len(ranks)``); see :func:`iokr.metrics.top_k_accuracy`.
+    """
+    n = len(ranks) if n is None else int(n)
+    if n == 0:
+        return {f"top{k}": float("nan") for k in TOP_K}
+    return {f"top{k}": value for k, value in top_k_accuracy(ranks, TOP_K, n).items()}
 
 
 def _published_rank(scores, true_index, ties):
@@ -115,14 +120,14 @@ def evaluate_lists(model, spectra, lists, store, cleaning, progress=None, calibr
         out["confidence"] = {"per_structure": calibration_report(calibration, scores, truth),
                              "per_spectrum": calibration_report(calibration, spec_scores, spec_truth)}
     struct_ranks = [details[i]["rank"] if details[i]["rank"] is not None else np.nan for i in evaluable]
-    out["per_structure"] = _topk(struct_ranks, len(evaluable))
-    out["per_spectrum"] = _topk(spec_ranks, len(spec_ranks))
+    out["per_structure"] = topk_percentages(struct_ranks, len(evaluable))
+    out["per_spectrum"] = topk_percentages(spec_ranks, len(spec_ranks))
     if all(d.get("published_rank") is not None or not d["true_in_list"] for d in details) and \
             any(d.get("published_rank") is not None for d in details):
         pub_all = [d.get("published_rank", np.nan) for d in details]
         pub_eval = [details[i].get("published_rank", np.nan) for i in evaluable]
-        out["published"] = _topk(pub_all, n_lists)
+        out["published"] = topk_percentages(pub_all, n_lists)
         # ties counted in the true structure's favour, as in the lists' published figures (25.0 / 58.3 / 71.7)
-        out["published_optimistic"] = _topk([d.get("published_rank_optimistic", np.nan) for d in details], n_lists)
-        out["published_on_evaluated_lists"] = _topk(pub_eval, len(evaluable))
+        out["published_optimistic"] = topk_percentages([d.get("published_rank_optimistic", np.nan) for d in details], n_lists)
+        out["published_on_evaluated_lists"] = topk_percentages(pub_eval, len(evaluable))
     return out

@@ -1,11 +1,13 @@
 """The three jobs behind ``iokr metabolites train | identify | evaluate``, from paths to results.
 
-Each job takes paths and plain settings, reports progress through an optional callback factory
-``progress(total, label) -> callable``, and returns plain data (dicts, lists) for the command line to print.
+Each job takes paths, one settings object (:class:`TrainingConfig` for train / evaluate, :class:`IdentifySettings`
+for identify) and one :class:`Feedback` (progress bars and log lines), and returns plain data (dicts, lists) for
+the command line to print.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
@@ -59,6 +61,47 @@ def _noop_progress(total, label):
     return _Silent()
 
 
+@dataclasses.dataclass(frozen=True)
+class Feedback:
+    """Where a job reports: ``progress(total, label)`` gives a stage's progress callable, ``log(message)`` a line."""
+
+    progress: object = _noop_progress
+    log: object = print
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingConfig:
+    """How ``train`` and ``evaluate`` build a model: fingerprint, hyperparameter grid and its cross-validation.
+
+    Parameters
+    ----------
+    fingerprint : str or dict, default=DEFAULT_FINGERPRINT
+        A fingerprint kind (other parameters as in :data:`DEFAULT_FINGERPRINT`) or all :class:`Fingerprinter`
+        parameters.
+    grid : dict or None, default=None
+        Hyperparameter grid searched by cross-validation (:data:`DEFAULT_GRID` when None).
+    n_folds : int, default=3
+        Cross-validation folds over training structures (1: no search, the first value of each grid entry).
+    seed : int, default=0
+        Seed of the fold assignment.
+    surrogate : {"fold", "formula", "both"}, default=DEFAULT_SURROGATE
+        Candidate lists of the cross-validation score (see :func:`~._pipeline.cross_validate`).
+    store_path : str or Path, optional
+        On-disk candidate store reused between runs (in memory when None).
+    """
+
+    fingerprint: object = dataclasses.field(default_factory=lambda: dict(DEFAULT_FINGERPRINT))
+    grid: dict | None = None
+    n_folds: int = 3
+    seed: int = 0
+    surrogate: str = DEFAULT_SURROGATE
+    store_path: object = None
+
+    def fingerprinter(self):
+        """The :class:`Fingerprinter` of :attr:`fingerprint`."""
+        return _fingerprinter(self.fingerprint)
+
+
 def _fingerprinter(fingerprint):
     """A :class:`Fingerprinter` from a kind (other parameters as in :data:`DEFAULT_FINGERPRINT`) or a dict."""
     if isinstance(fingerprint, str):
@@ -80,15 +123,19 @@ def _store(path, fingerprinter):
     return CandidateStore(path if path else ":memory:", fingerprinter)
 
 
-def fit_with_cv(spectra, store, cleaning, exclude_keys=(), params=None, grid=None, n_folds=3, seed=0,
-                progress=_noop_progress, log=print, surrogate=DEFAULT_SURROGATE):
-    """Training set, cross-validated hyperparameters, final fit. Returns ``(model, train, cv_table, timings)``.
+def fit_with_cv(spectra, store, cleaning, exclude_keys=(), config=None, feedback=None):
+    """Training set, cross-validated hyperparameters, final fit.
 
-    ``surrogate`` selects the CV lists and score of :func:`~._pipeline.cross_validate`; when the training set is
-    too small for isomer-like lists (no shared formula in some fold) the fold lists are used, and logged.
+    Returns ``(model, train, cv_table, timings, calibration)``. ``config.surrogate`` selects the CV lists and score
+    of :func:`~._pipeline.cross_validate`; when the training set is too small for isomer-like lists (no shared
+    formula in some fold) the fold lists are used, and logged.
     """
-    params = {**DEFAULT_PARAMS, **(params or {})}
-    grid = DEFAULT_GRID if grid is None else grid
+    config = TrainingConfig() if config is None else config
+    feedback = Feedback() if feedback is None else feedback
+    progress, log = feedback.progress, feedback.log
+    n_folds, seed, surrogate = config.n_folds, config.seed, config.surrogate
+    params = dict(DEFAULT_PARAMS)
+    grid = DEFAULT_GRID if config.grid is None else config.grid
     t0 = time.perf_counter()
     train = training_set(spectra, store, cleaning, exclude_keys)
     timings = {"training_set_s": time.perf_counter() - t0}
@@ -153,20 +200,30 @@ def _model_extra(table, calibration, precursor_types, **more):
             "calibration": calibration.to_dict() if calibration is not None else None, **more}
 
 
-def train_job(spectra_path, output, *, exclude_candidates=None, store_path=None, fingerprint=DEFAULT_FINGERPRINT,
-              grid=None, n_folds=3, seed=0, progress=_noop_progress, log=print, surrogate=DEFAULT_SURROGATE):
-    """Train on a spectra file (optionally excluding the true structures of candidate lists) and save the model."""
-    fingerprinter = _fingerprinter(fingerprint)
-    store = _store(store_path, fingerprinter)
+def train_job(spectra_path, output, config=None, *, exclude_candidates=None, feedback=None):
+    """Train on a spectra file (optionally excluding the true structures of candidate lists) and save the model.
+
+    Parameters
+    ----------
+    spectra_path, output : str or Path
+        Training spectra with structures; the model file to write.
+    config : TrainingConfig, optional
+    exclude_candidates : str or Path, optional
+        Candidate lists whose true structures are left out of training.
+    feedback : Feedback, optional
+    """
+    config = TrainingConfig() if config is None else config
+    feedback = Feedback() if feedback is None else feedback
+    log = feedback.log
+    fingerprinter = config.fingerprinter()
+    store = _store(config.store_path, fingerprinter)
     spectra, report = read_spectra(spectra_path, require_structure=True)
     log(f"{spectra_path}: {report.summary()}")
     exclude = []
     if exclude_candidates:
         exclude = [lst.true_key for lst in read_candidate_lists(exclude_candidates, store) if lst.true_key]
     cleaning = Cleaning()
-    model, train, table, timings, calibration = fit_with_cv(spectra, store, cleaning, exclude, grid=grid,
-                                                            n_folds=n_folds, seed=seed, progress=progress, log=log,
-                                                            surrogate=surrogate)
+    model, train, table, timings, calibration = fit_with_cv(spectra, store, cleaning, exclude, config, feedback)
     extra = _model_extra(table, calibration, training_precursor_types(spectra, log), timings=timings,
                          licenses=train.licenses)
     save_identifier(output, model, fingerprinter, cleaning, extra=extra)
@@ -190,8 +247,8 @@ def model_precursor_types(meta):
     return set((meta.get("extra") or {}).get("precursor_types") or LEGACY_PRECURSOR_TYPES)
 
 
-def identify_job(model_path, spectra_path, candidates_path, settings=None, *, store_path=None,
-                 progress=_noop_progress, log=print, candidate_sink=None):
+def identify_job(model_path, spectra_path, candidates_path, settings=None, *, store_path=None, feedback=None,
+                 candidate_sink=None):
     """Rank candidates for every query spectrum of a file (see :mod:`._identify`).
 
     Parameters
@@ -202,6 +259,9 @@ def identify_job(model_path, spectra_path, candidates_path, settings=None, *, st
     candidates_path : str or Path
         An indexed structure database, one CSV/TSV/SDF, or a folder / ``.tar.gz`` of per-formula lists.
     settings : IdentifySettings, optional
+    store_path : str or Path, optional
+        On-disk store for candidates of a CSV/SDF/list source (in memory when None).
+    feedback : Feedback, optional
     candidate_sink : callable, optional
         ``candidate_sink(candidate_columns) -> write(row)``: the top-k rows are passed to ``write`` as they are
         ranked (memory stays that of one batch) instead of being collected in ``result["candidates"]``.
@@ -219,6 +279,8 @@ def identify_job(model_path, spectra_path, candidates_path, settings=None, *, st
     from ._identify import IdentifySettings, plan_queries, score_queries
 
     settings = IdentifySettings() if settings is None else settings
+    feedback = Feedback() if feedback is None else feedback
+    progress, log = feedback.progress, feedback.log
     # The cheap checks first (the model file's integrity, the user's files); the model's refit comes last.
     contents = read_model(model_path)
     fingerprinter = contents[2]
@@ -266,17 +328,29 @@ def identify_job(model_path, spectra_path, candidates_path, settings=None, *, st
             "statuses": statuses, "parameters": parameters}
 
 
-def evaluate_job(spectra_path, candidates_path, *, store_path=None, fingerprint=DEFAULT_FINGERPRINT, grid=None,
-                 n_folds=3, seed=0, progress=_noop_progress, log=print, model_output=None, fingerprint_cache=None,
-                 surrogate=DEFAULT_SURROGATE):
+def evaluate_job(spectra_path, candidates_path, config=None, *, model_output=None, fingerprint_cache=None,
+                 feedback=None):
     """Structure-disjoint evaluation on candidate lists (see :func:`~._pipeline.evaluate_lists`).
 
-    ``fingerprint_cache``: a path or a sequence of paths of :func:`export_fingerprint_cache` files; the first one
-    holding this fingerprint's parameters is attached (missing files and other parameters are skipped).
+    Parameters
+    ----------
+    spectra_path, candidates_path : str or Path
+        Spectra with structures; candidate lists naming their true structures.
+    config : TrainingConfig, optional
+    model_output : str or Path, optional
+        Where to save the model trained without the lists' true structures.
+    fingerprint_cache : str, Path or sequence of them, optional
+        :func:`export_fingerprint_cache` files; the first one holding this fingerprint's parameters is attached
+        (missing files and other parameters are skipped).
+    feedback : Feedback, optional
     """
     t_start = time.perf_counter()
-    fingerprinter = _fingerprinter(fingerprint)
-    store = _store(store_path, fingerprinter)
+    config = TrainingConfig() if config is None else config
+    feedback = Feedback() if feedback is None else feedback
+    progress, log = feedback.progress, feedback.log
+    n_folds = config.n_folds
+    fingerprinter = config.fingerprinter()
+    store = _store(config.store_path, fingerprinter)
     attach_first_cache(store, fingerprint_cache)
     spectra, report = read_spectra(spectra_path, require_structure=True)
     log(f"{spectra_path}: {report.summary()}")
@@ -292,9 +366,7 @@ def evaluate_job(spectra_path, candidates_path, *, store_path=None, fingerprint=
         raise IOKRDataError(f"The candidate lists in {candidates_path} do not name their true structures "
                             "('_id=<InChIKey>' in the file name); they cannot be evaluated.")
     cleaning = Cleaning()
-    model, train, table, timings, calibration = fit_with_cv(spectra, store, cleaning, exclude, grid=grid,
-                                                            n_folds=n_folds, seed=seed, progress=progress, log=log,
-                                                            surrogate=surrogate)
+    model, train, table, timings, calibration = fit_with_cv(spectra, store, cleaning, exclude, config, feedback)
     timings["candidate_lists_s"] = t_lists
     t0 = time.perf_counter()
     summary = evaluate_lists(model, spectra, lists, store, cleaning, progress=progress(2, "scoring queries"),

@@ -182,7 +182,7 @@ class MetaboliteIdentifier(BaseEstimator):
         self.n_output_features_ = Y.shape[1]
         return self
 
-    def combined_training_gram(self, grams, diags, Y):
+    def combined_training_gram(self, grams, diags, Y, *, weights_from=None):
         """The combined input Gram this model trains on, and its kernel weights (ALIGNF fitted to ``Y``).
 
         Shared by :meth:`fit` and the closed-form cross-validation, which factors this Gram once for a whole grid
@@ -194,6 +194,9 @@ class MetaboliteIdentifier(BaseEstimator):
             Output of :meth:`base_grams` on the training spectra (``n x n`` normalized Grams, raw diagonals).
         Y : ndarray of shape (n, p)
             Training fingerprints (ALIGNF aligns the input kernels with their output Gram).
+        weights_from : ndarray of int, optional
+            Rows the kernel weights are fitted on (a cross-validation fold's training side), so the held-out rows
+            take no part in choosing them; all rows by default. The Gram is combined over all rows either way.
 
         Returns
         -------
@@ -202,7 +205,12 @@ class MetaboliteIdentifier(BaseEstimator):
         """
         self._check_params()
         output = make_output_kernel(self.output_kernel, self.output_gamma)
-        weights = self._fit_weights(grams, output, np.asarray(Y, dtype=np.float64))
+        Y = np.asarray(Y, dtype=np.float64)
+        if weights_from is None:
+            weights = self._fit_weights(grams, output, Y)
+        else:
+            rows = np.asarray(weights_from)
+            weights = self._fit_weights([G[np.ix_(rows, rows)] for G in grams], output, Y[rows])
         unit = [self._unit_diag(d) for d in diags]
         da = sum(w * d for w, d in zip(weights, unit))
         return _combine(grams, (da, da), weights, self.input_gamma), weights

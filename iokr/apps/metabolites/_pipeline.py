@@ -24,7 +24,7 @@ from ...metrics import true_candidate_rank
 
 # The evaluation on candidate lists lives in ._evaluation; evaluate_lists is re-exported here, where callers have
 # found it.
-from ._evaluation import TOP_K, evaluate_lists  # noqa: F401
+from ._evaluation import TOP_K, evaluate_lists, topk_percentages  # noqa: F401
 from ._model import MetaboliteIdentifier, make_output_kernel
 from ._spectra import clean_spectra, merge_spectra
 
@@ -122,9 +122,13 @@ DEFAULT_GRID = {
 DEFAULT_SURROGATE = "fold"
 
 
-def _fold_ids(n, n_folds, seed):
+def fold_ids(n, n_folds, seed):
+    """The cross-validation fold (0 .. n_folds - 1) of each of ``n`` training structures, balanced and seeded."""
     rng = np.random.default_rng(seed)
     return rng.permutation(np.arange(n) % n_folds)
+
+
+_fold_ids = fold_ids  # the name benchmarks used before it was public
 
 
 def _grid_points(grid, base_params):
@@ -159,9 +163,9 @@ def _chosen(base_params, point):
 
 
 def _topk_row(ranks):
-    ranks = np.asarray(ranks, dtype=np.float64)
-    acc = [100.0 * float(np.mean(ranks <= k)) for k in TOP_K]
-    return {f"top{k}": a for k, a in zip(TOP_K, acc)}, float((acc[0] + acc[2] + acc[3]) / 3.0)
+    """Top-k accuracies on fold lists; score = mean of top-1, top-10 and top-20."""
+    row = topk_percentages(ranks)
+    return row, float((row["top1"] + row["top10"] + row["top20"]) / 3.0)
 
 
 def fold_candidate_sets(Y, folds):
@@ -238,9 +242,8 @@ def usable_surrogate(train, surrogate, n_folds=3, seed=0):
 
 def _formula_row(ranks):
     """Top-k accuracies on isomer-like lists; score = mean of top-1, top-5 and top-10 (lists have >= 20 entries)."""
-    ranks = np.asarray(ranks, dtype=np.float64)
-    acc = [100.0 * float(np.mean(ranks <= k)) for k in TOP_K]
-    return {f"top{k}": a for k, a in zip(TOP_K, acc)}, float((acc[0] + acc[1] + acc[2]) / 3.0)
+    row = topk_percentages(ranks)
+    return row, float((row["top1"] + row["top5"] + row["top10"]) / 3.0)
 
 
 def _holdout_ranks(K, Y, alphas, splits, sets, output_kernel, working_memory, fold_score):
@@ -276,6 +279,27 @@ def _holdout_ranks(K, Y, alphas, splits, sets, output_kernel, working_memory, fo
     return out
 
 
+def _fold_holdout_ranks(model, base_grams, Y, alphas, splits, surrogates):
+    """Hold-out ranks per surrogate and alpha, with the kernel weights fitted on each fold's training side.
+
+    Returns ``({surrogate: [(alpha, ranks over all structures)]}, mean weights over folds)``.
+    """
+    grams, diags = base_grams
+    output = make_output_kernel(model.output_kernel, model.output_gamma)
+    merged, fold_weights = {}, []
+    for train_rows, test_rows in splits:
+        K, weights = model.combined_training_gram(grams, diags, Y, weights_from=train_rows)
+        fold_weights.append(weights)
+        for name, (sets, split_score) in surrogates.items():
+            results = _holdout_ranks(K, Y, alphas, [(train_rows, test_rows)], sets, output, model.working_memory,
+                                     split_score)
+            if name not in merged:
+                merged[name] = [(alpha, np.full(Y.shape[0], np.nan)) for alpha, _ in results]
+            for (_, ranks), (_, fold_ranks) in zip(merged[name], results):
+                ranks[test_rows] = fold_ranks[test_rows]
+    return merged, np.mean(fold_weights, axis=0)
+
+
 def cross_validate(train, base_params, grid=None, n_folds=3, seed=0, progress=None, base_grams=None,
                    surrogate="fold"):
     """Grouped k-fold cross-validation over training structures, in closed form (no refitting).
@@ -296,9 +320,9 @@ def cross_validate(train, base_params, grid=None, n_folds=3, seed=0, progress=No
     gives the exact hold-out rankings of the whole alpha grid from one eigendecomposition (centering as refitted
     on each training side; normalization statistics of all training structures).
 
-    The ALIGNF kernel weights are fitted once per output-kernel setting on *all* training structures, not refitted
-    per fold: the held-out fold's fingerprints take part in choosing the 2-4 kernel weights (a small leak across
-    folds, the same for every grid point). :func:`cross_validate_refit` refits them per fold.
+    The ALIGNF kernel weights are fitted inside each fold, on its training side only (the held-out structures take
+    no part in choosing them, as in :func:`cross_validate_refit`): every fold has its own combined Gram, hence one
+    eigendecomposition per fold and kernel setting. The table's ``weights`` are the folds' mean.
 
     Parameters
     ----------
@@ -366,14 +390,8 @@ def cross_validate(train, base_params, grid=None, n_folds=3, seed=0, progress=No
     table = []
     for key, alphas in sorted(kernel_settings.items(), key=lambda item: _width_key(item[0])):
         params = _chosen(base_params, dict(key))
-        model = MetaboliteIdentifier(**params)
-        grams, diags = grams_for(params)
-        K, weights = model.combined_training_gram(grams, diags, Y)
-        output = make_output_kernel(model.output_kernel, model.output_gamma)
-        per_surrogate = {}
-        for name, (sets, split_score) in surrogates.items():
-            per_surrogate[name] = _holdout_ranks(K, Y, alphas, splits, sets, output, model.working_memory,
-                                                 split_score)
+        per_surrogate, weights = _fold_holdout_ranks(MetaboliteIdentifier(**params), grams_for(params), Y, alphas,
+                                                     splits, surrogates)
         for j, alpha in enumerate(a for a, _ in next(iter(per_surrogate.values()))):
             row = {**dict(key), "alpha": float(alpha)}
             scores = {}
@@ -430,7 +448,7 @@ def cross_validate_refit(train, base_params, grid=None, n_folds=3, seed=0, progr
             test_kernel = _sliced_test_kernel(model, grams, diags, te, tr)
             scores = model.score_sets(spectra[te], cands, test_kernel=test_kernel)
             ranks = np.array([true_candidate_rank(s, j) for j, s in enumerate(scores)])
-            results[i].append([100.0 * np.mean(ranks <= k) for k in TOP_K])
+            results[i].append(list(topk_percentages(ranks).values()))
             if progress is not None:
                 progress()
     table = []

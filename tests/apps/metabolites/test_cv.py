@@ -66,20 +66,23 @@ def test_closed_form_table_matches_single_alpha_searches(output_kernel):
 
 
 def _brute_force_ranks(train, base, alpha, n_folds=3, seed=0):
-    """Refit IOKR on each training side with the combined Gram and weights of all training structures.
+    """Refit IOKR on each training side, with the kernel weights fitted on that training side only.
 
     Normalization of the refitted IOKR is switched off on both sides (centering kept): the closed form is then
     exact (IOKRCV's intercept form equals re-centering on every training side).
     """
     model = MetaboliteIdentifier(**base)
     grams, diags = model.base_grams(train.spectra)
-    K, _ = model.combined_training_gram(grams, diags, train.Y)
     from iokr.apps.metabolites._model import make_output_kernel
 
     folds = _fold_ids(len(train.spectra), n_folds, seed)
     ranks = np.empty(len(train.spectra))
     for f in range(n_folds):
         tr, te = np.flatnonzero(folds != f), np.flatnonzero(folds == f)
+        sub = MetaboliteIdentifier(**base).fit(train.spectra[tr], train.Y[tr],
+                                               base_grams=([G[np.ix_(tr, tr)] for G in grams], [d[tr] for d in diags]))
+        K, weights = model.combined_training_gram(grams, diags, train.Y, weights_from=tr)
+        np.testing.assert_allclose(weights, sub.weights_)  # the weights a model fitted on the fold would learn
         iokr = IOKR(alpha=alpha, input_kernel="precomputed", output_kernel=make_output_kernel(
             base["output_kernel"], base["output_gamma"]), normalize_input=False, normalize_output=False)
         iokr.fit(K[np.ix_(tr, tr)], train.Y[tr])
@@ -148,3 +151,17 @@ def test_cli_grid_overrides_only_given_options():
     args = argparse.Namespace(alphas=[0.5], output_kernels=["gaussian_tanimoto"], output_gammas=[0.25, 1.0])
     assert _grid(args, default) == {"alpha": (0.5,), "input_gamma": (None,), "output_kernel": ("gaussian_tanimoto",),
                                     "output_gamma": (0.25, 1.0)}
+
+
+def test_kernel_weights_are_fitted_inside_each_fold():
+    """The CV's ALIGNF weights are those of models fitted on each fold's training side (no held-out leak)."""
+    train = _train(seed=1)
+    base = {**BASE, "output_kernel": "tanimoto"}
+    _, table = cross_validate(train, base, {"alpha": (0.1,), "output_gamma": (1.0,)}, n_folds=3)
+    folds = _fold_ids(len(train.spectra), 3, 0)
+    per_fold = [MetaboliteIdentifier(**base).fit(train.spectra[folds != f], train.Y[folds != f]).weights_
+                for f in range(3)]
+    assert table[0]["weights"] == pytest.approx(np.mean(per_fold, axis=0), abs=1e-4)
+    model = MetaboliteIdentifier(**base)
+    all_rows = model.combined_training_gram(*model.base_grams(train.spectra), train.Y)[1]
+    assert not np.allclose(all_rows, np.mean(per_fold, axis=0), atol=1e-3)  # the data tells the two apart

@@ -157,16 +157,16 @@ def test_cli_model_options_default_to_the_app_and_override():
     from iokr.cli.metabolites import _fingerprint_kind, _model_options
 
     args = argparse.Namespace(fingerprint=None, fingerprint_radius=None, cv_lists=None, alphas=None,
-                              output_kernels=None, output_gammas=None, folds=3, seed=0)
+                              output_kernels=None, output_gammas=None, folds=3, seed=0, store=None)
     opts = _model_options(args, _jobs)
-    assert opts["fingerprint"] == _jobs.DEFAULT_FINGERPRINT and opts["surrogate"] == _jobs.DEFAULT_SURROGATE
-    assert opts["grid"] == dict(_jobs.DEFAULT_GRID)
+    assert opts.fingerprint == _jobs.DEFAULT_FINGERPRINT and opts.surrogate == _jobs.DEFAULT_SURROGATE
+    assert opts.grid == dict(_jobs.DEFAULT_GRID)
     args = argparse.Namespace(fingerprint="atompair_counts+maccs", fingerprint_radius=3, cv_lists="fold",
-                              alphas=[0.5], output_kernels=None, output_gammas=None, folds=4, seed=1)
+                              alphas=[0.5], output_kernels=None, output_gammas=None, folds=4, seed=1, store=None)
     opts = _model_options(args, _jobs)
-    assert opts["fingerprint"] == {**_jobs.DEFAULT_FINGERPRINT, "kind": "atompair_counts+maccs", "radius": 3}
-    assert opts["surrogate"] == "fold" and opts["grid"]["alpha"] == (0.5,) and opts["n_folds"] == 4
-    assert _jobs._fingerprinter(opts["fingerprint"]).params() == opts["fingerprint"]
+    assert opts.fingerprint == {**_jobs.DEFAULT_FINGERPRINT, "kind": "atompair_counts+maccs", "radius": 3}
+    assert opts.surrogate == "fold" and opts.grid["alpha"] == (0.5,) and opts.n_folds == 4 and opts.seed == 1
+    assert opts.fingerprinter().params() == opts.fingerprint
     assert _jobs._fingerprinter("maccs").params() == {**_jobs.DEFAULT_FINGERPRINT, "kind": "maccs"}
     with pytest.raises(argparse.ArgumentTypeError, match="ecfp4"):
         _fingerprint_kind("ecfp4+maccs")

@@ -10,15 +10,17 @@ import pytest
 from iokr.apps.metabolites import (
     CandidateStore,
     Cleaning,
+    Feedback,
     Fingerprinter,
     MetaboliteIdentifier,
+    TrainingConfig,
     alignf_weights,
+    evaluate_job,
     load_identifier,
     read_candidate_lists,
     read_spectra,
     save_identifier,
 )
-from iokr.apps.metabolites._jobs import evaluate_job
 from iokr.apps.metabolites._pipeline import evaluate_lists, training_set
 from iokr.cli.main import main
 from iokr.datasets._metabolites import BUNDLED_METABOLITES
@@ -74,8 +76,8 @@ def test_alignf_weights_maximize_alignment():
 
 
 def test_evaluate_job_marks_lists_and_matches_direct_scoring(tiny):
-    summary = evaluate_job(tiny["spectra"], tiny["lists"], grid={"alpha": (0.1, 1.0), "input_gamma": (None,),
-                                                                 "output_gamma": (1.0,)}, n_folds=2, log=lambda m: None)
+    config = TrainingConfig(grid={"alpha": (0.1, 1.0), "input_gamma": (None,), "output_gamma": (1.0,)}, n_folds=2)
+    summary = evaluate_job(tiny["spectra"], tiny["lists"], config, feedback=Feedback(log=lambda m: None))
     assert summary["n_lists"] == N_LISTS + 1
     assert summary["n_lists_without_true_structure"] == 1
     assert summary["n_lists_with_spectra"] == N_LISTS
