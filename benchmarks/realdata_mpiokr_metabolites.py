@@ -102,7 +102,7 @@ class SplitGram(Kernel):
     def _n(self):
         return self.train.shape[0] + (0 if self.test is None else self.test.shape[0])
 
-    def _check_input(self, X, name):
+    def validate(self, X, name):
         idx = np.asarray(X)
         idx = idx[:, None] if idx.ndim == 1 else idx
         if idx.ndim != 2 or idx.shape[1] != 1 or not np.issubdtype(idx.dtype, np.integer):
@@ -111,13 +111,13 @@ class SplitGram(Kernel):
             raise ValueError(f"SplitGram: '{name}' indices must lie in [0, {self._n()}).")
         return idx.astype(np.intp)
 
-    def _block(self, A, B):
+    def compute(self, A, B):
         a, b = A[:, 0], B[:, 0]
         n = self.train.shape[0]
         if (b >= n).any():
             if (a >= n).any():
                 raise ValueError("SplitGram: no query-by-query block is stored.")
-            return self._block(B, A).T
+            return self.compute(B, A).T
         out = np.empty((a.size, b.size))
         train = a < n
         out[train] = self.train[np.ix_(a[train], b)]
@@ -125,7 +125,7 @@ class SplitGram(Kernel):
             out[~train] = self.test[np.ix_(a[~train] - n, b)]
         return out
 
-    def _diag(self, A):
+    def compute_diag(self, A):
         a = A[:, 0]
         n = self.train.shape[0]
         out = np.empty(a.size)

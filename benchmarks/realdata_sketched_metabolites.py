@@ -81,10 +81,10 @@ class CombinedSpectrumKernel(SpectrumKernel):
         return [make_spectrum_kernel(k, self.sigma_mz, self.sigma_intensity, self.bin_width) for k in self.kernels]
 
     def __call__(self, A, B=None, *, working_memory=None):
-        A = self._check_input(A, "A")
-        B = A if B is None else self._check_input(B, "B")
+        A = self.validate(A, "A")
+        B = A if B is None else self.validate(B, "B")
         base = self._base()
-        diags_b = [k._diag(B) for k in base]
+        diags_b = [k.compute_diag(B) for k in base]
         out = np.empty((len(A), len(B)))
         for rows in row_slices(len(A), 8 * max(len(B), 1) * (1 + self.temporaries_per_entry), working_memory):
             block = A[rows]
@@ -93,12 +93,12 @@ class CombinedSpectrumKernel(SpectrumKernel):
             out[rows] = _combine(grams, None, np.asarray(self.weights, dtype=np.float64), None)
         return out
 
-    def _block(self, A, B):
+    def compute(self, A, B):
         return self(A, B)
 
-    def _diag(self, A):
+    def compute_diag(self, A):
         unit = MetaboliteIdentifier._unit_diag
-        return sum(w * unit(k._diag(A)) for w, k in zip(self.weights, self._base()))
+        return sum(w * unit(k.compute_diag(A)) for w, k in zip(self.weights, self._base()))
 
 
 class TrainingOutputFeatures(Kernel):
@@ -124,20 +124,20 @@ class TrainingOutputFeatures(Kernel):
         points = np.unique(np.asarray(Y), axis=0)
         return cls(base, points, nystrom_whitening(np.asarray(base(points), dtype=np.float64)))
 
-    def _check_input(self, X, name):
-        return self.base._check_input(X, name)
+    def validate(self, X, name):
+        return self.base.validate(X, name)
 
-    def _features(self, A):
-        Z = np.asarray(self.base._block(A, self.points), dtype=np.float64) @ self.whitening
-        residual = np.asarray(self.base._diag(A), dtype=np.float64) - np.einsum("ij,ij->i", Z, Z)
+    def compute_features(self, A):
+        Z = np.asarray(self.base.compute(A, self.points), dtype=np.float64) @ self.whitening
+        residual = np.asarray(self.base.compute_diag(A), dtype=np.float64) - np.einsum("ij,ij->i", Z, Z)
         out = np.hstack([Z, np.sqrt(np.clip(residual, 0.0, None))[:, None]])
         return out.astype(np.float32 if A.dtype == np.float32 else np.float64, copy=False)
 
-    def _block(self, A, B):
-        return self._features(A) @ self._features(B).T
+    def compute(self, A, B):
+        return self.compute_features(A) @ self.compute_features(B).T
 
-    def _diag(self, A):
-        return np.asarray(self.base._diag(A), dtype=np.float64)
+    def compute_diag(self, A):
+        return np.asarray(self.base.compute_diag(A), dtype=np.float64)
 
 
 class SketchedIdentifier(MetaboliteIdentifier):

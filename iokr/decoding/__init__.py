@@ -1,12 +1,49 @@
-"""Candidate sets and chunked, streamed scoring of candidates (top-k), shared by every estimator."""
+"""Candidate sets, decoding rules and chunked, streamed scoring of candidates (top-k), shared by every estimator."""
 
+from ._bits import BinaryTanimotoIndex
 from ._candidates import CandidateSets, PackedBinaryFeatures, as_candidate_sets
 from ._disk import CandidateFile, CandidateFileWriter, write_candidate_file
 from ._ranking import QueryRanking, rankings_from_scores, warn_empty
-from ._scoring import TIE_POLICY, Scorer, dense_scores, order_by_score, set_scores, top_k_scores
+from ._rules import (
+    DECODINGS,
+    CosineDecoding,
+    DecodingRule,
+    DistanceDecoding,
+    InnerDecoding,
+    check_decoding,
+    decoding_rule,
+    inverse_norms,
+    row_norms,
+)
+from ._scoring import (
+    TIE_POLICY,
+    BinaryRule,
+    Scorer,
+    dense_scores,
+    merge_top_k,
+    order_by_score,
+    packed_reader,
+    plan_blocks,
+    set_scores,
+    top_k_scores,
+)
 
 __all__ = [
+    "DECODINGS",
     "TIE_POLICY",
+    "BinaryRule",
+    "BinaryTanimotoIndex",
+    "CosineDecoding",
+    "DecodingRule",
+    "DistanceDecoding",
+    "InnerDecoding",
+    "check_decoding",
+    "decoding_rule",
+    "inverse_norms",
+    "merge_top_k",
+    "packed_reader",
+    "plan_blocks",
+    "row_norms",
     "CandidateFile",
     "CandidateFileWriter",
     "CandidateSets",

@@ -224,3 +224,38 @@ def packed_dot(packed, table):
     packed = np.asarray(packed, dtype=np.uint8)
     n_bytes = packed.shape[1]
     return table[np.arange(n_bytes)[None, :], packed].sum(axis=1)
+
+
+class BinaryTanimotoIndex:
+    """Training 0/1 rows packed once, for exact Tanimoto similarities of 0/1 query rows against them.
+
+    Built by :meth:`build`, which returns ``None`` unless every training entry is 0 or 1. The intersection counts
+    use :data:`DEFAULT_COUNT_METHOD` as it is when :meth:`similarities` is called.
+
+    Attributes
+    ----------
+    words : ndarray of uint64, shape (n, ceil(p / 64))
+    counts : ndarray of shape (n,)
+        Set bits per training row.
+    bits : ndarray of float32, shape (n, p)
+        The training rows as 0/1 floats (the BLAS count method's operand).
+    """
+
+    def __init__(self, Y):
+        self.words = pack_words(Y)
+        self.counts = bit_counts(self.words)
+        self.bits = np.asarray(Y, dtype=np.float32)
+
+    @classmethod
+    def build(cls, Y):
+        """An index of ``Y`` (n, p), or ``None`` when ``Y`` is not 0/1."""
+        return cls(Y) if is_binary(Y) else None
+
+    def applies_to(self, C):
+        """True when the query rows ``C`` are 0/1 (the counts are then exact)."""
+        return is_binary(C)
+
+    def similarities(self, C, dtype=np.float64):
+        """Tanimoto ``T(c_i, y_j)`` of 0/1 rows ``C`` (m, p) against the training rows; shape (m, n) in ``dtype``."""
+        return binary_tanimoto(C, self.words, self.counts, B_bits=self.bits, method=DEFAULT_COUNT_METHOD,
+                               dtype=dtype)

@@ -95,6 +95,15 @@ def _plan(scorer, n_candidates, working_memory, itemsize=8):
     return query_rows, candidate_rows
 
 
+def plan_blocks(scorer, n_candidates, working_memory=None):
+    """``(query rows, candidate rows)``: the chunk sizes every scoring function here uses for ``scorer``.
+
+    A quarter of the budget goes to the query block, the rest to candidate blocks and score blocks. Runs that split
+    the work elsewhere (:mod:`iokr.distributed`) align their tasks to these sizes to score exactly the same blocks.
+    """
+    return _plan(scorer, n_candidates, working_memory)
+
+
 def _candidate_blocks(scorer, pool, candidate_rows):
     n = pool.shape[0]
     for start in range(0, n, candidate_rows):
@@ -230,7 +239,7 @@ def dense_scores(scorer, pool, working_memory=None):
     return out
 
 
-def _merge_top_k(best_idx, best_scores, new_rows, new_idx, new_scores, k):
+def merge_top_k(best_idx, best_scores, new_rows, new_idx, new_scores, k):
     """Merge entries (row, index, score) into per-row top-k arrays with the stable tie policy.
 
     Only the rows that receive new entries are re-sorted: late in a stream, few candidates beat the running k-th
@@ -335,7 +344,7 @@ def top_k_scores(scorer, pool, k, working_memory=None):
                 passing = sub >= np.maximum(bar[hit], kth.astype(S.dtype))[:, None]
                 n_passing = np.count_nonzero(passing)
             sub_rows, new_cols = _sparse_nonzero(passing, n_passing)
-            best_idx, best_scores = _merge_top_k(
+            best_idx, best_scores = merge_top_k(
                 best_idx, best_scores, hit[sub_rows], new_cols + start, sub[sub_rows, new_cols], k
             )
             full = best_idx[:, -1] >= 0

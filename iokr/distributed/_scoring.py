@@ -15,8 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._config import get_config
-from ..decoding import CandidateFile, QueryRanking, top_k_scores
-from ..decoding._scoring import _merge_top_k, _plan, packed_reader
+from ..decoding import CandidateFile, QueryRanking, merge_top_k, packed_reader, plan_blocks, top_k_scores
 from ._cluster import DistributedRunError, gather_all, hold
 
 
@@ -71,7 +70,7 @@ def plan_tasks(n_queries, n_candidates, query_block=None, candidate_block=None, 
 
 
 def _task(model, X_block, pool, start, stop, k, working_memory):
-    scorer = model._scorer(X_block, None, "candidate_sets")
+    scorer = model.scorer(X_block, candidates_name="candidate_sets")
     idx, scores = top_k_scores(scorer, _PoolRange(pool, start, stop), k, working_memory)
     idx = np.where(idx >= 0, idx + start, idx)
     return idx, scores
@@ -82,7 +81,7 @@ def _merge(parts, k):
     for idx, scores in parts[1:]:
         valid = idx >= 0
         rows, cols = np.nonzero(valid)
-        best_idx, best_scores = _merge_top_k(best_idx, best_scores, rows, idx[rows, cols], scores[rows, cols], k)
+        best_idx, best_scores = merge_top_k(best_idx, best_scores, rows, idx[rows, cols], scores[rows, cols], k)
     return best_idx, best_scores
 
 
@@ -94,7 +93,7 @@ def distributed_top_k(client, model, X, pool, k, *, query_block=None, candidate_
     ----------
     client : dask.distributed.Client
     model : fitted IOKR-like estimator
-        Must provide ``_scorer(X, input_diag, name)`` (IOKR, SketchedIOKR ...).
+        Must provide ``scorer(X, candidates_name=...)`` (IOKR, SketchedIOKR ...).
     X : ndarray of shape (m, d)
     pool : ndarray, PackedBinaryFeatures or CandidateFile of shape (c, p)
     k : int
@@ -120,7 +119,7 @@ def distributed_top_k(client, model, X, pool, k, *, query_block=None, candidate_
     k = int(min(k, n_pool))
     if working_memory is None:  # the client's setting: worker threads do not see its thread-local config
         working_memory = getattr(model, "working_memory", None) or get_config()["working_memory"]
-    local_rows = _plan(model._scorer(X, None, "candidate_sets"), n_pool, working_memory)
+    local_rows = plan_blocks(model.scorer(X, candidates_name="candidate_sets"), n_pool, working_memory)
     queries, candidates = plan_tasks(n_queries, n_pool, query_block, candidate_block, align=local_rows)
     try:
         model_f = hold(client, model)

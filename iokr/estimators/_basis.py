@@ -45,12 +45,12 @@ class TransformedBasis:
 
     def __init__(self, kernel, transform, train, extra):
         self.kernel, self.transform, self.train = kernel, transform, train
-        self.extra = kernel._check_input(extra, "candidates") if extra.shape[0] else extra
+        self.extra = kernel.validate(extra, "candidates") if extra.shape[0] else extra
         self.n_train = train.shape[0]
         self.n_basis = self.n_train + self.extra.shape[0]
         if self.extra.shape[0]:
             raw = np.asarray(kernel(self.extra, train), dtype=np.float64)
-            self.extra_means, self.extra_scale = self._row_stats(raw, kernel._diag(self.extra))
+            self.extra_means, self.extra_scale = self._row_stats(raw, kernel.compute_diag(self.extra))
             self.extra_cross = self._apply(raw, self.extra_means, self.extra_scale, self._train_means(),
                                            self._train_scale())
         else:
@@ -86,13 +86,13 @@ class TransformedBasis:
 
     def block(self, A):
         """Transformed ``k(A, [train; extra])`` of shape (m, l + z) and the transformed diagonal ``k'(a, a)``."""
-        cross_train = np.asarray(self.kernel._block(A, self.train), dtype=np.float64)
-        means, scale = self._row_stats(cross_train, self.kernel._diag(A))
+        cross_train = np.asarray(self.kernel.compute(A, self.train), dtype=np.float64)
+        means, scale = self._row_stats(cross_train, self.kernel.compute_diag(A))
         parts = [self._apply(cross_train, means, scale, self._train_means(), self._train_scale())]
         if self.extra.shape[0]:
-            cross_extra = np.asarray(self.kernel._block(A, self.extra), dtype=np.float64)
+            cross_extra = np.asarray(self.kernel.compute(A, self.extra), dtype=np.float64)
             parts.append(self._apply(cross_extra, means, scale, self.extra_means, self.extra_scale))
-        diag = np.asarray(self.kernel._diag(A), dtype=np.float64)
+        diag = np.asarray(self.kernel.compute_diag(A), dtype=np.float64)
         if self.transform.center:
             diag = np.clip(diag - 2.0 * means + self.transform.train_mean_, 0.0, None)
         diag_t = diag * scale**2

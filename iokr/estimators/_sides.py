@@ -3,7 +3,8 @@
 The input side turns inputs (features or a precomputed Gram) into the transformed training Gram and transformed
 test-versus-train blocks. The output side turns outputs into either explicit transformed features (when the output
 kernel has a finite feature map: the fast path) or transformed kernel blocks against the training outputs, and
-produces candidate representations for each decoding rule.
+produces candidate representations for each decoding rule (:func:`iokr.decoding.decoding_rule`). Both implement the
+protocols of :mod:`iokr.estimators._protocols`.
 """
 
 from __future__ import annotations
@@ -11,18 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_array_2d, check_finite, check_n_features, check_square_gram
-from ..decoding import _bits
-from ..decoding._scoring import BinaryRule
+from ..decoding import BinaryTanimotoIndex, decoding_rule, row_norms
 from ..kernels import FeatureTransform, GaussianTanimoto, KernelTransform, Linear, Tanimoto, make_kernel
-
-DECODINGS = ("distance", "inner", "cosine")
-
-
-
-def check_decoding(decoding, owner):
-    """Raise a ValueError naming ``owner`` unless ``decoding`` is one of :data:`DECODINGS`."""
-    if decoding not in DECODINGS:
-        raise ValueError(f"The 'decoding' parameter of {owner} must be one of {DECODINGS}. Got {decoding!r} instead.")
 
 
 def check_output_features(Y, owner):
@@ -38,15 +29,10 @@ def check_output_features(Y, owner):
         raise ValueError(f"'Y' must be a 2-D array of output features (n, p), got shape {Y.shape}.")
     return Y
 
-def _row_norms(M):
-    return np.sqrt(np.einsum("ij,ij->i", M, M, dtype=np.float64))
 
-
-def _safe_inverse(values):
-    out = np.zeros_like(values, dtype=np.float64)
-    positive = values > 0
-    out[positive] = 1.0 / values[positive]
-    return out
+def gram_norms(H, gram):
+    """``||h||`` of coefficient rows ``H`` (m, n) over a basis with Gram ``gram`` (n, n): ``sqrt(h^T K h)``."""
+    return np.sqrt(np.clip(np.einsum("ij,ij->i", H @ gram, H), 0.0, None))
 
 
 class InputSide:
@@ -76,7 +62,7 @@ class InputSide:
             self.n_features_in = gram.shape[0]
         else:
             # The kernel's own validation: Precomputed takes integer indices, min-max Tanimoto non-negative features.
-            X = self.kernel._check_input(X, "X")
+            X = self.kernel.validate(X, "X")
             self.X_train = X
             self.n_train, self.n_features_in = X.shape
             gram = self.kernel(X)
@@ -84,7 +70,7 @@ class InputSide:
 
     def check_test(self, X_test, input_diag=None):
         """Validate test inputs; returns the array (features, or test-by-train Gram for precomputed)."""
-        X_test = check_array_2d(X_test, "X") if self.precomputed else self.kernel._check_input(X_test, "X")
+        X_test = check_array_2d(X_test, "X") if self.precomputed else self.kernel.validate(X_test, "X")
         if self.precomputed:
             if X_test.shape[1] != self.n_train:
                 raise ValueError(
@@ -114,18 +100,17 @@ class InputSide:
             diag = None if input_diag is None else input_diag[rows]
         else:
             block = X_test[rows]
-            cross = np.asarray(self.kernel._block(block, self.X_train), dtype=np.float64)
-            diag = self.kernel._diag(block) if self.transform.normalize else None
+            cross = np.asarray(self.kernel.compute(block, self.X_train), dtype=np.float64)
+            diag = self.kernel.compute_diag(block) if self.transform.normalize else None
         transformed, _ = self.transform.transform(cross, diag)
         return transformed
 
 
 def _binary_tanimoto_state(kernel, Y):
     """Packed training outputs for the intersection-count path, or None when it does not apply."""
-    if type(kernel) not in (Tanimoto, GaussianTanimoto) or kernel.form != "inner" or not _bits.is_binary(Y):
+    if type(kernel) not in (Tanimoto, GaussianTanimoto) or kernel.form != "inner":
         return None
-    words = _bits.pack_words(Y)
-    return {"words": words, "counts": _bits.bit_counts(words), "bits": np.asarray(Y, dtype=np.float32)}
+    return BinaryTanimotoIndex.build(Y)
 
 
 class OutputSide:
@@ -139,6 +124,8 @@ class OutputSide:
         Transformed training output features (explicit path).
     train_gram : ndarray of shape (n, n)
         Transformed training output Gram (kernel path).
+    binary : BinaryTanimotoIndex or None
+        Packed binary training outputs under a Tanimoto kernel (kernel path): exact counts for 0/1 candidates.
     """
 
     def __init__(self, kernel, center, normalize):
@@ -148,12 +135,13 @@ class OutputSide:
                              "against training outputs; pass a Kernel object instead.")
         self.explicit = self.kernel.has_explicit_features
         self.center, self.normalize = center, normalize
+        self.binary = None
 
     def fit(self, Y):
-        Y = self.kernel._check_input(Y, "Y")
+        Y = self.kernel.validate(Y, "Y")
         self.n_features = Y.shape[1]
         if self.explicit:
-            features = self.kernel._features(Y)
+            features = self.kernel.compute_features(Y)
             self.feature_transform = FeatureTransform(self.center, self.normalize).fit(features)
             self.train_features = self.feature_transform.transform(features, dtype=np.float64)
         else:
@@ -165,70 +153,55 @@ class OutputSide:
 
     def _cross_block(self, C):
         """``k(C, Y_train)``: from exact intersection counts for binary fingerprints under a Tanimoto kernel."""
-        if getattr(self, "binary", None) is not None and _bits.is_binary(C):
-            T = _bits.binary_tanimoto(C, self.binary["words"], self.binary["counts"], B_bits=self.binary["bits"],
-                                      method=_bits.DEFAULT_COUNT_METHOD,
-                                      dtype=np.result_type(C.dtype, self.Y_train.dtype, np.float32))
-            if isinstance(self.kernel, GaussianTanimoto):
-                T -= 1.0
-                T *= 2.0 * self.kernel.gamma
-                np.exp(T, out=T)
-            return T
-        return self.kernel._block(C, self.Y_train)
+        if self.binary is not None and self.binary.applies_to(C):
+            T = self.binary.similarities(C, dtype=np.result_type(C.dtype, self.Y_train.dtype, np.float32))
+            return self.kernel.from_tanimoto(T)
+        return self.kernel.compute(C, self.Y_train)
 
     def candidate_block(self, C, decoding, name="candidates"):
         """Representation ``R`` and additive ``offset`` of a block of candidates for ``decoding``.
 
         float32 candidates give a float32 representation, so they are scored with float32 BLAS.
         """
+        rule = decoding_rule(decoding)
         C = np.asarray(C)
         if C.ndim != 2 or C.shape[1] != self.n_features:
             raise ValueError(
                 f"'{name}' has candidates with {C.shape[-1] if C.ndim else 0} features, but the model was fitted "
                 f"on outputs with {self.n_features} features."
             )
-        C = self.kernel._check_input(C, name)
+        C = self.kernel.validate(C, name)
         dtype = np.float32 if C.dtype == np.float32 else np.float64
         if self.explicit:
-            # R is only read below (scaled into a new array for cosine), so the untransformed input may be used as is.
-            R, sq_norms = self.feature_transform.transform_with_norms(self.kernel._features(C), dtype=dtype,
-                                                                      copy=False, norms=decoding != "inner")
+            # R is only read by the rule (scaled into a new array for cosine), so the untransformed input may be
+            # used as is.
+            R, sq_norms = self.feature_transform.transform_with_norms(
+                self.kernel.compute_features(C), dtype=dtype, copy=False, norms=rule.needs_candidate_norms)
         else:
             cross = self._cross_block(C)
-            R, sq_norms = self.kernel_transform.transform(cross, self.kernel._diag(C))
+            R, sq_norms = self.kernel_transform.transform(cross, self.kernel.compute_diag(C))
             R = R.astype(dtype, copy=False)
-        if decoding == "distance":
-            return R, -sq_norms.astype(R.dtype)
-        if decoding == "cosine" and not self.normalize:
-            R = R * np.sqrt(_safe_inverse(sq_norms))[:, None].astype(R.dtype)
-        return R, None
+        return rule.candidate(R, sq_norms, unit_norm=self.normalize)
 
     def binary_rule(self, decoding):
-        """:meth:`candidate_block` for 0/1 candidates in affine form (a :class:`~iokr.decoding._scoring.BinaryRule`).
+        """:meth:`candidate_block` for 0/1 candidates in affine form (a :class:`~iokr.decoding.BinaryRule`).
 
         Applies when the candidate representation is the candidate itself up to centering and a per-candidate
-        factor, i.e. a plain linear output kernel; ``None`` otherwise. The factors reproduce
-        :meth:`candidate_block`: ``1 / ||c - m||`` for normalized outputs or cosine decoding (0 for ``c == m``),
-        ``-||R[c]||^2`` as the offset of distance decoding.
+        factor, i.e. a plain linear output kernel; ``None`` otherwise. The rule's factors reproduce
+        :meth:`candidate_block` (see :meth:`iokr.decoding.DecodingRule.binary_rule`).
         """
         if not self.explicit or type(self.kernel) is not Linear:
             return None
-        normalize = self.normalize
-
-        def terms(sq_norms):
-            if normalize:  # R = (c - m) / ||c - m||, of squared norm 1 (0 for c == m)
-                unit = (sq_norms > 0).astype(np.float64)
-                return np.sqrt(_safe_inverse(sq_norms)), (-unit if decoding == "distance" else None)
-            if decoding == "cosine":
-                return np.sqrt(_safe_inverse(sq_norms)), None
-            return None, (-sq_norms if decoding == "distance" else None)
-
         mean = self.feature_transform.mean_ if self.center else None
-        return BinaryRule(mean, terms, needs_norms=normalize or decoding != "inner")
+        return decoding_rule(decoding).binary_rule(mean, unit_norm=self.normalize)
 
     def candidate_bytes_per_row(self, n_train):
         width = self.n_features if self.explicit else n_train
         return 3 * 8 * width
+
+    def query_norms(self, H):
+        """``||h||`` in output space of predictions ``H``: row norms (explicit), ``sqrt(c^T K_y c)`` (kernel)."""
+        return row_norms(H) if self.explicit else gram_norms(H, self.train_gram)
 
     def query_representation(self, coefficients_or_features, decoding, *, norm_floor=None):
         """Fold the decoding rule into the query side (``2 h`` for distance, ``h / ||h||`` for cosine).
@@ -236,15 +209,4 @@ class OutputSide:
         ``norm_floor`` (per query): for cosine, an ``h`` with ``||h|| <= norm_floor`` is rounding noise around 0
         and is scored as the zero vector.
         """
-        Q = coefficients_or_features
-        if decoding == "distance":
-            return 2.0 * Q
-        if decoding == "cosine":
-            if self.explicit:
-                norms = _row_norms(Q)
-            else:
-                norms = np.sqrt(np.clip(np.einsum("ij,ij->i", Q @ self.train_gram, Q), 0.0, None))
-            if norm_floor is not None:
-                norms = np.where(norms <= norm_floor, 0.0, norms)
-            return Q * np.sqrt(_safe_inverse(norms**2))[:, None]
-        return Q
+        return decoding_rule(decoding).query(coefficients_or_features, self.query_norms, norm_floor=norm_floor)

@@ -12,14 +12,17 @@ from ..decoding import (
     QueryRanking,
     Scorer,
     as_candidate_sets,
+    check_decoding,
+    decoding_rule,
     dense_scores,
     rankings_from_scores,
+    row_norms,
     set_scores,
     top_k_scores,
     warn_empty,
 )
 from ..linalg import cholesky_shifted
-from ._sides import InputSide, OutputSide, _row_norms, check_decoding, check_output_features
+from ._sides import InputSide, OutputSide, check_output_features
 
 #: Relative rounding level of ``||h(x)||`` under which cosine decoding scores a query 0 (see ``_cosine_norm_floor``).
 COSINE_NORM_RTOL = 1e-10
@@ -172,25 +175,46 @@ class IOKR(BaseEstimator):
         self._check_params()
         X, input_diag = self.input_.check_test(X, input_diag)
         width = self.output_.n_features if self.output_.explicit else self.input_.n_train
-
-        norm_floor = self._cosine_norm_floor() if self.decoding == "cosine" else None
+        rule = decoding_rule(self.decoding)
+        norm_floor = self._cosine_norm_floor() if rule.needs_query_norms else None
 
         def query_block(rows):
             block = self.input_.test_block(X, rows, input_diag)
             coefficients = self._coefficients(block)
-            if norm_floor is None:
-                return self.output_.query_representation(coefficients, self.decoding)
-            return self.output_.query_representation(coefficients, self.decoding,
-                                                     norm_floor=norm_floor(block, coefficients))
+            floor = None if norm_floor is None else norm_floor(block, coefficients)
+            return self.output_.query_representation(coefficients, rule, norm_floor=floor)
 
         def candidate_block(C):
-            return self.output_.candidate_block(C, self.decoding, candidates_name)
+            return self.output_.candidate_block(C, rule, candidates_name)
 
-        # Output sides without an affine 0/1 form (e.g. MP-IOKR's basis) score every pool through candidate_block.
-        binary_rule = getattr(self.output_, "binary_rule", None)
+        # Output sides without an affine 0/1 form (kernel outputs, MP-IOKR's basis) give no binary rule: every pool
+        # is then scored through candidate_block.
         return Scorer(X.shape[0], max(width, self.input_.n_train), query_block, candidate_block,
                       self.output_.candidate_bytes_per_row(self.input_.n_train),
-                      binary_rule=binary_rule(self.decoding) if binary_rule is not None else None)
+                      binary_rule=self.output_.binary_rule(rule))
+
+    def scorer(self, X, *, input_diag=None, candidates_name="candidates"):
+        """Return the bilinear scoring rule of the fitted model for the queries ``X``.
+
+        Runs that organize the scoring themselves (:mod:`iokr.distributed`) score with it exactly as
+        :meth:`rank` and :meth:`decision_function` do.
+
+        Parameters
+        ----------
+        X : array-like of shape (m, d), or (m, n) test-by-train Gram when precomputed
+            Query inputs.
+        input_diag : array-like of shape (m,), optional
+            ``k(x, x)`` of the test inputs; needed only with a precomputed, normalized input kernel.
+        candidates_name : str, default="candidates"
+            Name of the candidates in error messages.
+
+        Returns
+        -------
+        scorer : Scorer
+            Query and candidate representations under the model's decoding rule (see
+            :class:`iokr.decoding.Scorer`).
+        """
+        return self._scorer(X, input_diag, candidates_name)
 
     def _explicit_weights(self):
         """``W`` with ``h(x) = test_block(x) @ W`` on the explicit output path (None otherwise)."""
@@ -209,11 +233,11 @@ class IOKR(BaseEstimator):
         weights = self._explicit_weights()
         if weights is not None:
             bound = float(np.linalg.norm(weights))
-            return lambda block, coefficients: COSINE_NORM_RTOL * _row_norms(block) * bound
+            return lambda block, coefficients: COSINE_NORM_RTOL * row_norms(block) * bound
         if self.output_.explicit:
             return None
         gram_norm = float(np.abs(self.output_.train_gram).sum(axis=1).max()) if self.output_.train_gram.size else 0.0
-        return lambda block, coefficients: np.sqrt(COSINE_NORM_RTOL * gram_norm) * _row_norms(coefficients)
+        return lambda block, coefficients: np.sqrt(COSINE_NORM_RTOL * gram_norm) * row_norms(coefficients)
 
     def predict_features(self, X, *, input_diag=None):
         """Predict ``h(x)`` in the (transformed) output feature space.

@@ -13,13 +13,13 @@ from scipy import linalg as sla
 from scipy import sparse
 
 from .._validation import check_positive_scalar
-from ..decoding import CandidateSets
+from ..decoding import CandidateSets, decoding_rule, inverse_norms
 from ..exceptions import EmptyCandidateSetWarning
 from ..kernels import KernelTransform, WeightedSum, make_kernel
 from ..linalg import cholesky_shifted
 from ._basis import TransformedBasis
 from ._candidate_stats import CandidateStatistics, set_layout, stream_statistics, subsample_sets
-from ._sides import InputSide, OutputSide, _safe_inverse
+from ._sides import InputSide, OutputSide, gram_norms
 from .iokr import IOKR
 
 APPROXIMATIONS = ("known", "joint", "separate")
@@ -190,7 +190,7 @@ class MPIOKR(IOKR):
                              "matching 'candidate_sets', or one (n_pool, d) array for a CandidateSets). Use "
                              "approximation='joint' or 'separate' when they are unknown.")
         if isinstance(raw_sets, CandidateSets):
-            inputs = input_kernel._check_input(candidate_inputs, "candidate_inputs")
+            inputs = input_kernel.validate(candidate_inputs, "candidate_inputs")
             if inputs.shape[0] != sets.pool.shape[0]:
                 raise ValueError(f"'candidate_inputs' must have one row per pool candidate ({sets.pool.shape[0]}), "
                                  f"got {inputs.shape[0]}.")
@@ -203,7 +203,7 @@ class MPIOKR(IOKR):
             for i, (block, size) in enumerate(zip(candidate_inputs, sets.sizes)):
                 if np.size(block) == 0 and size == 0:
                     continue
-                block = input_kernel._check_input(block, f"candidate_inputs[{i}]")
+                block = input_kernel.validate(block, f"candidate_inputs[{i}]")
                 if block.shape[0] != size:
                     raise ValueError(f"'candidate_inputs[{i}]' has {block.shape[0]} rows but 'candidate_sets[{i}]' "
                                      f"has {size} candidates; they must match one to one.")
@@ -290,7 +290,8 @@ class MPIOKR(IOKR):
         if not self.output_.explicit:
             # Kernelized outputs: the predictor's output basis is [training outputs; used candidates]; IOKR's
             # scoring reads queries of that width (``n_train`` sizes its blocks).
-            self.output_ = self.__dict__.pop("_output_basis")
+            self.output_ = self._output_basis
+            del self._output_basis
             self.input_.n_train = max(self.input_.n_train, self.output_.basis.n_basis)
         return self
 
@@ -301,7 +302,7 @@ class MPIOKR(IOKR):
                 raise ValueError("approximation='separate' approximates each base kernel of a WeightedSum input "
                                  f"kernel separately; got input_kernel={self.input_kernel!r}. Pass "
                                  "iokr.kernels.WeightedSum([...]) or use approximation='joint'.")
-            kernels, weights = input_kernel._weights()
+            kernels, weights = input_kernel.components()
             gammas = [gamma] * len(kernels) if np.ndim(gamma) == 0 else gamma
             if len(gammas) != len(kernels):
                 raise ValueError(f"The 'gamma' parameter of {type(self).__name__} must hold one value per base "
@@ -339,9 +340,9 @@ class MPIOKR(IOKR):
             return stats
         if out.explicit:
             def represent(block):
-                block = out.kernel._check_input(block, "candidates")
+                block = out.kernel.validate(block, "candidates")
                 dtype = np.float32 if block.dtype == np.float32 else np.float64
-                return out.feature_transform.transform(out.kernel._features(block), dtype=dtype)
+                return out.feature_transform.transform(out.kernel.compute_features(block), dtype=dtype)
 
             return stream_statistics(layout, represent, out.n_features, key=key,
                                      working_memory=self.working_memory)
@@ -357,8 +358,8 @@ class MPIOKR(IOKR):
         out = self.output_
         if used.size == 0:
             return out.train_features
-        cands = out.kernel._check_input(np.asarray(sets.pool[used]), "candidates")
-        feats = out.feature_transform.transform(out.kernel._features(cands), dtype=np.float64)
+        cands = out.kernel.validate(np.asarray(sets.pool[used]), "candidates")
+        feats = out.feature_transform.transform(out.kernel.compute_features(cands), dtype=np.float64)
         return np.concatenate([out.train_features, feats], axis=0)
 
     def _fit_approximated(self, alpha, grams, stats, mean_op, omega):
@@ -539,19 +540,19 @@ class _GroupedInput:
         self.center, self.normalize = center, normalize
 
     def fit_grams(self, X):
-        X = self.kernels[0]._check_input(X, "X")
+        X = self.kernels[0].validate(X, "X")
         self.X_train = X
         self.n_examples, self.n_features_in = X.shape
         self.n_train = X.shape[0] * len(self.groups)
         self.transforms = [KernelTransform(self.center, False) for _ in self.kernels]
         centered = [w * t.fit_transform(k(X)) for k, w, t in zip(self.kernels, self.weights, self.transforms)]
         diag = np.clip(sum(np.diag(c) for c in centered), 0.0, None)
-        self.train_scale = _safe_inverse(diag) ** 0.5 if self.normalize else np.ones_like(diag)
+        self.train_scale = inverse_norms(diag) if self.normalize else np.ones_like(diag)
         scale = np.outer(self.train_scale, self.train_scale)
         return [sum(centered[k] for k in group) * scale for group in self.groups]
 
     def check_test(self, X, input_diag=None):
-        X = self.kernels[0]._check_input(X, "X")
+        X = self.kernels[0].validate(X, "X")
         if X.shape[1] != self.n_features_in:
             raise ValueError(f"'X' has {X.shape[1]} features, but the model was fitted with {self.n_features_in} "
                              "features.")
@@ -561,17 +562,22 @@ class _GroupedInput:
         block = X[rows]
         parts, diag = [], 0.0
         for kernel, weight, transform in zip(self.kernels, self.weights, self.transforms):
-            cross, d = transform.transform(np.asarray(kernel._block(block, self.X_train), dtype=np.float64),
-                                           kernel._diag(block))
+            cross, d = transform.transform(np.asarray(kernel.compute(block, self.X_train), dtype=np.float64),
+                                           kernel.compute_diag(block))
             parts.append(weight * cross)
             diag = diag + weight * d
-        scale = _safe_inverse(np.clip(diag, 0.0, None)) ** 0.5 if self.normalize else np.ones(block.shape[0])
+        scale = inverse_norms(np.clip(diag, 0.0, None)) if self.normalize else np.ones(block.shape[0])
         outer = scale[:, None] * self.train_scale[None, :]
         return np.concatenate([sum(parts[k] for k in group) * outer for group in self.groups], axis=1)
 
 
 class _OutputBasis:
-    """Kernelized output side over ``[training outputs; used candidates]`` (the predictor's output basis)."""
+    """Kernelized output side over ``[training outputs; used candidates]`` (the predictor's output basis).
+
+    Queries are coefficients over the basis; candidates are their transformed kernel values against it. The
+    transform is the one fitted on the training outputs, so candidates are not exactly unit norm even with
+    ``normalize_output``: cosine decoding always rescales them.
+    """
 
     explicit = False
 
@@ -584,30 +590,28 @@ class _OutputBasis:
         self._gram = None
 
     def candidate_block(self, C, decoding, name="candidates"):
+        rule = decoding_rule(decoding)
         C = np.asarray(C)
         if C.ndim != 2 or C.shape[1] != self.n_features:
             raise ValueError(f"'{name}' has candidates with {C.shape[-1] if C.ndim else 0} features, but the model "
                              f"was fitted on outputs with {self.n_features} features.")
-        C = self.side.kernel._check_input(C, name)
+        C = self.kernel.validate(C, name)
         R, sq_norms = self.basis.block(C)
         if C.dtype == np.float32:
             R = R.astype(np.float32)
-        if decoding == "distance":
-            return R, -sq_norms.astype(R.dtype)
-        if decoding == "cosine":
-            R = R * np.sqrt(_safe_inverse(sq_norms))[:, None].astype(R.dtype)
-        return R, None
+        return rule.candidate(R, sq_norms, unit_norm=False)
 
     def candidate_bytes_per_row(self, n_train):
         return 3 * 8 * self.basis.n_basis
 
-    def query_representation(self, beta, decoding):
-        if decoding == "distance":
-            return 2.0 * beta
-        if decoding == "cosine":
-            if self._gram is None:
-                self._gram = self.basis.gram(self.side.train_gram)
-            norms = np.sqrt(np.clip(np.einsum("ij,ij->i", beta @ self._gram, beta), 0.0, None))
-            return beta * _safe_inverse(norms)[:, None]
-        return beta
+    def binary_rule(self, decoding):
+        """Give None: candidates are kernel values against the basis, not the 0/1 rows themselves."""
 
+    def query_norms(self, beta):
+        """``||h||`` of coefficient rows over the basis, through the transformed basis Gram (built once)."""
+        if self._gram is None:
+            self._gram = self.basis.gram(self.side.train_gram)
+        return gram_norms(beta, self._gram)
+
+    def query_representation(self, beta, decoding, *, norm_floor=None):
+        return decoding_rule(decoding).query(beta, self.query_norms, norm_floor=norm_floor)

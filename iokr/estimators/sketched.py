@@ -7,15 +7,14 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_finite, check_n_features, check_positive_scalar
-from ..kernels import Gaussian, Kernel, KernelTransform, make_kernel
-from ..kernels._random_features import RandomFourierFeatures
-from ..linalg import row_slices
-from ..linalg._sketch import (
+from ..kernels import Gaussian, Kernel, KernelTransform, RandomFourierFeatures, make_kernel
+from ..linalg import (
     falkon_solve,
     greedy_landmarks,
     nystrom_whitening,
     pivoted_cholesky_landmarks,
     ridge_primal,
+    row_slices,
     sparse_sketch,
     subsample_indices,
 )
@@ -45,24 +44,24 @@ class _SketchedFeatures(Kernel):
         self.sketch = sketch
         self.residual = residual
 
-    def _check_input(self, X, name):
-        return self.base._check_input(X, name)
+    def validate(self, X, name):
+        return self.base.validate(X, name)
 
-    def _features(self, A):
-        cross = np.asarray(self.base._block(A, self.points), dtype=np.float64)
+    def compute_features(self, A):
+        cross = np.asarray(self.base.compute(A, self.points), dtype=np.float64)
         if self.sketch is not None:
             cross = np.asarray(self.sketch @ cross.T).T
         features = cross @ self.whitening
         if self.residual:
-            left_out = np.asarray(self.base._diag(A), dtype=np.float64) - np.einsum("ij,ij->i", features, features)
+            left_out = np.asarray(self.base.compute_diag(A), dtype=np.float64) - np.einsum("ij,ij->i", features, features)
             features = np.hstack([features, np.sqrt(np.clip(left_out, 0.0, None))[:, None]])
         return features.astype(np.float32 if A.dtype == np.float32 else np.float64, copy=False)
 
-    def _block(self, A, B):
-        return self._features(A) @ self._features(B).T
+    def compute(self, A, B):
+        return self.compute_features(A) @ self.compute_features(B).T
 
-    def _diag(self, A):
-        Z = self._features(A)
+    def compute_diag(self, A):
+        Z = self.compute_features(A)
         return np.einsum("ij,ij->i", Z, Z)
 
 
@@ -74,10 +73,10 @@ def _landmarks(kernel, X, solver, n_components, rng, targets, working_memory):
 
     def columns(idx):
         idx = np.atleast_1d(np.asarray(idx, dtype=np.int64))
-        return np.asarray(kernel._block(X, X[idx]), dtype=np.float64)
+        return np.asarray(kernel.compute(X, X[idx]), dtype=np.float64)
 
     if solver == "cholesky":
-        chosen = pivoted_cholesky_landmarks(columns, np.asarray(kernel._diag(X), dtype=np.float64), n_components)
+        chosen = pivoted_cholesky_landmarks(columns, np.asarray(kernel.compute_diag(X), dtype=np.float64), n_components)
     else:
         chosen = greedy_landmarks(columns, targets, n_components, working_memory)
     return np.sort(chosen)
@@ -90,12 +89,12 @@ def _sketch_features(kernel, X, solver, n_components, sparsity, rng, working_mem
         if type(kernel) is not Gaussian:
             raise ValueError(f"solver='rff' approximates the Gaussian kernel only; got {type(kernel).__name__}.")
         rff = RandomFourierFeatures(kernel.gamma, int(n_components), int(rng.integers(2**31)))
-        return rff, rff._features(np.asarray(X, dtype=np.float64))
+        return rff, rff.compute_features(np.asarray(X, dtype=np.float64))
     if solver == "sparse":
         S = sparse_sketch(n_components, n, sparsity, rng)
         cross = np.empty((n, S.shape[0]))
         for rows in row_slices(n, 8 * n * (1 + kernel.temporaries_per_entry), working_memory):
-            cross[rows] = np.asarray(S @ np.asarray(kernel._block(X[rows], X), dtype=np.float64).T).T
+            cross[rows] = np.asarray(S @ np.asarray(kernel.compute(X[rows], X), dtype=np.float64).T).T
         K_ss = np.asarray(S @ cross)
         W = nystrom_whitening(K_ss)
         return _SketchedFeatures(kernel, X, W, S), cross @ W
@@ -156,16 +155,16 @@ class _FeatureInput:
 
     def diag(self, X):
         """``k(x, x)`` of the kernel being approximated (of the random-feature kernel itself for ``"rff"``)."""
-        return np.asarray(getattr(self.feature_kernel, "base", self.feature_kernel)._diag(X), dtype=np.float64)
+        return np.asarray(getattr(self.feature_kernel, "base", self.feature_kernel).compute_diag(X), dtype=np.float64)
 
     def check_test(self, X_test, input_diag=None):
-        X_test = self.feature_kernel._check_input(X_test, "X")
+        X_test = self.feature_kernel.validate(X_test, "X")
         check_n_features(X_test, self.n_features_in, "X")
         return X_test, input_diag
 
     def test_block(self, X_test, rows, input_diag=None):
         block = X_test[rows]
-        features = np.asarray(self.feature_kernel._features(block), dtype=np.float64)
+        features = np.asarray(self.feature_kernel.compute_features(block), dtype=np.float64)
         return self.transform.transform(features, self.diag(block) if self.transform.normalize else None)
 
 
@@ -297,7 +296,7 @@ class SketchedIOKR(IOKR):
         Y = self._check_outputs(Y)
         rng = np.random.default_rng(self.random_state)
         kernel = make_kernel(self.input_kernel, "input_kernel")
-        X = kernel._check_input(X, "X")
+        X = kernel.validate(X, "X")
         if Y.shape[0] != X.shape[0]:
             raise ValueError(f"'X' has {X.shape[0]} examples but 'Y' has {Y.shape[0]}.")
         self.n_features_in_ = X.shape[1]
@@ -336,7 +335,7 @@ class SketchedIOKR(IOKR):
         output = OutputSide(self.output_kernel, self.center_output, self.normalize_output)
         if self.output_components is not None:
             base = output.kernel
-            Y_checked = base._check_input(Y, "Y")
+            Y_checked = base.validate(Y, "Y")
             distinct = _distinct_rows(Y_checked)
             points = Y_checked[distinct[subsample_indices(distinct.size, self.output_components, rng)]]
             whitening = nystrom_whitening(base(points))
@@ -349,12 +348,12 @@ class SketchedIOKR(IOKR):
             raise ValueError("solver='falkon' needs explicit output features: use a linear output kernel or set "
                              "'output_components' (an output sketch).")
         n = X.shape[0]
-        diag = np.asarray(kernel._diag(X), dtype=np.float64)
+        diag = np.asarray(kernel.compute_diag(X), dtype=np.float64)
         bytes_per_row = 8 * n * (2 + kernel.temporaries_per_entry)
         # One pass for the centering statistics (row means of K) without storing K.
         row_means = np.empty(n)
         for rows in row_slices(n, bytes_per_row, self.working_memory):
-            row_means[rows] = np.asarray(kernel._block(X[rows], X), dtype=np.float64).mean(axis=1)
+            row_means[rows] = np.asarray(kernel.compute(X[rows], X), dtype=np.float64).mean(axis=1)
         transform = KernelTransform(self.center_input, self.normalize_input)
         transform.diag_tol_ = 1e-10 * max(float(np.abs(diag).mean()) if n else 0.0, np.finfo(np.float64).tiny)
         centered_diag = diag.copy()

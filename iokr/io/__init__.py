@@ -19,7 +19,7 @@ _LAZY = {
     "loads_json": "_json", "MAX_COMPRESSION_RATIO": "_lines", "MAX_LINE_BYTES": "_lines",
     "RATIO_CHECK_BYTES": "_lines", "check_expansion": "_lines", "iter_lines": "_lines", "read_capped": "_lines",
     "FORMAT_VERSION": "_model_file", "ModelFileError": "_model_file", "load_model_file": "_model_file",
-    "save_model_file": "_model_file", "read_npz": "_npz",
+    "save_model_file": "_model_file", "read_npz": "_npz", "atomic_open": "_atomic",
 }
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "RATIO_CHECK_BYTES",
     "JSONDataError",
     "ModelFileError",
+    "atomic_open",
     "check_expansion",
     "iter_lines",
     "load_json_file",
@@ -56,6 +57,7 @@ def __dir__():
 
 
 if TYPE_CHECKING:
+    from ._atomic import atomic_open
     from ._json import MAX_JSON_DEPTH, MAX_JSON_FILE_BYTES, JSONDataError, load_json_file, loads_json
     from ._lines import (
         MAX_COMPRESSION_RATIO,

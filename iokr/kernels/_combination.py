@@ -29,29 +29,29 @@ class Normalized(Kernel):
         # The wrapped kernel's block is scaled in place: its temporaries are all this kernel needs.
         return self.kernel.temporaries_per_entry
 
-    def _check_input(self, X, name):
-        return self.kernel._check_input(X, name)
+    def validate(self, X, name):
+        return self.kernel.validate(X, name)
 
-    def _check_compatible(self, A, B):
-        self.kernel._check_compatible(A, B)
+    def check_compatible(self, A, B):
+        self.kernel.check_compatible(A, B)
 
-    def _block(self, A, B):
-        K = self.kernel._block(A, B)
-        inv_a = _inverse_sqrt(self.kernel._diag(A))
-        inv_b = _inverse_sqrt(self.kernel._diag(B))
+    def compute(self, A, B):
+        K = self.kernel.compute(A, B)
+        inv_a = _inverse_sqrt(self.kernel.compute_diag(A))
+        inv_b = _inverse_sqrt(self.kernel.compute_diag(B))
         K *= inv_a[:, None]
         K *= inv_b[None, :]
         return K
 
-    def _diag(self, A):
-        return (self.kernel._diag(A) > 0).astype(A.dtype if A.dtype.kind == "f" else np.float64)
+    def compute_diag(self, A):
+        return (self.kernel.compute_diag(A) > 0).astype(A.dtype if A.dtype.kind == "f" else np.float64)
 
     @property
     def has_explicit_features(self):
         return self.kernel.has_explicit_features
 
-    def _features(self, A):
-        F = np.array(self.kernel._features(A), dtype=np.result_type(A.dtype, np.float32), copy=True)
+    def compute_features(self, A):
+        F = np.array(self.kernel.compute_features(A), dtype=np.result_type(A.dtype, np.float32), copy=True)
         F *= _inverse_sqrt(np.einsum("ij,ij->i", F, F))[:, None]
         return F
 
@@ -77,7 +77,15 @@ class WeightedSum(Kernel):
         self.kernels = kernels
         self.weights = weights
 
-    def _weights(self):
+    def components(self):
+        """The base kernels and their validated weights (uniform when ``weights`` is None).
+
+        Returns
+        -------
+        kernels : list of Kernel
+        weights : ndarray of shape (n_kernels,)
+            Finite, non-negative.
+        """
         kernels = list(self.kernels)
         if not kernels:
             raise ValueError("The 'kernels' parameter of WeightedSum must hold at least one kernel. Got none.")
@@ -93,25 +101,25 @@ class WeightedSum(Kernel):
 
     @property
     def temporaries_per_entry(self):
-        kernels, _ = self._weights()
+        kernels, _ = self.components()
         return 1 + max(k.temporaries_per_entry for k in kernels)
 
-    def _check_input(self, X, name):
-        kernels, _ = self._weights()
-        return kernels[0]._check_input(X, name)
+    def validate(self, X, name):
+        kernels, _ = self.components()
+        return kernels[0].validate(X, name)
 
-    def _block(self, A, B):
-        kernels, weights = self._weights()
+    def compute(self, A, B):
+        kernels, weights = self.components()
         total = None
         for kernel, weight in zip(kernels, weights):
-            block = kernel._block(A, B)
+            block = kernel.compute(A, B)
             block *= weight
             total = block if total is None else total + block
         return total
 
-    def _diag(self, A):
-        kernels, weights = self._weights()
-        return sum(w * k._diag(A) for k, w in zip(kernels, weights))
+    def compute_diag(self, A):
+        kernels, weights = self.components()
+        return sum(w * k.compute_diag(A) for k, w in zip(kernels, weights))
 
 
 class Precomputed(Kernel):
@@ -139,7 +147,7 @@ class Precomputed(Kernel):
     def __init__(self, gram):
         self.gram = gram
 
-    def _check_input(self, X, name):
+    def validate(self, X, name):
         idx = np.asarray(X)
         if idx.ndim == 1:
             idx = idx[:, None]
@@ -156,12 +164,12 @@ class Precomputed(Kernel):
 
     def __call__(self, A, B=None, *, working_memory=None):
         gram = check_square_gram(self.gram, "gram")
-        A = self._check_input(A, "A")[:, 0]
-        B = A if B is None else self._check_input(B, "B")[:, 0]
+        A = self.validate(A, "A")[:, 0]
+        B = A if B is None else self.validate(B, "B")[:, 0]
         return gram[np.ix_(A, B)]
 
-    def _block(self, A, B):
+    def compute(self, A, B):
         return np.asarray(self.gram)[np.ix_(A[:, 0], B[:, 0])]
 
-    def _diag(self, A):
+    def compute_diag(self, A):
         return np.asarray(self.gram)[A[:, 0], A[:, 0]]

@@ -55,18 +55,26 @@ class Tanimoto(Kernel):
     def __init__(self, form="inner"):
         self.form = form
 
-    def _check_input(self, X, name):
-        X = super()._check_input(X, name)
+    def validate(self, X, name):
+        X = super().validate(X, name)
         if self.form == "minmax" and X.size and X.min() < 0:
             raise ValueError(f"Tanimoto(form='minmax') needs non-negative features; '{name}' has {X.min():g}.")
         return X
 
-    def _block(self, A, B):
-        return _tanimoto_block(A, B, self.form)
+    def compute(self, A, B):
+        return self.from_tanimoto(_tanimoto_block(A, B, self.form))
 
-    def _diag(self, A):
+    def compute_diag(self, A):
         _check_form(self.form, "Tanimoto")
         return np.ones(A.shape[0], dtype=A.dtype)
+
+    def from_tanimoto(self, T):
+        """Kernel values from Tanimoto similarities ``T`` (any shape), in place where possible.
+
+        The identity here; :class:`GaussianTanimoto` maps ``T`` to ``exp(-gamma (2 - 2 T))``. Code that gets ``T``
+        another way (exact intersection counts of bit-packed fingerprints) applies the kernel through this method.
+        """
+        return T
 
 
 class GaussianTanimoto(Tanimoto):
@@ -85,13 +93,13 @@ class GaussianTanimoto(Tanimoto):
         self.gamma = gamma
         self.form = form
 
-    def _block(self, A, B):
+    def from_tanimoto(self, T):
+        """``exp(-gamma (2 - 2 T))`` of Tanimoto similarities ``T``, computed in place (``T`` is overwritten)."""
         gamma = check_positive_scalar(self.gamma, "gamma", "GaussianTanimoto")
-        T = _tanimoto_block(A, B, self.form)
         T -= 1.0
         T *= 2.0 * gamma
         return np.exp(T, out=T)
 
-    def _diag(self, A):
+    def compute_diag(self, A):
         check_positive_scalar(self.gamma, "gamma", "GaussianTanimoto")
-        return super()._diag(A)
+        return super().compute_diag(A)

@@ -59,7 +59,7 @@ class RandomFourierFeatures(Kernel):
             self._cache = (key, W, b)
         return self._cache[1], self._cache[2]
 
-    def _features(self, A):
+    def compute_features(self, A):
         W, b = self._draw(A.shape[1])
         Z = A @ W.astype(A.dtype, copy=False)
         Z += b.astype(Z.dtype)
@@ -67,9 +67,9 @@ class RandomFourierFeatures(Kernel):
         Z *= np.sqrt(2.0 / W.shape[1])
         return Z
 
-    def _block(self, A, B):
-        return self._features(A) @ self._features(B).T
+    def compute(self, A, B):
+        return self.compute_features(A) @ self.compute_features(B).T
 
-    def _diag(self, A):
-        Z = self._features(A)
+    def compute_diag(self, A):
+        Z = self.compute_features(A)
         return np.einsum("ij,ij->i", Z, Z)

@@ -14,13 +14,13 @@ class Linear(Kernel):
     temporaries_per_entry = 0
     has_explicit_features = True
 
-    def _block(self, A, B):
+    def compute(self, A, B):
         return A @ B.T
 
-    def _diag(self, A):
+    def compute_diag(self, A):
         return squared_norms(A)
 
-    def _features(self, A):
+    def compute_features(self, A):
         return A
 
 
@@ -44,14 +44,14 @@ class Polynomial(Kernel):
             raise ValueError(f"The 'degree' parameter of Polynomial must be an int >= 1. Got {self.degree!r} instead.")
         check_positive_scalar(self.gamma, "gamma", "Polynomial")
 
-    def _block(self, A, B):
+    def compute(self, A, B):
         self._check_params()
         K = A @ B.T
         K *= self.gamma
         K += self.coef0
         return K**self.degree
 
-    def _diag(self, A):
+    def compute_diag(self, A):
         self._check_params()
         return (self.gamma * squared_norms(A) + self.coef0) ** self.degree
 
@@ -68,7 +68,7 @@ class Gaussian(Kernel):
     def __init__(self, gamma=1.0):
         self.gamma = gamma
 
-    def _block(self, A, B):
+    def compute(self, A, B):
         gamma = check_positive_scalar(self.gamma, "gamma", "Gaussian")
         D = A @ B.T
         D *= -2.0
@@ -78,6 +78,6 @@ class Gaussian(Kernel):
         D *= -gamma
         return np.exp(D, out=D)
 
-    def _diag(self, A):
+    def compute_diag(self, A):
         check_positive_scalar(self.gamma, "gamma", "Gaussian")
         return np.ones(A.shape[0], dtype=A.dtype)

@@ -62,6 +62,15 @@ from ._ranking_holdout import (
     complete_graph_pair_holdout,
     query_holdout_predictions,
 )
+from ._sketch import (
+    falkon_solve,
+    greedy_landmarks,
+    nystrom_whitening,
+    pivoted_cholesky_landmarks,
+    ridge_primal,
+    sparse_sketch,
+    subsample_indices,
+)
 from ._two_step import two_step_dual, two_step_holdout
 
 __all__ = [
@@ -91,6 +100,8 @@ __all__ = [
     "commutation_matrix",
     "complete_graph_holdout",
     "complete_graph_pair_holdout",
+    "falkon_solve",
+    "greedy_landmarks",
     "holdout_coefficients",
     "holdout_predictions",
     "holdout_residual_coefficients",
@@ -108,12 +119,17 @@ __all__ = [
     "loo_residuals",
     "loo_squared_errors",
     "minres",
+    "nystrom_whitening",
     "pair_holdout_predictions",
+    "pivoted_cholesky_landmarks",
     "query_holdout_predictions",
+    "ridge_primal",
     "ridge_solution",
     "row_slices",
     "solve_shifted",
+    "sparse_sketch",
     "sq_norms_in_kernel",
+    "subsample_indices",
     "two_step_dual",
     "two_step_holdout",
 ]

@@ -8,9 +8,8 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from .._config import working_memory_bytes
-from ..decoding import CandidateSets, Scorer, as_candidate_sets, set_scores
-from ..estimators import IOKR
-from ..estimators._sides import InputSide, OutputSide, check_decoding, check_output_features
+from ..decoding import CandidateSets, Scorer, as_candidate_sets, check_decoding, decoding_rule, set_scores
+from ..estimators import IOKR, InputSide, OutputSide, check_output_features, gram_norms
 from ..linalg import (
     RegularizationPath,
     holdout_residual_coefficients,
@@ -75,21 +74,28 @@ class _OutputTarget:
             return None
         return predictions if self.explicit else predictions @ self.side.train_features
 
-    def query_representation(self, predictions, decoding):
-        if self.explicit or not self.side.explicit:
-            return self.side.query_representation(predictions, decoding)
-        if decoding == "distance":
-            return 2.0 * predictions
-        if decoding == "cosine":
-            norms = np.sqrt(np.clip(np.einsum("ij,ij->i", predictions @ self.gram, predictions), 0.0, None))
-            return predictions / np.where(norms > 0, norms, 1.0)[:, None]
-        return predictions
+    @property
+    def kernel(self):
+        return self.side.kernel
 
-    def candidate_block(self, C, decoding):
-        R, offset = self.side.candidate_block(C, decoding)
+    @property
+    def n_features(self):
+        return self.side.n_features
+
+    def query_representation(self, predictions, decoding, *, norm_floor=None):
+        if self.explicit or not self.side.explicit:
+            return self.side.query_representation(predictions, decoding, norm_floor=norm_floor)
+        # Dual coefficients over the training outputs of an explicit side: norms through its feature Gram.
+        return decoding_rule(decoding).query(predictions, lambda P: gram_norms(P, self.gram), norm_floor=norm_floor)
+
+    def candidate_block(self, C, decoding, name="candidates"):
+        R, offset = self.side.candidate_block(C, decoding, name)
         if self.side.explicit and not self.explicit:
             R = R @ self.side.train_features.T.astype(R.dtype, copy=False)
         return R, offset
+
+    def binary_rule(self, decoding):
+        """Give None: hold-out pools are scored through :meth:`candidate_block` (cached once for all alphas)."""
 
     def cached_pool(self, pool, decoding, width, working_memory):
         """The candidate pool and its block function, with representations computed once for all alphas.

@@ -141,7 +141,7 @@ class AlignedKernelSum(Kernel):
         self
         """
         kernels = self._base()
-        X = kernels[0]._check_input(X, "X")
+        X = kernels[0].validate(X, "X")
         grams, self.transforms_ = [], []
         for kernel in kernels:
             transform = KernelTransform(self.center, self.normalize)
@@ -173,20 +173,20 @@ class AlignedKernelSum(Kernel):
         """The combined transformed training Gram ``sum_m w_m T_m[K_m]``, shape (n, n)."""
         return self._combine(self.X_train_, self.X_train_)
 
-    def _check_input(self, X, name):
-        return self._base()[0]._check_input(X, name)
+    def validate(self, X, name):
+        return self._base()[0].validate(X, name)
 
     def _transformed(self, m, A, B):
         kernel, transform = self.kernels_[m], self.transforms_[m]
-        block = np.asarray(kernel._block(A, B), dtype=np.float64)
+        block = np.asarray(kernel.compute(A, B), dtype=np.float64)
         if transform.center:
-            row_a = np.asarray(kernel._block(A, self.X_train_), dtype=np.float64).mean(axis=1)
-            row_b = np.asarray(kernel._block(B, self.X_train_), dtype=np.float64).mean(axis=1)
+            row_a = np.asarray(kernel.compute(A, self.X_train_), dtype=np.float64).mean(axis=1)
+            row_b = np.asarray(kernel.compute(B, self.X_train_), dtype=np.float64).mean(axis=1)
             block = block - row_a[:, None] - row_b[None, :] + transform.train_mean_
-            diag_a = kernel._diag(A) - 2.0 * row_a + transform.train_mean_
-            diag_b = kernel._diag(B) - 2.0 * row_b + transform.train_mean_
+            diag_a = kernel.compute_diag(A) - 2.0 * row_a + transform.train_mean_
+            diag_b = kernel.compute_diag(B) - 2.0 * row_b + transform.train_mean_
         else:
-            diag_a, diag_b = kernel._diag(A), kernel._diag(B)
+            diag_a, diag_b = kernel.compute_diag(A), kernel.compute_diag(B)
         if transform.normalize:
             block = block * _inv_sqrt(diag_a)[:, None] * _inv_sqrt(diag_b)[None, :]
         return block
@@ -200,18 +200,18 @@ class AlignedKernelSum(Kernel):
                 total += weight * self._transformed(m, A, B)
         return total
 
-    def _block(self, A, B):
+    def compute(self, A, B):
         return self._combine(A, B)
 
-    def _diag(self, A):
+    def compute_diag(self, A):
         if not hasattr(self, "weights_"):
             raise ValueError("AlignedKernelSum must be fitted (fit(X, Y)) before it is evaluated.")
         total = np.zeros(A.shape[0])
         for m, weight in enumerate(self.weights_):
             kernel, transform = self.kernels_[m], self.transforms_[m]
-            diag = np.asarray(kernel._diag(A), dtype=np.float64)
+            diag = np.asarray(kernel.compute_diag(A), dtype=np.float64)
             if transform.center:
-                row = np.asarray(kernel._block(A, self.X_train_), dtype=np.float64).mean(axis=1)
+                row = np.asarray(kernel.compute(A, self.X_train_), dtype=np.float64).mean(axis=1)
                 diag = diag - 2.0 * row + transform.train_mean_
             if transform.normalize:
                 diag = (diag > 0).astype(np.float64)

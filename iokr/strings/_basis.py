@@ -24,8 +24,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg as sla
 
-from ..linalg import cholesky_shifted
-from ..linalg._sketch import greedy_landmarks, pivoted_cholesky_landmarks
+from ..linalg import cholesky_shifted, greedy_landmarks, pivoted_cholesky_landmarks
 
 BASIS_METHODS = ("full", "random", "cholesky", "greedy")
 

@@ -22,12 +22,24 @@ from ..linalg import row_slices
 from ._ngrams import NgramVectorizer, check_order, check_orders, check_strings
 
 
+def _inverse_sqrt(d):
+    """``1 / sqrt(d)`` where ``d > 0``, 0 elsewhere (items with a zero feature vector)."""
+    return np.where(d > 0, 1.0 / np.sqrt(np.where(d > 0, d, 1.0)), 0.0)
+
+
 class _SequenceKernel(Kernel):
     """Kernel on Python sequences of objects: evaluates blocks chunked over rows of ``A``."""
 
     def __call__(self, A, B=None, *, working_memory=None):
-        A = self._check_input(A, "A")
-        B = A if B is None else self._check_input(B, "B")
+        A = self.validate(A, "A")
+        B = A if B is None else self.validate(B, "B")
+        return self._evaluate(A, B, working_memory)
+
+    def compute(self, A, B):
+        """Block ``K(A, B)`` of validated sequences, shape (len(A), len(B)), float64."""
+        return self._evaluate(A, B, None)
+
+    def _evaluate(self, A, B, working_memory):
         state = self._prepare(A, B)
         n_a, n_b = self._len(A), self._len(B)
         out = np.empty((n_a, n_b), dtype=np.float64)
@@ -37,26 +49,23 @@ class _SequenceKernel(Kernel):
         if getattr(self, "normalize", False):
             da = self._raw_diag(A)
             db = da if B is A else self._raw_diag(B)
-            scale_a = np.where(da > 0, 1.0 / np.sqrt(np.where(da > 0, da, 1.0)), 0.0)
-            scale_b = np.where(db > 0, 1.0 / np.sqrt(np.where(db > 0, db, 1.0)), 0.0)
-            out *= scale_a[:, None]
-            out *= scale_b[None, :]
+            out *= _inverse_sqrt(da)[:, None]
+            out *= _inverse_sqrt(db)[None, :]
         return out
 
-    def diag(self, A):
-        """Return the kernel values ``k(a, a)`` of each item of ``A``.
+    def compute_diag(self, A):
+        """Return the kernel values ``k(a, a)`` of each validated item of ``A``.
 
         Parameters
         ----------
         A : sequence
-            Items the kernel takes (strings or vector sequences).
+            Items the kernel takes (strings or vector sequences), validated.
 
         Returns
         -------
         diag : ndarray of shape (len(A),)
             ``k(a, a)`` (1 or 0 when normalized).
         """
-        A = self._check_input(A, "A")
         d = self._raw_diag(A)
         if getattr(self, "normalize", False):
             return (d > 0).astype(np.float64)
@@ -96,7 +105,7 @@ class NgramKernel(_SequenceKernel):
         self.stop = stop
         self.normalize = normalize
 
-    def _check_input(self, X, name):
+    def validate(self, X, name):
         symbols, _ = check_strings(X, name, reserved=(self.start, self.stop))
         return symbols
 
@@ -120,11 +129,21 @@ class NgramKernel(_SequenceKernel):
 
     def features(self, A, n_features=2**20):
         """Hashed sparse n-gram counts, CSR of shape (n_strings, n_features); inner products equal the kernel
-        unless two n-grams collide (probability ~ n_ngrams**2 / n_features)."""
-        A = self._check_input(A, "A")
+        unless two n-grams collide (probability ~ n_ngrams**2 / n_features). Rows have unit norm when
+        ``normalize`` (zero rows stay zero)."""
+        return self._hashed_features(self.validate(A, "A"), n_features)
+
+    def compute_features(self, A):
+        """:meth:`features` of validated strings with the default hashing width."""
+        return self._hashed_features(A, 2**20)
+
+    def _hashed_features(self, A, n_features):
         vec = NgramVectorizer(check_orders(self.n, "n", "NgramKernel"), self.start, self.stop, n_features)
         vec.fit([])
-        return vec.transform_symbols(A)
+        F = vec.transform_symbols(A)
+        if self.normalize:
+            F = sparse.csr_matrix(F.multiply(_inverse_sqrt(np.asarray(F.multiply(F).sum(axis=1)).ravel())[:, None]))
+        return F
 
 
 def _check_sequences(X, name, n_features=None):
@@ -186,14 +205,14 @@ class SequenceNgramKernel(_SequenceKernel):
         check_order(self.n, "n", type(self).__name__)
         self._base()
 
-    def _check_input(self, X, name):
+    def validate(self, X, name):
         return _check_sequences(X, name)
 
     def _base_block(self, Za, Zb):
-        return self._base()._block(Za, Zb)
+        return self._base().compute(Za, Zb)
 
     def _base_diag_block(self, z):
-        return self._base()._block(z, z)
+        return self._base().compute(z, z)
 
     def ngram_vectors(self, X):
         """Stacked n-gram vectors ``Z`` (n_ngrams, n * n_features) and sequence offsets (n_sequences + 1,)."""
@@ -371,7 +390,7 @@ class SequenceProductKernel(_SequenceKernel):
         check_positive_scalar(self.pad_value, "pad_value", name)
         return orders, weights
 
-    def _check_input(self, X, name):
+    def validate(self, X, name):
         return _check_sequences(X, name)
 
     def padded_items(self, X):
@@ -414,7 +433,7 @@ class SequenceProductKernel(_SequenceKernel):
         return sparse.csr_matrix((np.ones(rows.size), (rows, first + within)), shape=(m, offsets[-1]))
 
     def _item_block(self, Za, pad_a, Zb, pad_b):
-        P = self.base._block(Za, Zb)
+        P = self.base.compute(Za, Zb)
         P[pad_a] = 0.0
         P[:, pad_b] = 0.0
         P[np.ix_(pad_a, pad_b)] = float(self.pad_value)

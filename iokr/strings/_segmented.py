@@ -132,7 +132,7 @@ class SegmentedStringKDE(BaseEstimator):
                                  f"outputs and needs basis='full' and augment=None; got basis={self.basis!r}, "
                                  f"augment={self.augment!r}.")
 
-    def _features(self, segments, name):
+    def _segment_features(self, segments, name):
         if self.preprocess is None:
             return segments
         out = np.asarray(self.preprocess(segments))
@@ -186,7 +186,7 @@ class SegmentedStringKDE(BaseEstimator):
         kernel = Polynomial(degree=3) if self.kernel is None else self.kernel
         self.regressor_ = KernelRidgeOutputs(kernel, self.alpha, self.basis, self.n_basis, self.random_state,
                                              type(self).__name__)
-        held_out = self.regressor_.fit(self._features(inputs, "training"), targets,
+        held_out = self.regressor_.fit(self._segment_features(inputs, "training"), targets,
                                        loo=self.calibration is not None)
         self.calibrator_ = None
         if self.calibration == "logistic":
@@ -217,7 +217,7 @@ class SegmentedStringKDE(BaseEstimator):
         X = _check_sequences(X, "X", self.n_features_in_)
         lengths = [x.shape[0] for x in X]
         if sum(lengths):
-            G = self.regressor_.predict(self._features(np.vstack(X), "test"))
+            G = self.regressor_.predict(self._segment_features(np.vstack(X), "test"))
         else:
             G = np.zeros((0, len(self.alphabet_)))
         return np.split(G, np.cumsum(lengths)[:-1])

@@ -121,7 +121,7 @@ class ContextRLSClassifier(ClassifierMixin, BaseEstimator):
             raise TypeError(f"The 'kernel' parameter of {owner} must be a ContextKernel. Got {kernel!r} instead.")
         if self.scoring not in SCORINGS:
             raise ValueError(f"The 'scoring' parameter of {owner} must be one of {SCORINGS}. Got {self.scoring!r}.")
-        X = kernel._check_input(X, "X")
+        X = kernel.validate(X, "X")
         y = np.asarray(y)
         if y.ndim != 1 or y.shape[0] != X.shape[0]:
             raise ValueError(f"'y' must have shape ({X.shape[0]},), got {y.shape}.")
@@ -172,7 +172,7 @@ class ContextRLSClassifier(ClassifierMixin, BaseEstimator):
             Decision value of each context.
         """
         check_is_fitted(self, "coef_")
-        X = self.kernel_._check_input(X, "X")
+        X = self.kernel_.validate(X, "X")
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"'X' has {X.shape[1]} features, but {type(self).__name__} was fitted with "
                              f"{self.n_features_in_}; featurize with the same fitted ContextFeaturizer.")

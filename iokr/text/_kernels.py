@@ -88,7 +88,7 @@ class ContextKernel(Kernel):
         return context_offsets(check_window(self.window, type(self).__name__))
 
     # -- validation ----------------------------------------------------------------------------------------
-    def _check_input(self, X, name):
+    def validate(self, X, name):
         owner = type(self).__name__
         n_pos = self.n_positions
         if sp.issparse(X):
@@ -124,7 +124,7 @@ class ContextKernel(Kernel):
         return G
 
     # -- kernel ----------------------------------------------------------------------------------------------
-    def _block(self, A, B):
+    def compute(self, A, B):
         G = self._checked_gram()
         E, mix = self._word_terms()
         n_pos = self.n_positions
@@ -138,7 +138,7 @@ class ContextKernel(Kernel):
             K += mix * (T @ ZB.reshape(B.shape[0], -1).T)
         return K
 
-    def _diag(self, A):
+    def compute_diag(self, A):
         G = self._checked_gram()
         E, mix = self._word_terms()
         n_pos = self.n_positions
@@ -151,7 +151,7 @@ class ContextKernel(Kernel):
             d += mix * np.einsum("iqr,iqr->i", np.einsum("ipr,pq->iqr", Z, G), Z)
         return d
 
-    def _features(self, A):
+    def compute_features(self, A):
         """Explicit features ``vec(W X P)`` as CSR (n, n_words * r_P [+ n_components * r_P])."""
         G = self._checked_gram()
         E, mix = self._word_terms()
@@ -180,7 +180,7 @@ class ContextKernel(Kernel):
         w : ndarray of shape (n_words * n_positions,) or (n_words * n_positions, n_targets)
             Predictions for new contexts ``X_new`` are ``X_new @ w``: a sparse dot product, O(nnz) per context.
         """
-        X = self._check_input(X, "X")
+        X = self.validate(X, "X")
         a = np.asarray(dual_coef, dtype=np.float64)
         if a.ndim not in (1, 2) or a.shape[0] != X.shape[0]:
             raise ValueError(f"'dual_coef' must have shape ({X.shape[0]},) or ({X.shape[0]}, n_targets), "

@@ -481,7 +481,7 @@ def export_fingerprint_cache(store, structures, path):
     keys = [k for k, good in zip(keys, ok) if good]
     F = store.fingerprints(structures)
     csr = sp.csr_matrix(F)
-    from ...io._atomic import atomic_open
+    from ...io import atomic_open
 
     with atomic_open(path, "wb") as handle:  # a cache is whole or absent
         np.savez_compressed(

@@ -26,7 +26,7 @@ def cache_dir():
 def default_model_path():
     """Path of the cached ready model for this version, bundled data and training settings."""
     from ... import __version__
-    from ...datasets._metabolites import BUNDLED_METABOLITES
+    from ...datasets import BUNDLED_METABOLITES
     from ._jobs import DEFAULT_FINGERPRINT, DEFAULT_PARAMS
     from ._pipeline import DEFAULT_GRID
 
@@ -39,7 +39,7 @@ def default_model_path():
 
 def ensure_default_model(progress=None, log=print):
     """The ready model's path, training and caching it first when it is missing."""
-    from ...datasets._metabolites import BUNDLED_METABOLITES
+    from ...datasets import BUNDLED_METABOLITES
     from ._jobs import Feedback, train_job
 
     path = default_model_path()

@@ -82,12 +82,12 @@ def _pair_sum(A_pos, A_int, A_spec, n_a, B, half_width, sigma_mz, sigma_intensit
 class SpectrumKernel(Kernel):
     """Base of kernels on :class:`Spectra` (not on 2-D arrays): the input checks of every spectrum kernel."""
 
-    def _check_input(self, X, name):
+    def validate(self, X, name):
         if not isinstance(X, Spectra):
             raise TypeError(f"{type(self).__name__} works on Spectra objects; '{name}' is {type(X).__name__}.")
         return X
 
-    def _check_compatible(self, A, B):
+    def check_compatible(self, A, B):
         pass
 
 
@@ -141,8 +141,8 @@ class PeakProductKernel(SpectrumKernel):
         return sigma_mz, sigma_int, truncate * sigma_mz
 
     def __call__(self, A, B=None, *, working_memory=None):
-        A = self._check_input(A, "A")
-        B = A if B is None else self._check_input(B, "B")
+        A = self.validate(A, "A")
+        B = A if B is None else self.validate(B, "B")
         sigma_mz, sigma_int, half = self._params()
         sorted_b = _SortedPeaks(B, self.neutral_loss)
         out = np.empty((len(A), len(B)), dtype=np.float64)
@@ -154,10 +154,10 @@ class PeakProductKernel(SpectrumKernel):
             out[rows] = _pair_sum(pos, inten, spec, len(block), sorted_b, half, sigma_mz, sigma_int, max_pairs)
         return out
 
-    def _block(self, A, B):
+    def compute(self, A, B):
         return self(A, B)
 
-    def _diag(self, A):
+    def compute_diag(self, A):
         """Self-similarities: pairs within each spectrum only (peaks shifted apart per spectrum)."""
         sigma_mz, sigma_int, half = self._params()
         pos, inten, spec = _peak_view(A, self.neutral_loss)
@@ -227,8 +227,8 @@ class BinnedKernel(SpectrumKernel):
         return M
 
     def __call__(self, A, B=None, *, working_memory=None):
-        A = self._check_input(A, "A")
-        B = A if B is None else self._check_input(B, "B")
+        A = self.validate(A, "A")
+        B = A if B is None else self.validate(B, "B")
         FA = self.sparse_features(A)
         FB = FA if B is A else self.sparse_features(B)
         out = np.empty((len(A), len(B)))
@@ -237,11 +237,11 @@ class BinnedKernel(SpectrumKernel):
             out[rows] = (FA[rows] @ FBt).toarray()
         return out
 
-    def _block(self, A, B):
+    def compute(self, A, B):
         return self(A, B)
 
-    def _diag(self, A):
-        F = self.sparse_features(self._check_input(A, "A"))
+    def compute_diag(self, A):
+        F = self.sparse_features(self.validate(A, "A"))
         return np.asarray(F.multiply(F).sum(axis=1)).ravel()
 
 
@@ -255,11 +255,11 @@ def normalized_gram(kernel, A, B=None, diag_a=None, diag_b=None, working_memory=
         The raw self-similarities, for reuse.
     """
     K = kernel(A, B, working_memory=working_memory)
-    diag_a = kernel._diag(A) if diag_a is None else diag_a
+    diag_a = kernel.compute_diag(A) if diag_a is None else diag_a
     if B is None:
         diag_b = diag_a
     elif diag_b is None:
-        diag_b = kernel._diag(B)
+        diag_b = kernel.compute_diag(B)
     inv_a = np.divide(1.0, np.sqrt(diag_a), out=np.zeros_like(diag_a), where=diag_a > 0)
     inv_b = np.divide(1.0, np.sqrt(diag_b), out=np.zeros_like(diag_b), where=diag_b > 0)
     K *= inv_a[:, None]

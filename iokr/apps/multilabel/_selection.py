@@ -30,8 +30,7 @@ from sklearn.base import clone
 from sklearn.preprocessing import StandardScaler
 
 from ...decoding import CandidateSets
-from ...estimators import IOKR
-from ...estimators._sides import OutputSide  # the output transform IOKRCV applies, for scoring hold-out predictions
+from ...estimators import IOKR, OutputSide  # OutputSide: the output transform IOKRCV applies, for hold-out scoring
 from ...kernels import Gaussian
 from ...metrics import example_f1
 from ...model_selection import IOKRCV
