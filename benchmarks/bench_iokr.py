@@ -16,32 +16,19 @@ Rows:
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import time
 
 import numpy as np
+from sklearn.kernel_ridge import KernelRidge
 
-from benchmarks._memory import peak_rss_mib
+from benchmarks._harness import best_time as _timed
+from benchmarks._harness import child_json, peak_rss_mib, sgemm_rate
+from iokr import IOKR, CandidateSets, PackedBinaryFeatures, config_context
+from iokr.kernels import Gaussian
 
 P_BITS = 2048
 
 
-def _timed(fn, repeat=1):
-    best = np.inf
-    for _ in range(repeat):
-        start = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - start)
-    return best, out
-
-
 def _fit_score_row(n, m, c, d=64, gamma=0.02, alpha=0.5, seed=0):
-    from sklearn.kernel_ridge import KernelRidge
-
-    from iokr import IOKR
-    from iokr.kernels import Gaussian
-
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d))
     X_test = rng.normal(size=(m, d))
@@ -72,21 +59,8 @@ def _fit_score_row(n, m, c, d=64, gamma=0.02, alpha=0.5, seed=0):
             "max_rel_diff_sklearn": float(np.abs(S - S_sk).max() / scale)}
 
 
-def sgemm_rate(m, c, p, seed=0):
-    """Flops/s of float32 ``(m, p) @ (p, c)`` on this machine (best of 3)."""
-    rng = np.random.default_rng(seed)
-    A = rng.random((m, p), dtype=np.float32)
-    B = rng.random((c, p), dtype=np.float32)
-    A @ B[:64].T
-    seconds, _ = _timed(lambda: A @ B.T, repeat=3)
-    return 2.0 * m * c * p / seconds
-
-
 def throughput(n_queries, n_candidates, top_k, mode, working_memory=1024, n_check=5, seed=0):
     """Run in a child process: streamed top-k (``mode="rank"``) or dense scores (``mode="dense"``)."""
-    from iokr import IOKR, CandidateSets, PackedBinaryFeatures, config_context
-    from iokr.kernels import Gaussian
-
     rng = np.random.default_rng(seed)
     n_train, d = 2000, 64
     X = rng.normal(size=(n_train, d))
@@ -120,8 +94,7 @@ def throughput(n_queries, n_candidates, top_k, mode, working_memory=1024, n_chec
 def _throughput_row(n_queries, n_candidates, mode, top_k=100):
     code = (f"from benchmarks.bench_iokr import throughput; "
             f"throughput({n_queries}, {n_candidates}, {top_k}, {mode!r})")
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
-    result = json.loads(out.stdout.strip().splitlines()[-1])
+    result = child_json(["-c", code])
     flops = 2.0 * n_queries * n_candidates * P_BITS
     rate = flops / result["seconds"]
     reference = sgemm_rate(n_queries, min(n_candidates, 50_000), P_BITS)
