@@ -21,15 +21,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import re
 import time
+from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
+from sklearn.metrics import average_precision_score
+from threadpoolctl import threadpool_limits
 
+from benchmarks._harness import write_json
 from iokr.estimators.kron import ConditionalRankRLS, KronRLS, TwoStepRLS
 from iokr.estimators.rankrls import PreferenceRankRLS, RankRLS
-from iokr.kernels import Gaussian, Linear
+from iokr.kernels import Gaussian, Linear, Tanimoto
 from iokr.metrics import auc, concordance_index, pairwise_rank_loss
 
 SETTINGS = ("A", "B", "C", "D")
@@ -254,8 +259,6 @@ def _sqdist(X):
 def _preference_pairs(y, n_pairs=1000, seed=33):
     """RLScore's ``pairwise_ranking.py`` sampling, call for call: ``random.seed(33)``, then two ``random.choice``
     draws per attempt, keeping pairs with different labels oriented from the larger label to the smaller."""
-    import random
-
     random.seed(seed)
     start, end = [], []
     candidates = range(len(y))
@@ -277,8 +280,6 @@ def _random_folds(n, k, seed):
     with ``tuple(population)`` (deprecated in 3.9, a TypeError since 3.11, which is why RLScore's k-fold examples
     crash on 3.11). Doing that conversion here gives the same folds; a set of small ints iterates in the same order.
     """
-    import random
-
     rng = random.Random(seed)
     folds, indices = [], set(range(n))
     size, leftover = n // k, n % k
@@ -441,8 +442,6 @@ def _psd_kernel(S):
 
 
 def yamanishi(folder):
-    from sklearn.metrics import average_precision_score
-
     out = {}
     alphas = 2.0 ** np.arange(-5, 6, 1.0)
     for name in ("nr", "gpcr", "ic"):
@@ -474,12 +473,8 @@ def kiba(folder, alphas=(0.1, 1.0, 10.0), max_iter=100):
     (the original drug similarity file is missing); target kernel: the shipped similarity, symmetrized, PSD-clipped.
     Alpha chosen on the fifth training fold (trained on the other four), then refit on all five; test = DeepDTA's
     test fold. Needs RDKit."""
-    from collections import OrderedDict
-
-    from rdkit import Chem, RDLogger
-    from rdkit.Chem import rdFingerprintGenerator
-
-    from iokr.kernels import Tanimoto
+    from rdkit import Chem, RDLogger  # noqa: PLC0415 - the optional "chem" extra, for this section only
+    from rdkit.Chem import rdFingerprintGenerator  # noqa: PLC0415
 
     RDLogger.DisableLog("rdApp.*")
     t0 = time.perf_counter()
@@ -686,8 +681,6 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, default=1,
                         help="BLAS threads (1 by default: on a loaded shared machine more threads oversubscribe)")
     args = parser.parse_args(argv)
-    from threadpoolctl import threadpool_limits
-
     with threadpool_limits(limits=args.threads):
         _run(args)
 
@@ -724,7 +717,7 @@ def _run(args):
     report["seconds_last_run"] = time.perf_counter() - t0
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "pairwise.json").write_text(json.dumps(report, indent=1, default=float))
+    write_json(out / "pairwise.json", report, indent=1)
     (out / "pairwise.md").write_text(_markdown(report))
     print(_markdown(report))
 
