@@ -10,9 +10,10 @@ import time
 import numpy as np
 import pytest
 
-from iokr.cli import _output, retrieval
+from iokr.cli import _output, demo, retrieval
 from iokr.cli._output import CommandError, check_outputs, output_folder, write_atomic
 from iokr.cli.main import main
+from iokr.datasets import BUNDLED_METABOLITES, BUNDLED_PARALLEL_TEXT
 from iokr.io import _atomic
 from iokr.io._atomic import TEMPORARY_PATTERN, atomic_folder, is_stale, sweep_temporaries, temporary_path
 
@@ -225,9 +226,6 @@ def test_check_outputs_skips_missing_options_and_accepts_lists(tmp_path):
 
 
 def test_demo_and_retrieval_refuse_before_any_work(tmp_path, capsys, monkeypatch):
-    from iokr.cli import demo
-    from iokr.datasets import BUNDLED_METABOLITES, BUNDLED_PARALLEL_TEXT
-
     monkeypatch.setattr(demo, "write_json", None)  # the run must stop before writing anything
     out = tmp_path / "out"
     out.mkdir()

@@ -20,6 +20,7 @@ from reference import (
 )
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
+from sklearn.utils import estimator_checks
 
 from iokr import IOKR, CandidateSets, config_context
 from iokr.exceptions import EmptyCandidateSetWarning
@@ -430,8 +431,6 @@ SKLEARN_CHECKS = IOKR_LIKE_SKLEARN_CHECKS
     ids=["default", "kernels", "precomputed"],
 )
 def test_sklearn_estimator_checks(check_name, estimator):
-    from sklearn.utils import estimator_checks
-
     getattr(estimator_checks, check_name)(type(estimator).__name__, clone(estimator))
 
 

@@ -4,7 +4,7 @@ symmetric/reciprocal kernels, conjugate gradient vs closed form, closed-form CV 
 import numpy as np
 import pytest
 
-from iokr.estimators.kron import ConditionalRankRLS, KronRLS
+from iokr.estimators.kron import ConditionalRankRLS, KronRLS, TwoStepRLS, _scheme_splits
 from iokr.exceptions import ConvergenceWarning
 from iokr.kernels import Gaussian, Linear
 from iokr.linalg import commutation_matrix
@@ -298,8 +298,6 @@ def test_public_shape_of_issue(data):
 
 # ------------------------------------------------------------------------------------------------- two-step
 def test_two_step_matches_dense_and_retraining(rng):
-    from iokr.estimators.kron import TwoStepRLS
-
     K1, K2 = _psd(rng, 5), _psd(rng, 4)
     Y = rng.normal(size=(5, 4))
     a1, a2 = 0.3, 0.8
@@ -439,8 +437,6 @@ def test_incomplete_labels_cv_by_retraining(rng, model_cls, symmetry, sign, sett
 def test_k_fold_splits_follow_the_setting(rng, model_cls, setting):
     """k-fold by retraining: each prediction comes from a model that saw neither the pair's held-out group(s);
     checked by replaying the fold assignment against a dense refit on exactly the allowed pairs."""
-    from iokr.estimators.kron import _scheme_splits
-
     n1, n2 = 6, 5
     K1, K2 = _psd(rng, n1), _psd(rng, n2)
     Y = rng.normal(size=(n1, n2))
@@ -464,8 +460,6 @@ def test_k_fold_splits_follow_the_setting(rng, model_cls, setting):
 
 
 def test_one_domain_folds_cover_b_and_d(rng):
-    from iokr.estimators.kron import _scheme_splits
-
     n = 7
     rows, cols = (a.ravel() for a in np.indices((n, n)))
     seen = np.zeros(rows.size, int)

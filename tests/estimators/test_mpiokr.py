@@ -12,12 +12,13 @@ import numpy as np
 import pytest
 from scipy import linalg as sla
 from scipy import optimize
+from scipy.linalg import block_diag
 from sklearn.base import clone
 
 from iokr.decoding import CandidateSets, PackedBinaryFeatures
 from iokr.estimators._candidate_stats import set_layout, stream_statistics, subsample_sets
 from iokr.estimators.iokr import IOKR
-from iokr.estimators.mpiokr import MPIOKR
+from iokr.estimators.mpiokr import MPIOKR, _BlockDiagonal
 from iokr.exceptions import EmptyCandidateSetWarning
 from iokr.kernels import Kernel, Polynomial, WeightedSum
 
@@ -557,10 +558,6 @@ def test_fit_does_not_mutate_inputs():
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_block_diagonal_product_matches_dense(sizes, dtype):
     """The separate approximation's block-row product ``D_K @ B`` equals the dense block-diagonal product."""
-    from scipy.linalg import block_diag
-
-    from iokr.estimators.mpiokr import _BlockDiagonal
-
     rng = np.random.default_rng(0)
     blocks = [rng.normal(size=(s, s)).astype(dtype) for s in sizes]
     other = rng.normal(size=(sum(sizes), 7)).astype(dtype)

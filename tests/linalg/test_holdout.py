@@ -24,6 +24,7 @@ from iokr.linalg import (
     loo_residuals,
     sq_norms_in_kernel,
 )
+from iokr.linalg._holdout import _spd_solve
 
 ALPHAS = [1e-2, 0.3, 10.0]
 
@@ -159,8 +160,6 @@ def test_singular_kernel_tiny_alpha_falls_back_to_eigen_route(rng):
 
 
 def test_small_block_fallback_warns_and_stays_finite():
-    from iokr.linalg._holdout import _spd_solve
-
     block = np.array([[1.0, 1.0], [1.0, 1.0]])
     with pytest.warns(NumericalStabilityWarning, match="numerically singular"):
         out = _spd_solve(block, np.array([1.0, 1.0]))

@@ -5,7 +5,7 @@ import warnings
 import numpy as np
 import pytest
 
-from iokr import config_context
+from iokr import config_context, get_config
 from iokr.exceptions import ConvergenceWarning, NumericalStabilityWarning
 from iokr.linalg import EigenPath, block_cg, cholesky_shifted, chunk_rows, row_slices, solve_shifted
 
@@ -59,8 +59,6 @@ def test_cholesky_jitter_retry_warns_with_jitter(rng):
 
 def _first_working_jitter(K):
     """The first entry of the schedule (times mean diagonal) with which numpy's Cholesky succeeds."""
-    from iokr import get_config
-
     scale = np.mean(np.abs(np.diag(K)))
     for relative in get_config()["jitter_schedule"]:
         try:

@@ -1,9 +1,13 @@
 """Closed-form cross-validation of the metabolite model against refitting and against single-alpha searches."""
 
+import argparse
+
 import numpy as np
 import pytest
 
+import iokr.model_selection._iokrcv as iokrcv
 from iokr.apps.metabolites import MetaboliteIdentifier, Spectra
+from iokr.apps.metabolites._model import make_output_kernel
 from iokr.apps.metabolites._pipeline import (
     TrainingSet,
     _fold_ids,
@@ -12,6 +16,7 @@ from iokr.apps.metabolites._pipeline import (
     cross_validate_refit,
     fold_candidate_sets,
 )
+from iokr.cli.metabolites import _grid
 from iokr.estimators import IOKR
 from iokr.metrics import true_candidate_rank
 
@@ -74,7 +79,6 @@ def _brute_force_ranks(train, base, alpha, n_folds=3, seed=0):
     model = MetaboliteIdentifier(**base)
     grams, diags = model.base_grams(train.spectra)
     K, _ = model.combined_training_gram(grams, diags, train.Y)
-    from iokr.apps.metabolites._model import make_output_kernel
 
     folds = _fold_ids(len(train.spectra), n_folds, seed)
     ranks = np.empty(len(train.spectra))
@@ -90,8 +94,6 @@ def _brute_force_ranks(train, base, alpha, n_folds=3, seed=0):
 
 def test_closed_form_matches_refitting_without_normalization(monkeypatch):
     """With normalization off, every hold-out rank equals that of a model refitted on the fold's training side."""
-    import iokr.model_selection._iokrcv as iokrcv
-
     train = _train(seed=1)
     base = {**BASE, "output_kernel": "tanimoto"}
     original = iokrcv.IOKRCV.__init__
@@ -138,10 +140,6 @@ def test_width_grid_equals_runs_at_each_width():
 
 
 def test_cli_grid_overrides_only_given_options():
-    import argparse
-
-    from iokr.cli.metabolites import _grid
-
     default = {"alpha": (0.1, 1.0), "input_gamma": (None,), "output_kernel": ("tanimoto",), "output_gamma": (1.0,)}
     args = argparse.Namespace(alphas=None, output_kernels=None, output_gammas=None)
     assert _grid(args, default) == default

@@ -7,7 +7,7 @@ import sqlite3
 import numpy as np
 import pytest
 
-from iokr.apps.metabolites import Fingerprinter
+from iokr.apps.metabolites import Fingerprinter, _database
 from iokr.apps.metabolites._database import StructureDatabase
 from iokr.apps.metabolites._formulas import canonical_formula, monoisotopic_mass
 from iokr.exceptions import IOKRDataError
@@ -127,8 +127,6 @@ def test_sdf_tables(tmp_path):
 
 
 def test_worker_processes_give_the_single_process_database(table, monkeypatch):
-    from iokr.apps.metabolites import _database
-
     monkeypatch.setattr(_database, "CHUNK_ROWS", 4)  # several chunks: the process pool runs
     one, stats_one = StructureDatabase.build(table, ":memory:", FP, n_jobs=1)
     two, stats_two = StructureDatabase.build(table, ":memory:", FP, n_jobs=2)

@@ -1,5 +1,6 @@
 """End to end on a slice of the bundled data: train / identify / evaluate, model files, the command line."""
 
+import csv
 import gzip
 import json
 import tarfile
@@ -128,7 +129,6 @@ def test_cli_train_identify_evaluate_and_errors(tiny, tmp_path, capsys):
     # a folder of lists: queries are matched by formula; formulas without a list are reported, not dropped
     assert main(["metabolites", "identify", "--model", str(model), "--spectra", str(tiny["spectra"]),
                  "--candidates", str(tiny["lists"]), "--output", str(tmp_path / "r")]) == 0
-    import csv
 
     table = list(csv.DictReader((tmp_path / "r" / "structure_identifications.tsv").open(), delimiter="\t"))
     statuses = {r["status"] for r in table}
