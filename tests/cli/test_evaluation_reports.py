@@ -41,7 +41,7 @@ def test_topk_curve_matches_naive_count(n):
     ks, acc = _report.topk_curve(ranks, n)
     denominator = len(ranks) if n is None else n
     finite = [r for r in ranks if r is not None and not np.isnan(r)]
-    for k, a in zip(ks, acc):
+    for k, a in zip(ks, acc, strict=True):
         assert a == pytest.approx(100.0 * sum(r <= k for r in finite) / denominator, abs=1e-12)
     assert _report.topk_curve([], 0)[1].tolist() == [0.0] * _report.MAX_K
 
@@ -129,7 +129,7 @@ def test_retrieval_evaluate_writes_report(tmp_path, capsys):
 def _write_arff(path, X, Y):
     lines = ["@relation toy"] + [f"@attribute f{j} numeric" for j in range(X.shape[1])]
     lines += [f"@attribute l{j} {{0,1}}" for j in range(Y.shape[1])] + ["@data"]
-    lines += [",".join(f"{v:g}" for v in np.concatenate([x, y])) for x, y in zip(X, Y)]
+    lines += [",".join(f"{v:g}" for v in np.concatenate([x, y])) for x, y in zip(X, Y, strict=True)]
     path.write_text("\n".join(lines) + "\n")
 
 

@@ -29,7 +29,7 @@ def _temporaries(folder):
 def _write_arff(path, X, Y):
     lines = ["@relation toy"] + [f"@attribute f{j} numeric" for j in range(X.shape[1])]
     lines += [f"@attribute l{j} {{0,1}}" for j in range(Y.shape[1])] + ["@data"]
-    lines += [",".join(f"{v:g}" for v in np.concatenate([x, y])) for x, y in zip(X, Y)]
+    lines += [",".join(f"{v:g}" for v in np.concatenate([x, y])) for x, y in zip(X, Y, strict=True)]
     path.write_text("\n".join(lines) + "\n")
 
 

@@ -283,7 +283,7 @@ def test_does_not_mutate_inputs(data):
     K1, K2, Y = data
     copies = [K1.copy(), K2.copy(), Y.copy()]
     ConditionalRankRLS(alpha=1.0).fit(K1, K2, Y).holdout_predictions("B")
-    for before, after in zip(copies, (K1, K2, Y)):
+    for before, after in zip(copies, (K1, K2, Y), strict=True):
         np.testing.assert_array_equal(before, after)
 
 
@@ -370,7 +370,7 @@ def _held_out(setting, rows, cols, i, j, one_domain):
 
 def _loo_reference(K1, K2, rows, cols, values, alpha, setting, ranking, sign=None):
     out = np.empty(rows.size)
-    for e, (i, j) in enumerate(zip(rows, cols)):
+    for e, (i, j) in enumerate(zip(rows, cols, strict=True)):
         train = ~_held_out(setting, rows, cols, i, j, sign is not None)
         out[e] = _dense_refit_predict(K1, K2, rows[train], cols[train], values[train], np.array([i]), np.array([j]),
                                       alpha, ranking, sign)[0]

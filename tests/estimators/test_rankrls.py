@@ -107,7 +107,7 @@ def test_leave_pair_out_matches_retraining(rng, normalize, kernel):
     model = RankRLS(alpha=0.4, kernel=kern, normalize_queries=normalize).fit(X, y)
     first, second = np.triu_indices(n, k=1)
     got = model.leave_pair_out((first, second))
-    for k, (i, j) in enumerate(zip(first, second)):
+    for k, (i, j) in enumerate(zip(first, second, strict=True)):
         keep = np.setdiff1d(np.arange(n), [i, j])
         ref = RankRLS(alpha=0.4, kernel=kern, normalize_queries=normalize).fit(X[keep], y[keep])
         p = ref.predict(X[[i, j]])
@@ -117,9 +117,9 @@ def test_leave_pair_out_matches_retraining(rng, normalize, kernel):
 def test_cv_path(ranking_data):
     X, y, qids = ranking_data
     scores = RankRLS(alpha=1.0).fit(X, y).cv_path([0.1, 1.0, 100.0], cv="lpo")
-    assert scores.shape == (3,) and np.all((0 <= scores) & (scores <= 1))
+    assert scores.shape == (3,) and np.all((scores >= 0) & (scores <= 1))
     scores = RankRLS(alpha=1.0).fit(X, y, qids).cv_path([0.1, 1.0], cv="lqo")
-    assert scores.shape == (2,) and np.all((0 <= scores) & (scores <= 1))
+    assert scores.shape == (2,) and np.all((scores >= 0) & (scores <= 1))
     with pytest.raises(ValueError, match="'cv'"):
         RankRLS().fit(X, y).cv_path([1.0], cv="kfold")
 
@@ -146,7 +146,7 @@ def test_does_not_mutate(ranking_data):
     X, y, qids = ranking_data
     before = X.copy(), y.copy(), qids.copy()
     RankRLS(alpha=1.0).fit(X, y, qids).leave_query_out()
-    for b, a in zip(before, (X, y, qids)):
+    for b, a in zip(before, (X, y, qids), strict=True):
         np.testing.assert_array_equal(b, a)
 
 
@@ -343,5 +343,5 @@ def test_preference_rankrls_estimator_contract(rng):
         model.predict(X)
     assert model.fit(X, pairs) is model
     assert clone(model).get_params()["alpha"] == 0.5
-    for b, a in zip(before, (X, *pairs)):
+    for b, a in zip(before, (X, *pairs), strict=True):
         np.testing.assert_array_equal(b, a)

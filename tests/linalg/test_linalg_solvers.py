@@ -73,9 +73,8 @@ def test_cholesky_jitter_schedule_exhausted_raises(rng):
     K = -np.eye(4)  # negative definite: no small jitter helps
     with pytest.raises(np.linalg.LinAlgError, match="not positive definite"):
         cholesky_shifted(K, 0.0)
-    with config_context(jitter_schedule=(1e-12,)):
-        with pytest.raises(np.linalg.LinAlgError, match="'K'"):
-            cholesky_shifted(np.diag([1.0, 1.0, -1e-3]), 0.0)
+    with config_context(jitter_schedule=(1e-12,)), pytest.raises(np.linalg.LinAlgError, match="'K'"):
+        cholesky_shifted(np.diag([1.0, 1.0, -1e-3]), 0.0)
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
@@ -197,8 +196,7 @@ def test_chunk_rows_and_row_slices():
 def test_chunk_rows_memory_error_when_budget_too_small():
     with pytest.raises(MemoryError, match=r"needs 4194304 bytes.*budget of 1048576 bytes"):
         chunk_rows(10, 4 * 2**20, working_memory=1)
-    with config_context(working_memory=1e-6):
-        with pytest.raises(MemoryError, match="working-memory"):
-            chunk_rows(10, 8)
+    with config_context(working_memory=1e-6), pytest.raises(MemoryError, match="working-memory"):
+        chunk_rows(10, 8)
     with pytest.raises(ValueError, match="'working_memory'"):
         chunk_rows(10, 8, working_memory=-1)

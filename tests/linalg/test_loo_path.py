@@ -110,7 +110,7 @@ def test_inputs_not_mutated(rng):
     path = EigenPath(K, deflate_constant=True)
     before = (Y.copy(), path.eigenvalues.copy(), path.eigenvectors.copy())
     loo_squared_errors(path, Y, GRID)
-    for a, b in zip(before, (Y, path.eigenvalues, path.eigenvectors)):
+    for a, b in zip(before, (Y, path.eigenvalues, path.eigenvectors), strict=True):
         np.testing.assert_array_equal(a, b)
 
 

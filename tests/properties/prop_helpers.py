@@ -76,7 +76,7 @@ def unchanged(*arrays):
         flat.extend(a if isinstance(a, (list, tuple)) else [a])
     copies = [np.array(a, copy=True) for a in flat]
     yield
-    for original, copy in zip(flat, copies):
+    for original, copy in zip(flat, copies, strict=True):
         np.testing.assert_array_equal(np.asarray(original), copy, err_msg="an input was mutated")
 
 

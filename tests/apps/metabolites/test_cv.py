@@ -118,7 +118,7 @@ def test_closed_form_close_to_refit_cross_validation():
     grid = {"alpha": (0.1, 1.0), "output_gamma": (1.0,)}
     _, closed = cross_validate(train, BASE, grid, n_folds=3)
     _, refit = cross_validate_refit(train, BASE, grid, n_folds=3)
-    for a, b in zip(closed, refit):
+    for a, b in zip(closed, refit, strict=True):
         assert a["alpha"] == b["alpha"]
         assert abs(a["score"] - b["score"]) <= 10.0
 
@@ -132,7 +132,7 @@ def test_width_grid_equals_runs_at_each_width():
         _, single = cross_validate(train, {**BASE, "sigma_mz": sigma}, {"alpha": (0.1, 1.0),
                                                                         "output_kernel": ("tanimoto",)}, n_folds=3)
         rows = [r for r in table if r["sigma_mz"] == sigma]
-        for a, b in zip(rows, single):
+        for a, b in zip(rows, single, strict=True):
             assert (a["alpha"], a["score"], a["top5"]) == pytest.approx((b["alpha"], b["score"], b["top5"]))
     assert best["sigma_mz"] == max(table, key=lambda r: r["score"])["sigma_mz"]
     with pytest.raises(ValueError, match="sigma_mz"):

@@ -131,7 +131,7 @@ def test_both_is_the_mean_of_fold_and_formula_scores():
     _, fold = cross_validate(train, BASE, grid, n_folds=3, surrogate="fold")
     _, formula = cross_validate(train, BASE, grid, n_folds=3, surrogate="formula")
     best, both = cross_validate(train, BASE, grid, n_folds=3, surrogate="both")
-    for a, b, c in zip(fold, formula, both):
+    for a, b, c in zip(fold, formula, both, strict=True):
         assert c["fold_score"] == pytest.approx(a["score"], abs=1e-12)
         assert c["formula_score"] == pytest.approx(b["score"], abs=1e-12)
         assert c["score"] == pytest.approx((a["score"] + b["score"]) / 2, abs=1e-12)

@@ -30,8 +30,8 @@ def table(tmp_path):
 
 
 def test_build_and_lookups_match_brute_force(table, tmp_path):
-    from rdkit import Chem
-    from rdkit.Chem.rdMolDescriptors import CalcMolFormula
+    from rdkit import Chem  # noqa: PLC0415 - optional chem extra, after importorskip
+    from rdkit.Chem.rdMolDescriptors import CalcMolFormula  # noqa: PLC0415 - optional chem extra, after importorskip
 
     out = tmp_path / "db.sqlite"
     db, stats = StructureDatabase.build(table, out, FP)
@@ -111,7 +111,7 @@ def test_tables_without_a_structure_column_name_the_columns(tmp_path):
 
 
 def test_sdf_tables(tmp_path):
-    from rdkit import Chem
+    from rdkit import Chem  # noqa: PLC0415 - optional chem extra, after importorskip
 
     path = tmp_path / "db.sdf"
     writer = Chem.SDWriter(str(path))

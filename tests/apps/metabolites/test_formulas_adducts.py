@@ -35,8 +35,8 @@ def test_unreadable_formulas_name_the_text(text):
 
 def test_monoisotopic_mass_matches_rdkit():
     Chem = pytest.importorskip("rdkit.Chem")
-    from rdkit.Chem.Descriptors import ExactMolWt
-    from rdkit.Chem.rdMolDescriptors import CalcMolFormula
+    from rdkit.Chem.Descriptors import ExactMolWt  # noqa: PLC0415 - optional chem extra, after importorskip
+    from rdkit.Chem.rdMolDescriptors import CalcMolFormula  # noqa: PLC0415 - optional chem extra, after importorskip
 
     for smiles in ["CCO", "c1ccccc1O", "OCC1OC(O)C(O)C(O)C1O", "CN1C=NC2=C1C(=O)N(C(=O)N2C)C", "ClC(Cl)Cl",
                    "CSCC[C@H](N)C(=O)O", "OP(=O)(O)OCC", "Brc1ccc(I)cc1F"]:

@@ -64,7 +64,9 @@ def lab(tmp_path_factory):
                 n += 1
         writer.writerow(["CID-bad", "garbage", "InChI=1S/not-a-structure", "", ""])
     a, b = (records[k] for k in true)
-    peaks = lambda r: "\n".join(f"{mz} {i}" for mz, i in r["peaks"])
+    def peaks(r):
+        return "\n".join(f"{mz} {i}" for mz, i in r["peaks"])
+
     blocks = [
         (f"FEATURE_ID=101\nSCANS=7\nTITLE=first\nPEPMASS={a['precursor_mz']} 1234\nCHARGE=1+\n"
          f"FORMULA={_shuffle_formula(a['formula_rdkit'])}\nADDUCT=[M+H]+\n{peaks(a)}"),

@@ -64,7 +64,7 @@ def test_alignf_weights_maximize_alignment():
     w = alignf_weights(grams, target)
 
     def alignment(v):
-        K = sum(vi * G for vi, G in zip(v, grams))
+        K = sum(vi * G for vi, G in zip(v, grams, strict=True))
         H = np.eye(40) - 1.0 / 40
         Kc, Tc = H @ K @ H, H @ target @ H
         return np.vdot(Kc, Tc) / np.linalg.norm(Kc)
