@@ -32,12 +32,14 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", required=True, help="the shared data folder (with parallel_text/, multilabel/)")
     parser.add_argument("--output", default="reports")
+    parser.add_argument("--splits", type=int, default=10, help="retrieval splits (fewer for a smoke run)")
     args = parser.parse_args(argv)
     data = Path(args.data)
     report = {}
-    timing = measure(lambda: run_retrieval(data / "parallel_text", list(DIRECTIONS), splits=10, alpha=1.0, seed=0))
+    timing = measure(lambda: run_retrieval(data / "parallel_text", list(DIRECTIONS), splits=args.splits, alpha=1.0,
+                                           seed=0))
     n_docs, retrieval = timing.result
-    report["retrieval"] = {"n_documents": n_docs, "splits": 10, "alpha": 1.0, "seconds": timing.wall,
+    report["retrieval"] = {"n_documents": n_docs, "splits": args.splits, "alpha": 1.0, "seconds": timing.wall,
                            "results": retrieval}
     timing = measure(lambda: _bibtex(data / "multilabel" / "bibtex"))
     result = timing.result
