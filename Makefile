@@ -16,7 +16,9 @@ venv: $(BIN)/activate
 demo: venv
 	$(BIN)/iokr demo --output results/demo --overwrite
 
+# The lint runs first: a ruff finding fails the target before the (longer) test suite starts.
 test: venv
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q tests
 
 # Longer hardening campaigns (the CI runs the same tests with the small derandomized "ci" profile): rounds of the

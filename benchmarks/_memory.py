@@ -1,5 +1,7 @@
 """Peak resident memory of the current process."""
 
+import resource
+
 
 def peak_rss_mib():
     """Peak resident memory of this process in MiB (``VmHWM``).
@@ -14,6 +16,4 @@ def peak_rss_mib():
                     return int(line.split()[1]) / 1024.0
     except OSError:
         pass
-    import resource
-
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0

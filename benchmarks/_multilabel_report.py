@@ -85,41 +85,55 @@ def write_report(report, path, datasets):
     if narrow:
         lines += [("Baselines run with an older, narrower grid (ridge 1e-2..1e4, C 0.01..10; the wider rerun did not "
                    "finish in the time): " + ", ".join(narrow) + "."), ""]
-    lines += ["## Example-F1 % (test)", "",
-              ("| data | n train / test, d, L | split | IOKR new | IOKR old | BR ridge | BR logistic | CC logistic | "
-               "published | IOKR choice |"), "|---|---|---|---|---|---|---|---|---|---|"]
+    lines += _f1_table(report, datasets) + _other_metrics_table(report, datasets) + _verdicts(report, datasets)
+    lines += _selection(report, datasets)
+    write_keeping_section(path, "\n".join(lines) + "\n", "## Reading")
+
+
+def _f1_table(report, datasets):
+    lines = ["## Example-F1 % (test)", "",
+             ("| data | n train / test, d, L | split | IOKR new | IOKR old | BR ridge | BR logistic | CC logistic | "
+              "published | IOKR choice |"), "|---|---|---|---|---|---|---|---|---|---|"]
     for name in datasets:
         entry = report["datasets"].get(name)
         if entry is None:
             lines.append(f"| {name} | | | not run | | | | | | |")
             continue
-        res = entry["results"]
-        base = like_for_like(res)
-        sub = entry.get("iokr_train_subsample")
-        size = f"{entry['n_train']} / {entry['n_test']}, {entry['n_features']}, {entry['n_labels']}"
-        if sub:
-            size += f" (IOKR and like-for-like baselines: {sub}-example training subsample)"
-        cells = [_cell(res, "iokr"), _cell(res, "iokr_old")]
-        if "iokr_full" in res:
-            cells[0] += f" (full train: {res['iokr_full']['f1']:.1f})"
-        if sub and entry.get("iokr_old_train") == entry["n_train"]:
-            cells[1] += " (full train)"
-        for b in BASELINES:
-            cell = "" if b not in base else f"{base[b]['f1']:.1f}"
-            if b + "_full" in res:
-                cell += f" (full train: {res[b + '_full']['f1']:.1f})"
-            cells.append(cell)
-        published = ", ".join(f"{k} {v}" for k, v in report["published"].get(name, {}).items()) or "-"
-        choice = ""
-        if "iokr" in res:
-            best = res["iokr"]["best"]
-            norm = "" if "normalize_output" not in best else (
-                ", output normalized" if best["normalize_output"] else ", output not normalized")
-            choice = f"{best['scaling']}{norm}, alpha {best['alpha']:.3g}, {best['input_kernel']}"
-            if res["iokr"]["grid_edge"]:
-                choice += " (grid edge)"
-        lines.append(f"| {name} | {size} | {entry['split']} | " + " | ".join(cells) + f" | {published} | {choice} |")
-    lines += ["", "## Hamming loss / exact match % / time s (test; like-for-like training set)", "",
+        lines.append(_f1_row(name, entry, report))
+    return lines
+
+
+def _f1_row(name, entry, report):
+    res = entry["results"]
+    base = like_for_like(res)
+    sub = entry.get("iokr_train_subsample")
+    size = f"{entry['n_train']} / {entry['n_test']}, {entry['n_features']}, {entry['n_labels']}"
+    if sub:
+        size += f" (IOKR and like-for-like baselines: {sub}-example training subsample)"
+    cells = [_cell(res, "iokr"), _cell(res, "iokr_old")]
+    if "iokr_full" in res:
+        cells[0] += f" (full train: {res['iokr_full']['f1']:.1f})"
+    if sub and entry.get("iokr_old_train") == entry["n_train"]:
+        cells[1] += " (full train)"
+    for b in BASELINES:
+        cell = "" if b not in base else f"{base[b]['f1']:.1f}"
+        if b + "_full" in res:
+            cell += f" (full train: {res[b + '_full']['f1']:.1f})"
+        cells.append(cell)
+    published = ", ".join(f"{k} {v}" for k, v in report["published"].get(name, {}).items()) or "-"
+    choice = ""
+    if "iokr" in res:
+        best = res["iokr"]["best"]
+        norm = "" if "normalize_output" not in best else (
+            ", output normalized" if best["normalize_output"] else ", output not normalized")
+        choice = f"{best['scaling']}{norm}, alpha {best['alpha']:.3g}, {best['input_kernel']}"
+        if res["iokr"]["grid_edge"]:
+            choice += " (grid edge)"
+    return f"| {name} | {size} | {entry['split']} | " + " | ".join(cells) + f" | {published} | {choice} |"
+
+
+def _other_metrics_table(report, datasets):
+    lines = ["", "## Hamming loss / exact match % / time s (test; like-for-like training set)", "",
               "| data | " + " | ".join(NAMES[k] for k in ("iokr", "iokr_old", *BASELINES)) + " |",
               "|---|" + "---|" * 5]
     for name in datasets:
@@ -132,7 +146,11 @@ def write_report(report, path, datasets):
             r = res.get(key)
             cells.append("" if r is None else f"{r['hamming']:.4f} / {r['exact_match']:.1f} / {r['total_s']:.0f}")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    lines += ["", "## Per data set", ""]
+    return lines
+
+
+def _verdicts(report, datasets):
+    lines = ["", "## Per data set", ""]
     for name in datasets:
         entry = report["datasets"].get(name)
         line = f"- **{name}**: " + ("not run." if entry is None else verdict(entry) + ".")
@@ -149,10 +167,14 @@ def write_report(report, path, datasets):
         for word, key in (("wins over", "wins"), ("ties with", "ties"), ("loses to", "loses")):
             counts[key] += word in v
     lines += ["", (f"Overall: IOKR (new defaults) wins {counts['wins']}, ties {counts['ties']}, loses "
-                   f"{counts['loses']} against the best baseline of each data set."), "",
-              "## IOKR selection per data set (training split only)", "",
-              "| data | scaling | output normalized | alpha | input kernel | closed-form CV F1 % | refit CV F1 % |",
-              "|---|---|---|---|---|---|---|"]
+                   f"{counts['loses']} against the best baseline of each data set."), ""]
+    return lines
+
+
+def _selection(report, datasets):
+    lines = ["## IOKR selection per data set (training split only)", "",
+             "| data | scaling | output normalized | alpha | input kernel | closed-form CV F1 % | refit CV F1 % |",
+             "|---|---|---|---|---|---|---|"]
     for name in datasets:
         entry = report["datasets"].get(name)
         if entry is None or "iokr" not in entry["results"]:
@@ -171,4 +193,4 @@ def write_report(report, path, datasets):
                 edges.append(f"{name} / {key}: {what}")
     lines += ["", "Choices at a grid edge (the grid may be too narrow there): " + ("; ".join(edges) or "none") + ".",
               "", "Published figures: " + report["published_source"], ""]
-    write_keeping_section(path, "\n".join(lines) + "\n", "## Reading")
+    return lines

@@ -14,9 +14,9 @@ from functools import partial
 
 import numpy as np
 
-from benchmarks._timing import best_time
+from benchmarks._harness import best_time
 from iokr.decoding import CandidateSets
-from iokr.decoding._candidates import unique_rows
+from iokr.decoding._candidates import unique_rows  # private: no public name for the row hashing yet
 
 _best = partial(best_time, repeat=3)
 

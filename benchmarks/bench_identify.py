@@ -40,16 +40,33 @@ import gzip
 import io
 import json
 import os
+import pstats
 import re
-import resource
-import statistics
 import subprocess
 import sys
 import tarfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+import iokr
+from benchmarks._harness import measure, measure_command
+
+# private: no public names yet for the formula parser, the default model and the in-process identify job
+from iokr.apps.metabolites import (
+    Feedback,
+    FormulaError,
+    IdentifySettings,
+    canonical_formula,
+    default_model_path,
+    ensure_default_model,
+    identify_job,
+    load_identifier,
+    read_spectra,
+)
+from iokr.datasets import BUNDLED_METABOLITES
 
 WORK = Path("/tmp/bench_identify")
 TARGET_5_S = 3.0
@@ -69,34 +86,21 @@ def _iokr_script():
     return str(script)
 
 
-def _children_cpu():
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
-
-
-def _timed(cmd, env, check=True):
-    """``(wall_s, cpu_s, completed)`` of one subprocess."""
-    c0, t0 = _children_cpu(), time.perf_counter()
-    done = subprocess.run(cmd, check=False, env=env, cwd=WORK, capture_output=True, text=True)
-    wall, cpu = time.perf_counter() - t0, _children_cpu() - c0
-    if check and done.returncode != 0:
-        raise RuntimeError(f"{' '.join(map(str, cmd))} failed ({done.returncode}):\n{done.stderr[-3000:]}")
-    return wall, cpu, done
+def _timed(cmd, env):
+    """``(wall_s, cpu_s, completed)`` of one subprocess run in the work folder."""
+    timing = measure_command(cmd, env=env, cwd=WORK)
+    return timing.wall, timing.cpu, timing.result
 
 
 def _median_run(cmd, env, repeats):
-    runs = [_timed(cmd, env) for _ in range(repeats)]
-    walls = [r[0] for r in runs]
-    k = int(np.argsort(walls)[len(walls) // 2])
-    return statistics.median(walls), runs[k][1], runs[k][2], walls
+    """``(median wall_s, cpu_s and completed of the median run, all wall times)``."""
+    timing = measure_command(cmd, repeats, env=env, cwd=WORK)
+    return timing.wall, timing.cpu, timing.result, timing.walls
 
 
 # -- data ---------------------------------------------------------------------------------------------------------
 def _structures(data_dir):
     """Distinct real structures ``[(inchi, name, formula)]``: the candidate lists' InChIs, then MassBank's."""
-    from iokr.apps.metabolites._formulas import FormulaError, canonical_formula
-    from iokr.datasets._metabolites import BUNDLED_METABOLITES
-
     seen, out = set(), []
 
     def add(inchi, name, formula):
@@ -138,9 +142,6 @@ def _write_csv(path, structures, n_rows):
 def _queries(formulas, n):
     """``n`` bundled MassBank spectra whose formula is in ``formulas``, the candidate lists' true structures'
     spectra first (cycled when fewer than ``n``)."""
-    from iokr.apps.metabolites._formulas import FormulaError, canonical_formula
-    from iokr.datasets._metabolites import BUNDLED_METABOLITES
-
     with tarfile.open(BUNDLED_METABOLITES["candidates"]) as tar:
         true_keys = {m.name.split("_id=")[1][:14] for m in tar.getmembers() if "_id=" in m.name}
     first, other = [], []
@@ -208,12 +209,10 @@ def _importtime(cmd, env, top=8):
 def _cprofile(cmd, env, prof_path, top=12):
     """Top cumulative entries of cProfile on ``cmd`` (module bodies and the import machinery left out, so the
     entries are the functions of the run; lazy imports inside them count in their time)."""
-    import pstats
-
     _timed([_python(), "-m", "cProfile", "-o", str(prof_path), *cmd], env)
     stats = pstats.Stats(str(prof_path))
     entries = []
-    for (filename, line, func), (cc, nc, tt, ct, callers) in stats.stats.items():
+    for (filename, line, func), (_cc, nc, tt, ct, _callers) in stats.stats.items():
         if "importlib" in filename or func == "<module>" or "__import__" in func or "builtins.exec" in func or \
                 "cProfile" in filename or "profile.py" in filename or "runpy" in filename:
             continue
@@ -227,15 +226,10 @@ def _cprofile(cmd, env, prof_path, top=12):
 # -- naive baseline -----------------------------------------------------------------------------------------------
 def _naive(model_path, mgf, by_formula, n_timed):
     """Per-query brute force: parse + fingerprint the query's candidates, then score; returns (seconds, n)."""
-    from iokr.apps.metabolites._persist import load_identifier
-    from iokr.apps.metabolites._readers import read_spectra
-
     model, fingerprinter, cleaning, _ = load_identifier(model_path)
     spectra, _ = read_spectra(mgf, require_precursor=False, keep_empty=True)
     cleaned = cleaning.single(spectra)
     cleaned = cleaning.merged(cleaned, groups=list(range(len(cleaned))))[0]
-    from iokr.apps.metabolites._formulas import canonical_formula
-
     n = min(n_timed, len(spectra))
     sizes = []
     t0 = time.perf_counter()
@@ -249,11 +243,9 @@ def _naive(model_path, mgf, by_formula, n_timed):
 
 
 def _in_process(model_path, mgf, db_path):
-    from iokr.apps.metabolites import Feedback, IdentifySettings, identify_job
-
-    t0, c0 = time.perf_counter(), time.process_time()
-    result = identify_job(model_path, mgf, db_path, IdentifySettings(), feedback=Feedback(log=lambda *a: None))
-    return time.perf_counter() - t0, time.process_time() - c0, len(result["identifications"])
+    timing = measure(lambda: identify_job(model_path, mgf, db_path, IdentifySettings(),
+                                          feedback=Feedback(log=lambda *a: None)))
+    return timing.wall, timing.cpu, len(timing.result["identifications"])
 
 
 # -- run ----------------------------------------------------------------------------------------------------------
@@ -261,7 +253,6 @@ def _measured_code(env):
     """Where the measured ``iokr`` comes from (a snapshot folder carrying a COMMIT file, or a git checkout), in this
     process and in the subprocesses (run from the work folder, so the caller's current folder does not shadow
     ``PYTHONPATH``); a mismatch is reported."""
-    import iokr
 
     def describe(root):
         root = Path(root).resolve().parents[0]
@@ -284,73 +275,77 @@ def _measured_code(env):
     return f"MISMATCH: in-process iokr from {describe(here)}, subprocesses from {describe(there)}"
 
 
-def run(quick=False, data_dir=None):
-    from iokr.apps.metabolites._default_model import default_model_path, ensure_default_model
+@dataclass(frozen=True)
+class _Setup:
+    """What every measured command shares: the work folder, the environment, the model, the ``iokr`` command and
+    the structure database."""
 
-    if data_dir is None and Path("/work/shared/data/metabolites").exists():
-        data_dir = "/work/shared/data"
-    work = WORK / ("quick" if quick else "full")
-    work.mkdir(parents=True, exist_ok=True)
-    os.environ.setdefault("IOKR_CACHE_DIR", str(WORK / "cache"))
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    model_path = ensure_default_model(log=lambda *a: None)
-    assert Path(model_path) == default_model_path()
-    script = _iokr_script()
-    iokr = [_python(), script]
-    rows = [{"task": "measured code", "note": _measured_code(env)}]
+    work: Path
+    env: dict
+    model_path: Path
+    cli: list
+    db_path: Path
 
-    # 1. index
-    n_rows = 2000 if quick else 100_000
-    structures, n_from_lists = _structures(data_dir)
-    csv_path, db_path = work / f"structures_{n_rows}.csv", work / f"structures_{n_rows}.sqlite"
+    def identify_cmd(self, mgf, out):
+        return [*self.cli, "metabolites", "identify", "--spectra", str(mgf), "--candidates", str(self.db_path),
+                "--output", str(out), "--overwrite"]
+
+
+def _index_row(setup, structures, n_from_lists, n_rows):
+    """``iokr metabolites index`` on an ``n_rows``-row CSV of ``structures`` into ``setup.db_path``."""
+    csv_path, db_path = setup.work / f"structures_{n_rows}.csv", setup.db_path
     _write_csv(csv_path, structures, n_rows)
-    wall, cpu, done = _timed([*iokr, "metabolites", "index", str(csv_path), "--output", str(db_path), "--overwrite",
-                              "--model", str(model_path)], env)
+    wall, cpu, done = _timed([*setup.cli, "metabolites", "index", str(csv_path), "--output", str(db_path),
+                              "--overwrite", "--model", str(setup.model_path)], setup.env)
     m = re.search(r"(\d+) structures indexed from (\d+) rows \((\d+) unparsable, (\d+) duplicates", done.stdout)
     n_struct, n_unparsable, n_dup = int(m.group(1)), int(m.group(3)), int(m.group(4))
     size_mb = db_path.stat().st_size / 2**20
-    rows.append({"task": f"index {n_rows:,}-row CSV (InChI only) -> SQLite", "n": n_rows, "ours_s": wall,
-                 "ours_cpu_s": cpu, "rate_per_s": n_rows / wall, "target": "(none stated; file size reported)",
-                 "note": f"{n_struct:,} structures kept ({min(n_rows, len(structures)):,} distinct InChI strings "
-                         f"in the CSV: {n_from_lists:,} from the lists, {len(structures) - n_from_lists:,} from "
-                         f"MassBank; {n_dup:,} merged by InChIKey block 1, {n_unparsable} unparsable); "
-                         f"{n_struct / wall:.0f} distinct structures/s; file {size_mb:.1f} MiB "
-                         f"({db_path.stat().st_size / max(n_struct, 1):.0f} B/structure); CSV "
-                         f"{csv_path.stat().st_size / 2**20:.1f} MiB"})
+    return {"task": f"index {n_rows:,}-row CSV (InChI only) -> SQLite", "n": n_rows, "ours_s": wall,
+            "ours_cpu_s": cpu, "rate_per_s": n_rows / wall, "target": "(none stated; file size reported)",
+            "note": f"{n_struct:,} structures kept ({min(n_rows, len(structures)):,} distinct InChI strings "
+                    f"in the CSV: {n_from_lists:,} from the lists, {len(structures) - n_from_lists:,} from "
+                    f"MassBank; {n_dup:,} merged by InChIKey block 1, {n_unparsable} unparsable); "
+                    f"{n_struct / wall:.0f} distinct structures/s; file {size_mb:.1f} MiB "
+                    f"({db_path.stat().st_size / max(n_struct, 1):.0f} B/structure); CSV "
+                    f"{csv_path.stat().st_size / 2**20:.1f} MiB"}
 
-    # the queries: spectra of formulas present in the database
-    formulas = {f for _, _, f in structures[:n_rows] if f}
+
+def _query_files(work, indexed, n_big):
+    """MGF files of 5 and ``n_big`` queries of formulas in the database, with and without FORMULA; and the indexed
+    InChIs by formula (the naive baseline's candidates)."""
+    formulas = {f for _, _, f in indexed if f}
     by_formula = {}
-    for inchi, _, f in structures[:n_rows]:
+    for inchi, _, f in indexed:
         by_formula.setdefault(f, []).append(inchi)
-    n_big = 100 if quick else 1000
     records = _queries(formulas, n_big)
     mgfs = {}
     for label, with_formula in (("formula", True), ("mass", False)):
         for n in (5, n_big):
             mgfs[label, n] = work / f"queries_{n}_{label}.mgf"
             _write_mgf(mgfs[label, n], records[:n], with_formula)
+    return mgfs, by_formula
 
-    def identify_cmd(mgf, out):
-        return [*iokr, "metabolites", "identify", "--spectra", str(mgf), "--candidates", str(db_path), "--output",
-                str(out), "--overwrite"]
 
-    # 5. floors first (same load conditions as the runs)
-    floors = {}
+def _floor_rows(setup):
+    """Start-up floors, measured first (same load conditions as the runs)."""
+    floors, rows = {}, []
     for label, cmd in (("python -c pass", [_python(), "-c", "pass"]),
                        ("python -c 'import numpy'", [_python(), "-c", "import numpy"]),
-                       ("iokr metabolites identify --help", [*iokr, "metabolites", "identify", "--help"])):
-        med, cpu, _, walls = _median_run(cmd, env, 5)
+                       ("iokr metabolites identify --help", [*setup.cli, "metabolites", "identify", "--help"])):
+        med, cpu, _, walls = _median_run(cmd, setup.env, 5)
         floors[label] = med
         rows.append({"task": f"floor: {label}", "n": 0, "ours_s": med, "ours_cpu_s": cpu,
                      "note": f"median of 5 ({', '.join(f'{w:.3f}' for w in walls)})"})
+    return floors, rows
 
-    # 2. 5 spectra, median of 3; 3. n_big spectra
-    t5, c5 = {}, {}
+
+def _five_spectra_rows(setup, mgfs, floors):
+    """Identify 5 spectra (CLI, start-up included), median of 3: by formula, by mass, by formula on one thread."""
+    t5, c5, rows = {}, {}, []
     for label in ("formula", "mass"):
-        _timed(identify_cmd(mgfs[label, 5], work / "out_warm"), env)  # page cache warm-up, not counted
-        out = work / f"out_5_{label}"
-        med, cpu, _, walls = _median_run(identify_cmd(mgfs[label, 5], out), env, 3)
+        _timed(setup.identify_cmd(mgfs[label, 5], setup.work / "out_warm"), setup.env)  # page cache warm-up
+        out = setup.work / f"out_5_{label}"
+        med, cpu, _, walls = _median_run(setup.identify_cmd(mgfs[label, 5], out), setup.env, 3)
         t5[label], c5[label] = med, cpu
         mean_c, statuses = _candidate_counts(out)
         rows.append({"task": f"identify 5 spectra by {label} (CLI, start-up included)", "n": 5, "ours_s": med,
@@ -359,50 +354,79 @@ def run(quick=False, data_dir=None):
                      "over_python_numpy_floor": med / floors["python -c 'import numpy'"],
                      "note": f"median of 3 ({', '.join(f'{w:.2f}' for w in walls)}); mean {mean_c:.0f} candidates "
                              f"per query; statuses {statuses}"})
-    one_thread = {**env, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    out = work / "out_5_formula_1thread"
-    med, cpu, _, walls = _median_run(identify_cmd(mgfs["formula", 5], out), one_thread, 3)
+    one_thread = {**setup.env, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    out = setup.work / "out_5_formula_1thread"
+    med, cpu, _, walls = _median_run(setup.identify_cmd(mgfs["formula", 5], out), one_thread, 3)
     rows.append({"task": "identify 5 spectra by formula, BLAS limited to 1 thread (CLI)", "n": 5, "ours_s": med,
                  "ours_cpu_s": cpu, "target": f"<= {TARGET_5_S:g} s", "meets_target": med <= TARGET_5_S,
                  "cpu_meets_target": cpu <= TARGET_5_S,
                  "note": f"OPENBLAS/OMP/MKL_NUM_THREADS=1; median of 3 ({', '.join(f'{w:.2f}' for w in walls)})"})
+    return t5, c5, rows
+
+
+def _big_row(setup, mgfs, label, n_big, t5, c5):
+    """Identify ``n_big`` spectra in one CLI run; the rate after start-up, and the same job in-process."""
+    out = setup.work / f"out_{n_big}_{label}"
+    wall, cpu, _ = _timed(setup.identify_cmd(mgfs[label, n_big], out), setup.env)
+    mean_c, statuses = _candidate_counts(out)
+    rate = (n_big - 5) / max(wall - t5[label], 1e-9)
+    cpu_rate = (n_big - 5) / max(cpu - c5[label], 1e-9)
+    inside, inside_cpu, n_ids = _in_process(setup.model_path, mgfs[label, n_big], setup.db_path)
+    return {"task": f"identify {n_big:,} spectra by {label} (CLI)", "n": n_big, "ours_s": wall,
+            "ours_cpu_s": cpu, "rate_per_s": rate, "cpu_rate_per_s": cpu_rate,
+            "target": f">= {TARGET_RATE:g} spectra/s after start-up",
+            "meets_target": min(rate, cpu_rate) >= TARGET_RATE, "inside_s": inside, "inside_cpu_s": inside_cpu,
+            "inside_rate_per_s": n_ids / inside,
+            "note": f"rate = ({n_big} - 5) / (t_{n_big} - t_5) (wall; cpu_rate from CPU times); inside = "
+                    f"identify_job in-process after imports; mean {mean_c:.0f} candidates per query; statuses {statuses}"}
+
+
+def _profile_rows(setup, mgfs):
+    """``-X importtime`` and cProfile of the 5-spectrum formula run."""
+    cmd5 = setup.identify_cmd(mgfs["formula", 5], setup.work / "out_prof")
+    total_import, packages = _importtime(cmd5[1:], setup.env)
+    rows = [{"task": "profile: -X importtime, all imports (5 spectra, formula)", "ours_s": total_import,
+             "note": "sum of the own times of every import"}]
+    for us, name, by in packages:
+        rows.append({"task": f"profile: import {name} (own time of its modules)", "ours_s": us / 1e6,
+                     "note": f"first imported by {by}"})
+    total, entries = _cprofile(cmd5[1:], setup.env, setup.work / "identify5.prof")
+    for ct, tt, nc, where in entries:
+        rows.append({"task": f"profile: cProfile {where}", "ours_s": ct,
+                     "note": f"cumulative (whole run {total:.2f} s under cProfile); own {tt:.3f} s; {nc} calls"})
+    return rows
+
+
+def run(quick=False, data_dir=None):
+    if data_dir is None and Path("/work/shared/data/metabolites").exists():
+        data_dir = "/work/shared/data"
+    work = WORK / ("quick" if quick else "full")
+    work.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("IOKR_CACHE_DIR", str(WORK / "cache"))
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    model_path = ensure_default_model(log=lambda *a: None)
+    assert Path(model_path) == default_model_path()
+    n_rows, n_big = (2000, 100) if quick else (100_000, 1000)
+    setup = _Setup(work, env, model_path, [_python(), _iokr_script()], work / f"structures_{n_rows}.sqlite")
+    rows = [{"task": "measured code", "note": _measured_code(env)}]
+    structures, n_from_lists = _structures(data_dir)
+    rows.append(_index_row(setup, structures, n_from_lists, n_rows))
+    mgfs, by_formula = _query_files(work, structures[:n_rows], n_big)
+    floors, floor_rows = _floor_rows(setup)
+    rows += floor_rows
+    t5, c5, five_rows = _five_spectra_rows(setup, mgfs, floors)
+    rows += five_rows
     naive_5 = _naive(model_path, mgfs["formula", 5], by_formula, 5)
     rows.append({"task": "naive: 5 spectra by formula, per-query parse + fingerprint (in-process, no start-up)",
                  "n": 5, "ours_s": naive_5[0], "ratio_naive_over_ours": naive_5[0] / t5["formula"],
                  "note": f"mean {naive_5[2]:.0f} candidates per query; ratio against our CLI time WITH its start-up"})
     for label in ("formula", "mass"):
-        out = work / f"out_{n_big}_{label}"
-        wall, cpu, _ = _timed(identify_cmd(mgfs[label, n_big], out), env)
-        mean_c, statuses = _candidate_counts(out)
-        rate = (n_big - 5) / max(wall - t5[label], 1e-9)
-        cpu_rate = (n_big - 5) / max(cpu - c5[label], 1e-9)
-        inside, inside_cpu, n_ids = _in_process(model_path, mgfs[label, n_big], db_path)
-        row = {"task": f"identify {n_big:,} spectra by {label} (CLI)", "n": n_big, "ours_s": wall,
-               "ours_cpu_s": cpu, "rate_per_s": rate, "cpu_rate_per_s": cpu_rate,
-               "target": f">= {TARGET_RATE:g} spectra/s after start-up",
-               "meets_target": min(rate, cpu_rate) >= TARGET_RATE, "inside_s": inside, "inside_cpu_s": inside_cpu,
-               "inside_rate_per_s": n_ids / inside,
-               "note": f"rate = ({n_big} - 5) / (t_{n_big} - t_5) (wall; cpu_rate from CPU times); inside = "
-                       f"identify_job in-process after imports; mean {mean_c:.0f} candidates per query; statuses {statuses}"}
+        row = _big_row(setup, mgfs, label, n_big, t5, c5)
         if label == "formula":
-            n_timed = 5 if quick else 20
-            naive = _naive(model_path, mgfs[label, n_big], by_formula, n_timed)
+            naive = _naive(model_path, mgfs[label, n_big], by_formula, 5 if quick else 20)
             naive_total = naive[0] * n_big / naive[1]
-            row.update({"naive_s_extrapolated": naive_total, "ratio_naive_over_ours": naive_total / inside})
+            row.update({"naive_s_extrapolated": naive_total, "ratio_naive_over_ours": naive_total / row["inside_s"]})
             row["note"] += (f"; naive extrapolated from {naive[1]} queries ({naive[0]:.1f} s, mean {naive[2]:.0f} "
                             "candidates), ratio against inside_s")
         rows.append(row)
-
-    # profiles of the 5-spectrum formula run
-    cmd5 = identify_cmd(mgfs["formula", 5], work / "out_prof")
-    total_import, packages = _importtime(cmd5[1:], env)
-    rows.append({"task": "profile: -X importtime, all imports (5 spectra, formula)", "ours_s": total_import,
-                 "note": "sum of the own times of every import"})
-    for us, name, by in packages:
-        rows.append({"task": f"profile: import {name} (own time of its modules)", "ours_s": us / 1e6,
-                     "note": f"first imported by {by}"})
-    total, entries = _cprofile(cmd5[1:], env, work / "identify5.prof")
-    for ct, tt, nc, where in entries:
-        rows.append({"task": f"profile: cProfile {where}", "ours_s": ct,
-                     "note": f"cumulative (whole run {total:.2f} s under cProfile); own {tt:.3f} s; {nc} calls"})
-    return rows
+    return rows + _profile_rows(setup, mgfs)

@@ -16,13 +16,17 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import itertools
 import json
 import subprocess
 import sys
 import tarfile
 import tempfile
-import time
 from pathlib import Path
+
+from benchmarks._harness import measure_command
+from iokr.apps.metabolites import Feedback, TrainingConfig, train_job
+from iokr.datasets import BUNDLED_METABOLITES as bundled
 
 N_QUERIES = 20_000
 
@@ -46,9 +50,6 @@ print(f"PEAK_RSS_MIB {peak_rss_mib():.1f}", file=sys.stderr)
 
 def _inputs(work, n_queries):
     """Model, query MGF and structure CSV in ``work``."""
-    from iokr.apps.metabolites import Feedback, TrainingConfig, train_job
-    from iokr.datasets._metabolites import BUNDLED_METABOLITES as bundled
-
     model = work / "model.npz"
     grid = {"alpha": (0.03,), "input_gamma": (None,), "output_kernel": ("tanimoto",), "output_gamma": (1.0,),
             "sigma_mz": (0.001,)}
@@ -64,7 +65,7 @@ def _inputs(work, n_queries):
         writer.writerow(["Identifier", "InChI"])
         writer.writerows([f"C{i}", r["id1"]] for i, r in enumerate(rows))
     with gzip.open(bundled["spectra"], "rt") as handle:
-        records = [json.loads(line) for _, line in zip(range(400), handle)]
+        records = [json.loads(line) for line in itertools.islice(handle, 400)]
     mgf = work / "queries.mgf"
     with open(mgf, "w") as handle:
         for i in range(n_queries):
@@ -87,20 +88,16 @@ def run(quick=False, data_dir=None):
     with tempfile.TemporaryDirectory(prefix="iokr-bench-identify-memory-") as tmp:
         work = Path(tmp)
         model, mgf, table, n_candidates = _inputs(work, n_queries)
-        floor = subprocess.run([sys.executable, "-c", _FLOOR, str(model)], capture_output=True, text=True, cwd=root)
+        floor = subprocess.run([sys.executable, "-c", _FLOOR, str(model)], capture_output=True, text=True, cwd=root,
+                               check=False)
         rows.append({"run": "floor: imports + model load", "queries": 0, "budget_mib": "", "wall_s": "",
                      "peak_rss_mib": _peak(floor.stderr)})
         for budget in (64, 1024):
-            t0 = time.perf_counter()
-            out = subprocess.run([sys.executable, "-c", _CHILD, "--quiet", "--working-memory", str(budget),
-                                  "metabolites", "identify", "--model", str(model), "--spectra", str(mgf),
-                                  "--candidates", str(table), "--output", str(work / f"out{budget}")],
-                                 capture_output=True, text=True, cwd=root)
-            if out.returncode != 0:
-                raise RuntimeError(out.stderr)
+            timing = measure_command([sys.executable, "-c", _CHILD, "--quiet", "--working-memory", str(budget),
+                                      "metabolites", "identify", "--model", str(model), "--spectra", str(mgf),
+                                      "--candidates", str(table), "--output", str(work / f"out{budget}")], cwd=root)
             rows.append({"run": "identify", "queries": n_queries, "candidates_per_query": n_candidates,
-                         "budget_mib": budget, "wall_s": time.perf_counter() - t0,
-                         "peak_rss_mib": _peak(out.stderr)})
+                         "budget_mib": budget, "wall_s": timing.wall, "peak_rss_mib": _peak(timing.result.stderr)})
     for row in rows[1:]:
         row["above_floor_mib"] = row["peak_rss_mib"] - rows[0]["peak_rss_mib"]
     return rows

@@ -15,33 +15,17 @@ Rows:
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import time
-
 import numpy as np
+from sklearn.kernel_ridge import KernelRidge
 
-from benchmarks._memory import peak_rss_mib
-
-P_BITS = 2048
-
-
-def _timed(fn, repeat=1):
-    best = np.inf
-    for _ in range(repeat):
-        start = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - start)
-    return best, out
+from benchmarks._harness import best_time as _timed
+from benchmarks._harness import child_json, sgemm_rate
+from benchmarks._iokr_throughput import P_BITS
+from iokr import IOKR
+from iokr.kernels import Gaussian
 
 
 def _fit_score_row(n, m, c, d=64, gamma=0.02, alpha=0.5, seed=0):
-    from sklearn.kernel_ridge import KernelRidge
-
-    from iokr import IOKR
-    from iokr.kernels import Gaussian
-
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d))
     X_test = rng.normal(size=(m, d))
@@ -72,56 +56,10 @@ def _fit_score_row(n, m, c, d=64, gamma=0.02, alpha=0.5, seed=0):
             "max_rel_diff_sklearn": float(np.abs(S - S_sk).max() / scale)}
 
 
-def sgemm_rate(m, c, p, seed=0):
-    """Flops/s of float32 ``(m, p) @ (p, c)`` on this machine (best of 3)."""
-    rng = np.random.default_rng(seed)
-    A = rng.random((m, p), dtype=np.float32)
-    B = rng.random((c, p), dtype=np.float32)
-    A @ B[:64].T
-    seconds, _ = _timed(lambda: A @ B.T, repeat=3)
-    return 2.0 * m * c * p / seconds
-
-
-def throughput(n_queries, n_candidates, top_k, mode, working_memory=1024, n_check=5, seed=0):
-    """Run in a child process: streamed top-k (``mode="rank"``) or dense scores (``mode="dense"``)."""
-    from iokr import IOKR, CandidateSets, PackedBinaryFeatures, config_context
-    from iokr.kernels import Gaussian
-
-    rng = np.random.default_rng(seed)
-    n_train, d = 2000, 64
-    X = rng.normal(size=(n_train, d))
-    Y = (rng.random((n_train, P_BITS)) < 0.1).astype(np.float32)
-    X_test = rng.normal(size=(n_queries, d))
-    packed = np.empty((n_candidates, P_BITS // 8), dtype=np.uint8)
-    for start in range(0, n_candidates, 10_000):  # generate in blocks to keep the generator's memory small
-        stop = min(start + 10_000, n_candidates)
-        packed[start:stop] = np.packbits(rng.random((stop - start, P_BITS), dtype=np.float32) < 0.1, axis=1)
-    pool = PackedBinaryFeatures(packed, P_BITS)
-    model = IOKR(alpha=1.0, input_kernel=Gaussian(0.01), decoding="cosine").fit(X, Y)
-    baseline = peak_rss_mib()
-    with config_context(working_memory=working_memory):
-        if mode == "rank":
-            sets = CandidateSets.shared(pool, n_queries)
-            seconds, rankings = _timed(lambda: model.rank(X_test, sets, top_k=top_k))
-            exact = []
-            for q in rng.choice(n_queries, size=n_check, replace=False):
-                scores = model.decision_function(X_test[q:q + 1], pool)[0]
-                brute = np.lexsort((np.arange(scores.size), -scores.astype(np.float64)))[:top_k]
-                exact.append(bool(np.array_equal(brute, rankings[q].pool_indices)))
-            checked = all(exact)
-        else:
-            seconds, S = _timed(lambda: model.decision_function(X_test, pool))
-            checked = None
-    peak = peak_rss_mib()
-    print(json.dumps({"seconds": seconds, "peak_rss_mib": peak, "rss_before_scoring_mib": baseline,
-                      "topk_exact": checked}))
-
-
 def _throughput_row(n_queries, n_candidates, mode, top_k=100):
-    code = (f"from benchmarks.bench_iokr import throughput; "
+    code = (f"from benchmarks._iokr_throughput import throughput; "
             f"throughput({n_queries}, {n_candidates}, {top_k}, {mode!r})")
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
-    result = json.loads(out.stdout.strip().splitlines()[-1])
+    result = child_json(["-c", code])
     flops = 2.0 * n_queries * n_candidates * P_BITS
     rate = flops / result["seconds"]
     reference = sgemm_rate(n_queries, min(n_candidates, 50_000), P_BITS)

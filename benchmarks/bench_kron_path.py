@@ -20,10 +20,9 @@ from __future__ import annotations
 from functools import partial
 
 import numpy as np
-from scipy import linalg as sla
 
-from benchmarks._timing import best_time
-from iokr.estimators import KronRLS
+from benchmarks._harness import best_time, eigh_seconds, gemm_seconds, one_blas_thread
+from iokr import KronRLS
 from iokr.kernels import Gaussian
 
 
@@ -35,9 +34,7 @@ _best = partial(best_time, repeat=2)
 
 
 def run(quick=False, data_dir=None):
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=1):
+    with one_blas_thread():
         return _run(quick)
 
 
@@ -57,13 +54,13 @@ def _run(quick):
             lambda m=model: np.array([_mse(m.Y_.ravel(), m.holdout_predictions("D", alpha=a).ravel()) for a in alphas]),
             repeat=1)
         minor = K1[1:, 1:]
-        t_eigh, _ = _best(lambda mi=minor, k=n: [sla.eigh(mi, driver="evd", check_finite=False) for _ in range(k)])
+        t_eigh = eigh_seconds(minor, count=n, repeat=2).wall
         B = rng.normal(size=(n, n))
         A1, A31 = rng.normal(size=(n - 1, n)), rng.normal(size=(31 * (n - 1), n))
         # The products of one row, timed once and counted n times: one alpha, and all 31 alphas stacked (as the grid
         # computes them).
-        t_gemm1 = n * _best(lambda a=A1, b=B: [a @ b for _ in range(3)], repeat=3)[0]
-        t_gemm31 = n * _best(lambda a=A31, b=B: [a @ b for _ in range(3)], repeat=3)[0]
+        t_gemm1 = n * gemm_seconds(A1, B, products=3)
+        t_gemm31 = n * gemm_seconds(A31, B, products=3)
         floor_one, floor_grid = t_eigh + t_gemm1, t_eigh + t_gemm31
         rows.append({
             "case": f"n1=n2={n}, 31 alphas", "one_alpha_s": t_one, "grid_31_s": t_grid,

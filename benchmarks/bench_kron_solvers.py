@@ -9,19 +9,18 @@ a shared 2-core machine.
 
 from __future__ import annotations
 
-import time
+from functools import partial
 
 import numpy as np
 
-from iokr.estimators import KronRLS
+from benchmarks._harness import best_time, one_blas_thread
+from iokr import KronRLS
 from iokr.kernels import Gaussian
 from iokr.linalg import SampledKroneckerOperator
 
 
 def run(quick=False, data_dir=None):
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=1):
+    with one_blas_thread():
         return _run(quick)
 
 
@@ -38,11 +37,11 @@ def _run(quick):
         y = rng.normal(size=q)
         op = SampledKroneckerOperator(K1, K2, r, c)
         v = rng.normal(size=q)
-        t_mv = min(_timed(op.matvec, v)[0] for _ in range(3))
+        t_mv, _ = best_time(partial(op.matvec, v), repeat=3)
         row = {"case": f"{n_nodes}^2 nodes, {q} pairs, alpha={alpha:g}, tol={tol:g}", "matvec_s": t_mv}
         models = {}
         for solver in ("cg", "minres"):
-            t, model = _timed(_fit, solver, alpha, tol, K1, K2, (r, c, y))
+            t, model = best_time(partial(_fit, solver, alpha, tol, K1, K2, (r, c, y)))
             models[solver] = model
             row.update({f"{solver}_iter": model.n_iter_, f"{solver}_s": t,
                         f"{solver}_rel_residual": float(model.cg_info_.relative_residuals[0]),
@@ -58,8 +57,3 @@ def _run(quick):
 def _fit(solver, alpha, tol, K1, K2, triplets):
     return KronRLS(alpha=alpha, tol=tol, solver=solver, max_iter=5000).fit(K1, K2, triplets)
 
-
-def _timed(fn, *args):
-    t = time.perf_counter()
-    out = fn(*args)
-    return time.perf_counter() - t, out

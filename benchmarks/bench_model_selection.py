@@ -24,65 +24,63 @@ threads (``*_cpu_s``) are reported; on a shared machine the CPU-time ratios are 
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 from scipy import linalg as sla
+from sklearn.kernel_ridge import KernelRidge
+from sklearn.linear_model import RidgeCV
+from sklearn.model_selection import GridSearchCV
+
+from benchmarks._harness import eigh_seconds, measure
+from iokr.estimators._sides import InputSide, OutputSide  # private: no public name for the CV's fitted Gram/outputs
+from iokr.kernels import Gaussian
+from iokr.linalg import EigenPath, loo_squared_errors
+from iokr.model_selection import IOKRCV, RLSCV
 
 ALPHAS = np.logspace(-6, 2, 31)
 RLSCORE_FIT_LOO_S = 1.00  # quoted from issue 3, not measured here
 
 
-def _timed(fn):
-    """Wall seconds and the process's CPU seconds (all threads): on a shared machine the CPU time is the stabler
-    measure of work, the wall time includes waiting for the cores."""
-    start, cpu = time.perf_counter(), time.process_time()
-    out = fn()
-    _timed.last_cpu = time.process_time() - cpu
-    return time.perf_counter() - start, out
+def _loo_spot_check(gram, features, alpha, scores):
+    """Relative errors of the closed-form LOO errors of two examples against retraining without them.
 
-
-def _iokr_row(n, p, d, gs_alphas, seed=0):
-    from sklearn.kernel_ridge import KernelRidge
-    from sklearn.model_selection import GridSearchCV
-
-    from iokr.estimators._sides import InputSide, OutputSide
-    from iokr.kernels import Gaussian
-    from iokr.linalg import EigenPath, loo_squared_errors
-    from iokr.model_selection import IOKRCV
-
-    rng = np.random.default_rng(seed)
-    gamma = 1.0 / d
-    X = rng.normal(size=(n, d))
-    Y = (rng.random((n, p)) < 0.1).astype(np.float64)
-    t_ours, cv = _timed(lambda: IOKRCV(alphas=ALPHAS, input_kernel=Gaussian(gamma), cv=None, scoring="mse").fit(X, Y))
-    c_ours = _timed.last_cpu
-    gram = InputSide(Gaussian(gamma), True, True).fit_gram(X)
-    t_eigh, _ = _timed(lambda: sla.eigh(gram, driver="evd", check_finite=False))
-    c_eigh = _timed.last_cpu
-    # Exactness spot check: LOO errors of two examples at the selected alpha vs retraining without them. Both sides
-    # are centered, so the closed form is the model with an unpenalized intercept: retrain through its KKT system.
-    features = OutputSide("linear", True, True).fit(Y).train_features
+    Both sides are centered, so the closed form is the model with an unpenalized intercept: retrain through its KKT
+    system. ``scores`` are the CV's split test scores (negated squared errors) at ``alpha``.
+    """
+    n = gram.shape[0]
     errors = []
     for i in (0, n // 2):
         keep = np.delete(np.arange(n), i)
         system = np.zeros((n, n))
-        system[:n - 1, :n - 1] = gram[np.ix_(keep, keep)] + cv.alpha_ * np.eye(n - 1)
+        system[:n - 1, :n - 1] = gram[np.ix_(keep, keep)] + alpha * np.eye(n - 1)
         system[:n - 1, n - 1] = system[n - 1, :n - 1] = 1.0
         solution = sla.solve(system, np.vstack([features[keep], np.zeros((1, features.shape[1]))]))
         prediction = gram[i, keep] @ solution[:n - 1] + solution[n - 1]
         sq = float(((prediction - features[i]) ** 2).sum())
-        ours = -cv.cv_results_["split_test_scores"][cv.best_index_, i]
-        errors.append(abs(ours - sq) / sq)
+        errors.append(abs(-scores[i] - sq) / sq)
+    return errors
+
+
+def _iokr_row(n, p, d, gs_alphas, seed=0):
+    rng = np.random.default_rng(seed)
+    gamma = 1.0 / d
+    X = rng.normal(size=(n, d))
+    Y = (rng.random((n, p)) < 0.1).astype(np.float64)
+    ours = measure(lambda: IOKRCV(alphas=ALPHAS, input_kernel=Gaussian(gamma), cv=None, scoring="mse").fit(X, Y))
+    t_ours, c_ours, cv = ours.wall, ours.cpu, ours.result
+    gram = InputSide(Gaussian(gamma), True, True).fit_gram(X)
+    eigh = eigh_seconds(gram)
+    t_eigh, c_eigh = eigh.wall, eigh.cpu
+    features = OutputSide("linear", True, True).fit(Y).train_features
+    errors = _loo_spot_check(gram, features, cv.alpha_, cv.cv_results_["split_test_scores"][cv.best_index_])
     # The per-alpha closed form (one n x n x p product per alpha) against the skeleton route, on one decomposition.
     path = EigenPath(gram, deflate_constant=True)
-    t_direct, (direct, _) = _timed(lambda: loo_squared_errors(path, features, ALPHAS, compress=False))
-    t_skeleton, (compressed, skeleton) = _timed(lambda: loo_squared_errors(path, features, ALPHAS))
+    t_direct, (direct, _) = _wall(lambda: loo_squared_errors(path, features, ALPHAS, compress=False))
+    t_skeleton, (compressed, skeleton) = _wall(lambda: loo_squared_errors(path, features, ALPHAS))
     search = GridSearchCV(KernelRidge(kernel="rbf", gamma=gamma), {"alpha": list(ALPHAS[:gs_alphas])}, cv=5,
                           n_jobs=1)
-    t_gs, _ = _timed(lambda: search.fit(X, Y))
-    c_gs = _timed.last_cpu * ALPHAS.size / gs_alphas
-    t_gs_full = t_gs * ALPHAS.size / gs_alphas
+    gs = measure(lambda: search.fit(X, Y))
+    c_gs = gs.cpu * ALPHAS.size / gs_alphas
+    t_gs_full = gs.wall * ALPHAS.size / gs_alphas
     return {"row": "iokr_loo", "n": n, "p": p, "d": d, "n_alphas": ALPHAS.size, "path": cv.path_methods_[0],
             "skeleton_alphas": int(skeleton.indices.size), "errors_per_alpha_s": t_direct,
             "errors_skeleton_s": t_skeleton, "per_alpha/skeleton": t_direct / t_skeleton,
@@ -94,29 +92,27 @@ def _iokr_row(n, p, d, gs_alphas, seed=0):
             "alpha_": cv.alpha_, "max_rel_err": max(errors)}
 
 
+def _wall(fn):
+    timing = measure(fn)
+    return timing.wall, timing.result
+
+
 def _rls_row(n, d, seed=0):
-    from sklearn.kernel_ridge import KernelRidge
-    from sklearn.linear_model import RidgeCV
-    from sklearn.model_selection import GridSearchCV
-
-    from iokr.kernels import Gaussian
-    from iokr.model_selection import RLSCV
-
     rng = np.random.default_rng(seed)
     gamma = 1.0 / d
     X = rng.normal(size=(n, d))
     y = np.sin(X[:, 0]) + X[:, 1] ** 2 + 0.1 * rng.normal(size=n)
-    t_one, one = _timed(lambda: RLSCV(alphas=[1.0], kernel=Gaussian(gamma)).fit(X, y))
-    c_one = _timed.last_cpu
-    t_grid, grid = _timed(lambda: RLSCV(alphas=ALPHAS, kernel=Gaussian(gamma)).fit(X, y))
-    c_grid = _timed.last_cpu
-    t_ridgecv, _ = _timed(lambda: RidgeCV(alphas=ALPHAS, fit_intercept=False).fit(X, y))
+    one_t = measure(lambda: RLSCV(alphas=[1.0], kernel=Gaussian(gamma)).fit(X, y))
+    t_one, c_one, one = one_t.wall, one_t.cpu, one_t.result
+    grid_t = measure(lambda: RLSCV(alphas=ALPHAS, kernel=Gaussian(gamma)).fit(X, y))
+    t_grid, c_grid, grid = grid_t.wall, grid_t.cpu, grid_t.result
+    t_ridgecv, _ = _wall(lambda: RidgeCV(alphas=ALPHAS, fit_intercept=False).fit(X, y))
     search = GridSearchCV(KernelRidge(kernel="rbf", gamma=gamma), {"alpha": list(ALPHAS)}, cv=5, n_jobs=1)
-    t_gs, _ = _timed(lambda: search.fit(X, y))
-    c_gs = _timed.last_cpu
+    gs = measure(lambda: search.fit(X, y))
+    t_gs, c_gs = gs.wall, gs.cpu
     peer = {}
     try:
-        from rlscore.learner import RLS as PeerRLS
+        from rlscore.learner import RLS as PeerRLS  # noqa: PLC0415 - optional peer, absent in most setups
     except ImportError as exc:  # pragma: no cover - depends on the environment
         peer["rlscore_note"] = f"RLScore not importable ({exc})"
     else:
@@ -124,7 +120,7 @@ def _rls_row(n, d, seed=0):
             model = PeerRLS(X, y, kernel="GaussianKernel", gamma=gamma, regparam=1.0)
             return model.leave_one_out()
 
-        t_peer, peer_loo = _timed(peer_fit_loo)
+        t_peer, peer_loo = _wall(peer_fit_loo)
         ours_sq = -one.cv_results_["split_test_scores"][0]
         peer_sq = (y - np.ravel(peer_loo)) ** 2
         peer.update(rlscore_s=t_peer, **{"rlscore/ours_1alpha": t_peer / t_one},

@@ -23,17 +23,21 @@ shared 2-core machine with other jobs running (wall times depend on their load);
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+from scipy import linalg as sla
+from threadpoolctl import threadpool_limits
 
-from benchmarks._memory import peak_rss_mib
+from benchmarks._harness import child_json, measure, peak_rss_mib
+from iokr import IOKR, MPIOKR
+from iokr.decoding import CandidateSets, PackedBinaryFeatures
 
 N_BITS = 2765
 
@@ -44,8 +48,6 @@ def _bit_probabilities(n_bits, seed):
 
 def make_pool(path, n_unique, n_bits=N_BITS, seed=0, block=32768):
     """Bit-packed synthetic fingerprints in a memory-mapped file (written once, then reused)."""
-    from iokr.decoding import PackedBinaryFeatures
-
     width = (n_bits + 7) // 8
     path = Path(path)
     if not path.exists() or path.stat().st_size != n_unique * width:
@@ -117,12 +119,6 @@ def _naive_statistics(pool, indices, transform, max_members):
 
 def child(config):
     """One measured configuration, run in its own process (its peak RSS is the measurement)."""
-    from threadpoolctl import threadpool_limits
-
-    from iokr.decoding import CandidateSets
-    from iokr.estimators.iokr import IOKR
-    from iokr.estimators.mpiokr import MPIOKR
-
     out = {}
     with threadpool_limits(config["threads"]):
         pool = make_pool(config["pool_path"], config["n_unique"], seed=config["seed"])
@@ -131,27 +127,20 @@ def child(config):
         sets = CandidateSets(pool, indices)
         out["n_memberships"] = int(sum(len(i) for i in indices))
         params = dict(alpha=1.0, gamma=1.0, input_kernel="gaussian", working_memory=config["working_memory"])
-        start, cpu = time.perf_counter(), time.process_time()
-        model = MPIOKR(approximation="joint", **params).fit(X, Y, sets)
-        out["fit_seconds"] = time.perf_counter() - start
-        out["fit_cpu_seconds"] = time.process_time() - cpu
+        fit = measure(lambda: MPIOKR(approximation="joint", **params).fit(X, Y, sets))
+        model = fit.result
+        out["fit_seconds"], out["fit_cpu_seconds"] = fit.wall, fit.cpu
         out["stats_seconds"] = model.candidate_stats_.seconds
         out["stats_cpu_seconds"] = model.candidate_stats_.cpu_seconds
         out["peak_rss_gib_after_fit"] = peak_rss_mib() / 1024.0
         # Model estimation, as repeated for each (alpha, gamma) during model selection: the statistics are reused.
-        times = []
-        for alpha, gamma in ((0.5, 2.0), (0.1, 0.5)):
-            start, cpu = time.perf_counter(), time.process_time()
-            MPIOKR(approximation="joint", **dict(params, alpha=alpha, gamma=gamma)).fit(
-                X, Y, sets, candidate_stats=model.candidate_stats_)
-            times.append((time.perf_counter() - start, time.process_time() - cpu))
-        out["estimation_seconds"], out["estimation_cpu_seconds"] = min(times)
-        times = []
-        for alpha in (0.5, 0.1):
-            start, cpu = time.perf_counter(), time.process_time()
-            IOKR(alpha=alpha, input_kernel="gaussian").fit(X, Y)
-            times.append((time.perf_counter() - start, time.process_time() - cpu))
-        out["iokr_seconds"], out["iokr_cpu_seconds"] = min(times)
+        refits = [MPIOKR(approximation="joint", **dict(params, alpha=alpha, gamma=gamma))
+                  for alpha, gamma in ((0.5, 2.0), (0.1, 0.5))]
+        times = [measure(lambda m=m: m.fit(X, Y, sets, candidate_stats=model.candidate_stats_)) for m in refits]
+        out["estimation_seconds"], out["estimation_cpu_seconds"] = min((t.wall, t.cpu) for t in times)
+        peers = [IOKR(alpha=alpha, input_kernel="gaussian") for alpha in (0.5, 0.1)]
+        times = [measure(lambda m=m: m.fit(X, Y)) for m in peers]
+        out["iokr_seconds"], out["iokr_cpu_seconds"] = min((t.wall, t.cpu) for t in times)
         transform = model.output_.feature_transform.transform
         naive_seconds, naive_members = _naive_statistics(pool, indices, lambda b: transform(b, np.float32),
                                                          config["naive_members"])
@@ -163,11 +152,6 @@ def child(config):
 
 def _proposition4_naive(n, n_per_set, seed=0):
     """Proposition 4 literally (``A`` of size l x (l + n)) vs the statistics-based estimation, same small problem."""
-    from scipy import linalg as sla
-
-    from iokr.decoding import CandidateSets
-    from iokr.estimators.mpiokr import MPIOKR
-
     rng = np.random.default_rng(seed)
     X, Y = rng.normal(size=(n, 20)), rng.normal(size=(n, 64))
     pool = rng.normal(size=(n * n_per_set // 2, 64))
@@ -205,9 +189,8 @@ def run(quick=False, data_dir=None, threads=None, pool_dir=None):
                   pool_path=str(pool_dir / f"pool_{config['n_unique']}x{N_BITS}.bits"))
     # The pool file is written before the measured child starts, so its peak memory is the fit's alone.
     make_pool(config["pool_path"], config["n_unique"], seed=0)
-    proc = subprocess.run([sys.executable, "-m", "benchmarks.bench_mpiokr", "--child", json.dumps(config)],
-                          capture_output=True, text=True, check=True, cwd=Path(__file__).resolve().parents[1])
-    measured = json.loads(proc.stdout.strip().splitlines()[-1])
+    measured = child_json(["-m", "benchmarks.bench_mpiokr", "--child", json.dumps(config)],
+                          cwd=Path(__file__).resolve().parents[1])
     naive_rate = measured["naive_seconds_measured"] / measured["naive_members_measured"]
     naive_full = naive_rate * measured["n_memberships"]
     rows = [{
@@ -246,8 +229,6 @@ if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--child":
         print(json.dumps(child(json.loads(sys.argv[2]))))
     else:
-        import argparse
-
         parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
         parser.add_argument("--quick", action="store_true")
         parser.add_argument("--threads", type=int, default=None)

@@ -34,43 +34,35 @@ meaningful numbers.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
-import subprocess
-import sys
+import signal
 import tempfile
+import threading
 import time
+from dataclasses import replace
+from functools import partial
+from pathlib import Path
 
 import numpy as np
 
-from benchmarks._memory import peak_rss_mib
+from benchmarks._harness import best_time as _timed
+from benchmarks._harness import child_json, format_table, machine_info, peak_rss_mib
+from benchmarks._harness import sgemm_rate as _sgemm_rate
+from iokr import IOKR, CandidateSets, SketchedIOKR, config_context
+from iokr.decoding import (
+    CandidateFile,
+    CandidateFileWriter,
+    PackedBinaryFeatures,
+    _bits,  # private: no public names for the byte-table brute force and the popcount Tanimoto
+    top_k_scores,
+)
+from iokr.kernels import Gaussian, Tanimoto
 
 P_BITS = 2048
 #: (queries, candidates, top-k) of the issue's streamed-scoring target.
 TARGET = (1000, 10_000_000, 100)
-
-
-def _timed(fn, repeat=1):
-    best, out = np.inf, None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - start)
-    return best, out
-
-
-def _sgemm_rate(m, c, p, repeat=3, seed=0, cpu=False):
-    """Best sgemm rate (flop/s) on an (m, p) x (p, c) product: wall clock, or CPU time of all threads with ``cpu``."""
-    rng = np.random.default_rng(seed)
-    A = rng.random((m, p), dtype=np.float32)
-    B = rng.random((c, p), dtype=np.float32)
-    A @ B[:64].T
-    best = np.inf
-    for _ in range(repeat):
-        start = time.process_time() if cpu else time.perf_counter()
-        A @ B.T
-        best = min(best, (time.process_time() if cpu else time.perf_counter()) - start)
-    return 2.0 * m * c * p / best
 
 
 def _random_fingerprint_bytes(rng, rows):
@@ -81,8 +73,6 @@ def _random_fingerprint_bytes(rng, rows):
 
 
 def _write_pool(path, n_candidates, seed=1):
-    from iokr.decoding import CandidateFileWriter, PackedBinaryFeatures
-
     rng = np.random.default_rng(seed)
     with CandidateFileWriter(path, P_BITS, packed=True, block_rows=65536) as writer:
         for start in range(0, n_candidates, 65536):
@@ -91,10 +81,6 @@ def _write_pool(path, n_candidates, seed=1):
 
 
 def _model(n_train=2000, d=64, seed=0, decoding="cosine"):
-    from iokr import IOKR
-    from iokr.decoding import PackedBinaryFeatures
-    from iokr.kernels import Gaussian
-
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n_train, d))
     Y = PackedBinaryFeatures(_random_fingerprint_bytes(rng, n_train), P_BITS)[:]
@@ -108,8 +94,6 @@ def _brute_force_top_k(model, X, pool, top_k, chunk=16384):
     summed in float64 (no unpacking, no float32), then the explicit formula of each decoding; every chunk's
     candidates are merged by a stable sort. Memory: ``chunk x n_bytes`` float64 per lookup.
     """
-    from iokr.decoding import _bits
-
     out = model.output_
     H = model.predict_features(X)
     p = pool.shape[1]
@@ -138,7 +122,7 @@ def _brute_force_top_k(model, X, pool, top_k, chunk=16384):
             S = inner
         idx = np.concatenate([best_idx, np.broadcast_to(np.arange(start, stop), S.shape)], axis=1)
         scores = np.concatenate([best_scores, S], axis=1)
-        order = np.stack([np.lexsort((i, -sc))[:top_k] for i, sc in zip(idx, scores)])
+        order = np.stack([np.lexsort((i, -sc))[:top_k] for i, sc in zip(idx, scores, strict=True)])
         best_idx = np.take_along_axis(idx, order, axis=1)
         best_scores = np.take_along_axis(scores, order, axis=1)
     return best_idx, best_scores
@@ -152,11 +136,6 @@ def stream_child(n_queries, n_candidates, top_k, path, working_memory=1024, n_ch
     ``"direct"`` scores the same blocks with the binary rule switched off (unpack to float32, finiteness check,
     centered copy, scaled copy, then the product: the path before the fused rule), for a same-process comparison.
     """
-    from dataclasses import replace
-
-    from iokr import CandidateSets, config_context
-    from iokr.decoding import CandidateFile, top_k_scores
-
     if not os.path.exists(path + ".json"):
         t_write, _ = _timed(lambda: _write_pool(path, n_candidates))
     else:
@@ -182,7 +161,7 @@ def stream_child(n_queries, n_candidates, top_k, path, working_memory=1024, n_ch
                 indices = np.array([r.pool_indices for r in ranked])
             elif method == "direct":
                 scorer = replace(model._scorer(X_test, None), binary_rule=None)
-                seconds, (indices, _) = _timed(lambda: top_k_scores(scorer, pool, top_k))
+                seconds, (indices, _) = _timed(partial(top_k_scores, scorer, pool, top_k))
             else:
                 raise ValueError(f"unknown method {method!r}")
         cpu_seconds = time.process_time() - cpu_start
@@ -227,16 +206,13 @@ def stream_row(n_queries, n_candidates, top_k=100, path=None, keep=False, method
     code = (f"from benchmarks.bench_scale import stream_child; "
             f"stream_child({n_queries}, {n_candidates}, {top_k}, {path!r}, methods={tuple(methods)!r})")
     try:
-        proc = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
-    except subprocess.CalledProcessError as exc:
-        raise RuntimeError(f"stream child failed:\n{exc.stderr[-4000:]}") from None
+        result = child_json(["-c", code])
     finally:
         if tmp is not None and not keep:
             for name in ("pool.bin", "pool.bin.json"):
                 if os.path.exists(os.path.join(tmp, name)):
                     os.remove(os.path.join(tmp, name))
             os.rmdir(tmp)
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
     return stream_result_rows(result, n_queries, n_candidates, top_k)
 
 
@@ -266,9 +242,6 @@ def stream_result_rows(result, n_queries, n_candidates, top_k):
 
 
 def tanimoto_rows(n_candidates=20_000, n_train=2000, seed=0):
-    from iokr.decoding import PackedBinaryFeatures, _bits
-    from iokr.kernels import Tanimoto
-
     rng = np.random.default_rng(seed)
     C = PackedBinaryFeatures(_random_fingerprint_bytes(rng, n_candidates), P_BITS)[:]
     Y = PackedBinaryFeatures(_random_fingerprint_bytes(rng, n_train), P_BITS)[:].astype(np.float64)
@@ -300,15 +273,11 @@ def _synthetic_regression(n, d=20, p=256, seed=0):
 def _retrieval_accuracy(model, X_test, Y_test, ks=(1, 10)):
     S = model.decision_function(X_test, Y_test)
     own = S[np.arange(S.shape[0]), np.arange(S.shape[0])]
-    rank = 1 + (S > own[:, None]).sum(axis=1)  # pessimism-free: strictly better candidates only
+    rank = 1 + (own[:, None] < S).sum(axis=1)  # pessimism-free: strictly better candidates only
     return {f"top{k}": float(np.mean(rank <= k)) for k in ks}
 
 
 def sketched_rows(quick=False):
-    from iokr import IOKR
-    from iokr.estimators.sketched import SketchedIOKR
-    from iokr.kernels import Gaussian
-
     rows = []
     gamma, alpha = 0.05, 1.0
     n_both = 1000 if quick else 3000
@@ -319,8 +288,9 @@ def sketched_rows(quick=False):
     for solver, s in (("nystrom", 200), ("greedy", 200), ("cholesky", 200), ("nystrom", 1000), ("rff", 2000),
                       ("falkon", 500)):
         kwargs = dict(max_iter=200, tol=1e-6) if solver == "falkon" else {}
-        t, model = _timed(lambda: SketchedIOKR(alpha=alpha, input_kernel=Gaussian(gamma), solver=solver,
-                                               n_components=s, random_state=0, **kwargs).fit(X_tr, Y_tr))
+        sketched = SketchedIOKR(alpha=alpha, input_kernel=Gaussian(gamma), solver=solver, n_components=s,
+                                random_state=0, **kwargs)
+        t, model = _timed(partial(sketched.fit, X_tr, Y_tr))
         acc = _retrieval_accuracy(model, X_te, Y_te)
         rows.append({"case": f"n={n_both} {solver} s={s} vs exact", "fit_s": t, "exact_fit_s": t_exact,
                      "exact/sketched": t_exact / t, "top1": acc["top1"], "exact_top1": acc_exact["top1"],
@@ -338,11 +308,9 @@ def sketched_rows(quick=False):
 
 
 def dask_rows(quick=False, n_queries=200, n_candidates=400_000, n_workers=2):
-    from distributed import get_task_stream
+    from distributed import get_task_stream  # noqa: PLC0415 - the optional "distributed" extra
 
-    from iokr import CandidateSets
-    from iokr.decoding import PackedBinaryFeatures
-    from iokr.distributed import distributed_top_k, local_client
+    from iokr.distributed import distributed_top_k, local_client  # noqa: PLC0415 - the optional "distributed" extra
 
     model, rng = _model()
     if quick:
@@ -397,12 +365,11 @@ def run(quick=False, data_dir=None):
 
 def lost_worker_row(n_queries=50, n_candidates=200_000):
     """Kill one of two worker processes while tasks run: the run must retry and return the local result, or fail."""
-    import signal
-    import threading
-
-    from iokr import CandidateSets
-    from iokr.decoding import PackedBinaryFeatures
-    from iokr.distributed import DistributedRunError, distributed_top_k, local_client
+    from iokr.distributed import (  # noqa: PLC0415 - the optional "distributed" extra
+        DistributedRunError,
+        distributed_top_k,
+        local_client,
+    )
 
     model, rng = _model(n_train=500)
     X_test = rng.normal(size=(n_queries, 64))
@@ -446,8 +413,6 @@ def lost_worker_row(n_queries=50, n_candidates=200_000):
 def merge_report_rows(rows, output="reports", name="scale"):
     """Merge ``rows`` into ``output/name.json`` (rows with the same ``case`` are replaced) and rewrite the
     streamed-scoring table of ``output/name.md`` between its markers (appended when absent)."""
-    from benchmarks.run import _format_table, machine_info
-
     os.makedirs(output, exist_ok=True)
     json_path, md_path = os.path.join(output, f"{name}.json"), os.path.join(output, f"{name}.md")
     record = {"benchmark": name, "rows": []}
@@ -467,8 +432,8 @@ def merge_report_rows(rows, output="reports", name="scale"):
     begin, end = "<!-- stream rows: begin (benchmarks.bench_scale) -->", "<!-- stream rows: end -->"
     block = (f"{begin}\n\nTimings on a shared 2-core machine (the 1-minute load average at the end of each run is in "
              f"the row); `fraction_of_sgemm` divides by the sgemm rate measured in the same process.\n\n"
-             f"{_format_table(stream)}\n{end}")
-    text = open(md_path).read() if os.path.exists(md_path) else f"# {name}\n"
+             f"{format_table(stream)}\n{end}")
+    text = Path(md_path).read_text() if os.path.exists(md_path) else f"# {name}\n"
     if begin in text and end in text:
         text = text[:text.index(begin)] + block + text[text.index(end) + len(end):]
     else:
@@ -479,8 +444,6 @@ def merge_report_rows(rows, output="reports", name="scale"):
 
 
 def main(argv=None):
-    import argparse
-
     parser = argparse.ArgumentParser(description="Streamed scoring of an on-disk bit-packed pool (the issue's "
                                                  "1000 x 10^7 target by default); rows merged into reports/scale.*")
     parser.add_argument("--queries", type=int, default=TARGET[0])
@@ -495,9 +458,7 @@ def main(argv=None):
     rows = stream_row(args.queries, args.candidates, args.top_k, path=args.pool, keep=args.pool is not None,
                       methods=methods)
     merge_report_rows(rows, args.output)
-    from benchmarks.run import _format_table
-
-    print(_format_table(rows), flush=True)
+    print(format_table(rows), flush=True)
     return rows
 
 

@@ -23,8 +23,9 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-import time
 from pathlib import Path
+
+from benchmarks._harness import measure_command
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("numpy", "scipy", "sklearn", "matchms", "rdkit", "matplotlib", "tqdm")
@@ -61,13 +62,7 @@ def _env(tree):
 
 
 def _time_command(args, tree, runs):
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.run([sys.executable, *args], cwd=tree, env=_env(tree), check=True, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
-        times.append(time.perf_counter() - start)
-    return times
+    return list(measure_command([sys.executable, *args], runs, cwd=tree, env=_env(tree)).walls)
 
 
 def _probe(args, tree):

@@ -13,12 +13,14 @@ full kernel ridge. Timings on a shared 2-core machine.
 
 from __future__ import annotations
 
-import time
+from functools import partial
 from pathlib import Path
 from types import MappingProxyType
 
 import numpy as np
+from scipy import sparse
 
+from benchmarks._harness import best_time
 from iokr.kernels import Polynomial
 from iokr.strings import (
     DeBruijnGraph,
@@ -29,17 +31,9 @@ from iokr.strings import (
     ngram_preimage,
     ngram_preimage_batch,
 )
-from iokr.strings._regression import KernelRidgeOutputs
+from iokr.strings._regression import KernelRidgeOutputs  # private: no public name for the basis-size regression
 
-
-def _best_time(fn, repeat=3):
-    best = np.inf
-    out = None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t)
-    return best, out
+_best_time = partial(best_time, repeat=3)
 
 
 def _decode_rows(words, n, n_strings, quick):
@@ -47,8 +41,6 @@ def _decode_rows(words, n, n_strings, quick):
     top = space.blocks[n]
     C = space.Y[:, top].astype(np.int64).tocsr()
     reps = int(np.ceil(n_strings / C.shape[0]))
-    from scipy import sparse
-
     C = sparse.vstack([C] * reps).tocsr()[:n_strings]
     t_walk, _ = _best_time(lambda: euler_walk_batch(C, space.src, space.dst, space.sym, space.start_node,
                                                     space.n_nodes))
@@ -108,9 +100,7 @@ def _basis_rows(data, quick, full_data):
 
     def fit_eval(method, n_basis):
         reg = KernelRidgeOutputs(kern, alpha, method, n_basis, 0, "bench")
-        t = time.perf_counter()
-        reg.fit(Xtr, T)
-        fit = time.perf_counter() - t
+        fit, _ = best_time(lambda: reg.fit(Xtr, T))
         err = float(np.mean(reg.predict(Xte).argmax(axis=1) != yte))
         return fit, err
 

@@ -11,39 +11,43 @@ candidates = the distinct label sets of the training split.
 from __future__ import annotations
 
 import argparse
-import json
-import time
 from pathlib import Path
 
+from benchmarks._harness import measure, write_json
 from iokr.apps.multilabel import evaluate_multilabel
 from iokr.cli.retrieval import DIRECTIONS, run_retrieval
 from iokr.datasets import load_arff
 from iokr.kernels import Gaussian
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", required=True, help="the shared data folder (with parallel_text/, multilabel/)")
-    parser.add_argument("--output", default="reports")
-    args = parser.parse_args(argv)
-    data = Path(args.data)
-    report = {}
-    start = time.perf_counter()
-    n_docs, retrieval = run_retrieval(data / "parallel_text", list(DIRECTIONS), splits=10, alpha=1.0, seed=0)
-    report["retrieval"] = {"n_documents": n_docs, "splits": 10, "alpha": 1.0, "seconds": time.perf_counter() - start,
-                           "results": retrieval}
-    start = time.perf_counter()
-    bib = data / "multilabel" / "bibtex"
+def _bibtex(bib):
     X_train, Y_train = load_arff(bib / "bibtex-train.arff.gz", 159)
     X_test, Y_test = load_arff(bib / "bibtex-test.arff.gz", 159)
     X_train, X_test = X_train.toarray(), X_test.toarray()
     kernels = ["linear"] + [Gaussian(g / X_train.shape[1]) for g in (1.0, 5.0)]
-    result = evaluate_multilabel(X_train, Y_train, X_test, Y_test, alphas=(0.1, 1.0, 10.0), input_kernels=kernels)
-    report["bibtex"] = {**result, "seconds": time.perf_counter() - start,
+    return evaluate_multilabel(X_train, Y_train, X_test, Y_test, alphas=(0.1, 1.0, 10.0), input_kernels=kernels)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", required=True, help="the shared data folder (with parallel_text/, multilabel/)")
+    parser.add_argument("--output", default="reports")
+    parser.add_argument("--splits", type=int, default=10, help="retrieval splits (fewer for a smoke run)")
+    args = parser.parse_args(argv)
+    data = Path(args.data)
+    report = {}
+    timing = measure(lambda: run_retrieval(data / "parallel_text", list(DIRECTIONS), splits=args.splits, alpha=1.0,
+                                           seed=0))
+    n_docs, retrieval = timing.result
+    report["retrieval"] = {"n_documents": n_docs, "splits": args.splits, "alpha": 1.0, "seconds": timing.wall,
+                           "results": retrieval}
+    timing = measure(lambda: _bibtex(data / "multilabel" / "bibtex"))
+    result = timing.result
+    report["bibtex"] = {**result, "seconds": timing.wall,
                         "published_example_f1": {"IOKR": 44.9, "SISOKR": 44.1, "SPEN": 42.2, "DVN": 44.7}}
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "core.json").write_text(json.dumps(report, indent=2, default=float) + "\n")
+    write_json(out / "core.json", report, newline=True)
     lines = ["# Core engine on real data (issue 2)", "", "Command: `python -m benchmarks.realdata_core --data DATA`", "",
              (__doc__ or "").strip().split("\n\n", 2)[-1], "", "## Cross-lingual retrieval (1,189 chapters)", "",
              "| direction | top-1 % | top-5 % | top-10 % | MRR |", "|---|---|---|---|---|"]

@@ -33,8 +33,9 @@ from pathlib import Path
 import numpy as np
 from sklearn.model_selection import GroupKFold, KFold
 
+from benchmarks._harness import write_json
 from iokr import IOKR
-from iokr.apps.retrieval._protocol import make_split, retrieval_ranks
+from iokr.apps.retrieval import make_split, retrieval_ranks
 from iokr.datasets import load_arff, load_parallel_text
 from iokr.decoding import CandidateSets
 from iokr.kernels import Gaussian
@@ -170,7 +171,7 @@ def run_bibtex(data, log, quick=False):
     names = {repr(k): name for name, k in kernels.items()}
     curve = [{"alpha": float(p["alpha"]), "input_kernel": names[repr(p["input_kernel"])],
               "loo_f1": 100 * float(m)} for p, m in zip(search.cv_results_["params"],
-                                                         search.cv_results_["mean_test_score"])]
+                                                         search.cv_results_["mean_test_score"], strict=True)]
     best_kernel = names[repr(search.best_params_["input_kernel"])]
     log(f"bibtex LOO: alpha {search.alpha_:.3g} kernel {best_kernel} F1 {100 * search.best_score_:.2f} ({seconds:.0f} s)")
     test_pool = np.unique(Y_train, axis=0)
@@ -298,7 +299,7 @@ def main(argv=None):
     if "bibtex" in args.only:
         report["bibtex"] = run_bibtex(data, log, quick=args.quick)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "model_selection.json").write_text(json.dumps(report, indent=2, default=float) + "\n")
+    write_json(out / "model_selection.json", report, newline=True)
     (out / "model_selection.md").write_text(_markdown(report))
 
 

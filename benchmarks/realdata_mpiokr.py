@@ -37,6 +37,7 @@ import argparse
 import json
 import platform
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +46,8 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.model_selection import KFold
 from threadpoolctl import threadpool_limits
 
+from benchmarks._harness import best_time, write_json
+from iokr.datasets import load_parallel_text
 from iokr.decoding import CandidateSets
 from iokr.estimators.iokr import IOKR
 from iokr.estimators.mpiokr import MPIOKR
@@ -55,23 +58,9 @@ TOP_K = (1, 5, 10)
 
 
 def load_documents(data_dir):
-    """English and Spanish chapter texts (the shared loader when present, else a private reader of the file)."""
-    try:
-        from iokr.datasets import load_parallel_text
-
-        _, english, spanish = load_parallel_text(Path(data_dir) / "parallel_text")
-        return english, spanish
-    except ImportError:  # pragma: no cover - the datasets package is written by another session
-        import gzip
-
-        english, spanish = [], []
-        path = Path(data_dir) / "parallel_text" / "bible_kjv_en__rv1909_es.chapters.jsonl.gz"
-        with gzip.open(path, "rt", encoding="utf-8") as handle:
-            for line in handle:
-                record = json.loads(line)
-                english.append(" ".join(record["en"]))
-                spanish.append(" ".join(record["es"]))
-        return english, spanish
+    """English and Spanish chapter texts."""
+    _, english, spanish = load_parallel_text(Path(data_dir) / "parallel_text")
+    return english, spanish
 
 
 def tfidf_gram(documents, train):
@@ -131,12 +120,8 @@ def run(data_dir, n_splits=10, seed=0, log=print):
             k_in, dim_in = tfidf_gram(source, train)
             k_out, dim_out = tfidf_gram(target, train)
             for name in make_models(1.0, k_in, k_out):
-                start = time.perf_counter()
-                alpha = select_alpha(name, train, k_in, k_out, int(split_seed))
-                cv_seconds = time.perf_counter() - start
-                start = time.perf_counter()
-                model = fit(make_models(alpha, k_in, k_out)[name], train)
-                fit_seconds = time.perf_counter() - start
+                cv_seconds, alpha = best_time(partial(select_alpha, name, train, k_in, k_out, int(split_seed)))
+                fit_seconds, model = best_time(partial(fit, make_models(alpha, k_in, k_out)[name], train))
                 r = ranks(model, test)
                 row = {f"top{k}": float(100.0 * np.mean(r <= k)) for k in TOP_K}
                 row.update(alpha=alpha, mrr=float(np.mean(1.0 / r)), cv_seconds=cv_seconds, fit_seconds=fit_seconds,
@@ -220,8 +205,7 @@ def main(argv=None):
             + results["en->es"]["IOKR"][0]["n_test"], "python": platform.python_version(),
             "numpy": np.__version__, "alpha_grid": ALPHAS.tolist(), "blas_threads": args.threads}
     out.mkdir(parents=True, exist_ok=True)
-    (out / "mpiokr.json").write_text(json.dumps({"meta": meta, "summary": summary, "per_split": results},
-                                                indent=2))
+    write_json(out / "mpiokr.json", {"meta": meta, "summary": summary, "per_split": results})
     (out / "mpiokr.md").write_text(markdown(summary, meta))
     print(markdown(summary, meta))
 

@@ -25,12 +25,12 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import time
 import warnings
 from pathlib import Path
 
 import numpy as np
 
+from benchmarks._harness import best_time, write_json
 from benchmarks._multilabel_baselines import GRIDS, read_nominal_arff, run_baseline
 from benchmarks._multilabel_report import write_report
 from iokr.apps.multilabel import GridEdgeWarning, evaluate_multilabel
@@ -108,11 +108,9 @@ def metrics(Y_test, predicted):
 
 
 def run_iokr(X_train, Y_train, X_test, Y_test, **options):
-    t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", GridEdgeWarning)
-        result = evaluate_multilabel(X_train, Y_train, X_test, Y_test, seed=SEED, **options)
-    total = time.perf_counter() - t0
+        total, result = best_time(lambda: evaluate_multilabel(X_train, Y_train, X_test, Y_test, seed=SEED, **options))
     predicted_f1 = result["example_f1"]
     return {"f1": result["f1"], "hamming": result["hamming"], "exact_match": result["exact_match"],
             "per_example_f1": predicted_f1, "best": result["best"], "arms": result["arms"],
@@ -181,7 +179,7 @@ def main(argv=None):
             entry.update({k: v for k, v in fresh.items() if k != "results"})
             entry.setdefault("results", {}).update(fresh["results"])
             report["datasets"][name] = entry
-            json_path.write_text(json.dumps(report, indent=1, default=float) + "\n")
+            write_json(json_path, report, indent=1, newline=True)
     write_report(report, out / "multilabel.md", DATASETS)
     print((out / "multilabel.md").read_text())
 

@@ -36,16 +36,27 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks._memory import peak_rss_mib
-from benchmarks._report_file import write_keeping_section
-from iokr.apps.metabolites._candidates import CandidateStore, read_candidate_lists
-from iokr.apps.metabolites._fingerprints import Fingerprinter
+from benchmarks._harness import best_time, peak_rss_mib, write_json, write_keeping_section
+from iokr import SketchedIOKR
+from iokr.apps.metabolites import (
+    CandidateStore,
+    Cleaning,
+    Fingerprinter,
+    MetaboliteIdentifier,
+    evaluate_lists,
+    make_spectrum_kernel,
+    normalized_gram,
+    read_candidate_lists,
+    read_spectra,
+    training_set,
+)
+
+# private: no public names yet for the app's default parameters and grid, its spectrum-kernel base class, the output
+# kernel factory, the Gram combination and the Nystrom whitening
 from iokr.apps.metabolites._jobs import DEFAULT_PARAMS
-from iokr.apps.metabolites._kernels import SpectrumKernel, normalized_gram
-from iokr.apps.metabolites._model import MetaboliteIdentifier, _combine, make_output_kernel, make_spectrum_kernel
-from iokr.apps.metabolites._pipeline import DEFAULT_GRID, Cleaning, evaluate_lists, training_set
-from iokr.apps.metabolites._readers import read_spectra
-from iokr.estimators.sketched import SketchedIOKR
+from iokr.apps.metabolites._kernels import SpectrumKernel
+from iokr.apps.metabolites._model import _combine, make_output_kernel
+from iokr.apps.metabolites._pipeline import DEFAULT_GRID
 from iokr.kernels import Kernel
 from iokr.linalg import row_slices
 from iokr.linalg._sketch import nystrom_whitening
@@ -89,7 +100,7 @@ class CombinedSpectrumKernel(SpectrumKernel):
         for rows in row_slices(len(A), 8 * max(len(B), 1) * (1 + self.temporaries_per_entry), working_memory):
             block = A[rows]
             grams = [normalized_gram(k, block, B, diag_b=d, working_memory=working_memory)[0]
-                     for k, d in zip(base, diags_b)]
+                     for k, d in zip(base, diags_b, strict=True)]
             out[rows] = _combine(grams, None, np.asarray(self.weights, dtype=np.float64), None)
         return out
 
@@ -98,7 +109,7 @@ class CombinedSpectrumKernel(SpectrumKernel):
 
     def compute_diag(self, A):
         unit = MetaboliteIdentifier._unit_diag
-        return sum(w * unit(k.compute_diag(A)) for w, k in zip(self.weights, self._base()))
+        return sum(w * unit(k.compute_diag(A)) for w, k in zip(self.weights, self._base(), strict=True))
 
 
 class TrainingOutputFeatures(Kernel):
@@ -164,25 +175,25 @@ def _sketched_fit(spectra, Y, weights, n_components, output_components, seed):
     kernel = CombinedSpectrumKernel(PARAMS["kernels"], tuple(float(w) for w in weights), PARAMS["sigma_mz"],
                                     PARAMS["sigma_intensity"])
     _reset_peak_rss()
-    t0 = time.perf_counter()
-    output = make_output_kernel(PARAMS["output_kernel"])
-    if not output_components:  # exact output side (see TrainingOutputFeatures), no output sketch
-        output, output_components = TrainingOutputFeatures.from_outputs(output, Y), None
-    est = SketchedIOKR(alpha=PARAMS["alpha"], input_kernel=kernel, output_kernel=output, solver="nystrom",
-                       n_components=n_components, output_components=output_components, random_state=seed)
-    est.fit(spectra, Y)
-    fit_s = time.perf_counter() - t0
+
+    def fit():
+        output, components = make_output_kernel(PARAMS["output_kernel"]), output_components
+        if not components:  # exact output side (see TrainingOutputFeatures), no output sketch
+            output, components = TrainingOutputFeatures.from_outputs(output, Y), None
+        return SketchedIOKR(alpha=PARAMS["alpha"], input_kernel=kernel, output_kernel=output, solver="nystrom",
+                            n_components=n_components, output_components=components, random_state=seed).fit(spectra, Y)
+
+    fit_s, est = best_time(fit)
     model = SketchedIdentifier(**{**PARAMS, "weights": [float(w) for w in weights]})
     model.iokr_ = est
     return model, fit_s
 
 
 def _evaluate(model, spectra, lists, store, cleaning):
-    t0 = time.perf_counter()
-    summary = evaluate_lists(model, spectra, lists, store, cleaning)
+    scoring_s, summary = best_time(lambda: evaluate_lists(model, spectra, lists, store, cleaning))
     return {"per_structure": summary["per_structure"], "per_spectrum": summary["per_spectrum"],
             "n_query_spectra": summary["n_query_spectra"], "n_lists_with_spectra": summary["n_lists_with_spectra"],
-            "scoring_s": time.perf_counter() - t0}
+            "scoring_s": scoring_s}
 
 
 def _row(label, result):
@@ -195,7 +206,7 @@ def _row(label, result):
 
 def _write(report, out):
     out.mkdir(parents=True, exist_ok=True)
-    (out / "sketched_metabolites.json").write_text(json.dumps(report, indent=2, default=float) + "\n")
+    write_json(out / "sketched_metabolites.json", report, newline=True)
     training = (f"Training: {report['n_train_spectra']} single spectra of {report['n_train_structures']} structures "
                 f"({report['n_excluded_structures']} evaluated structures excluded, {report['n_unparsable']} "
                 f"unparsable dropped). ALIGNF weights (2,000-spectrum subsample): {report['weights']}.")
@@ -217,7 +228,7 @@ def _write(report, out):
     write_keeping_section(out / "sketched_metabolites.md", "\n".join(lines) + "\n", "## Reading")
 
 
-def main(argv=None):
+def _parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", required=True, help="the shared data folder (with metabolites/)")
     parser.add_argument("--output", default="reports")
@@ -231,39 +242,43 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--append", action="store_true",
                         help="keep the runs already in OUTPUT/sketched_metabolites.json (same data and weights)")
-    args = parser.parse_args(argv)
-    data = Path(args.data) / "metabolites"
-    out = Path(args.output)
-    t_start = time.perf_counter()
-    fingerprinter = Fingerprinter("morgan_counts+maccs")
-    store_path = ":memory:"
-    if args.store:
-        store_path = "/tmp/sketched_metabolites_store.sqlite"  # a copy: the given store is never written to
-        shutil.copyfile(args.store, store_path)
-    store = CandidateStore(store_path, fingerprinter)
+    return parser.parse_args(argv)
+
+
+def _read_data(data, store_path):
+    """Spectra, candidate lists, the store and the training set (single spectra, evaluated structures excluded)."""
+    if store_path:
+        copy = "/tmp/sketched_metabolites_store.sqlite"  # a copy: the given store is never written to
+        shutil.copyfile(store_path, copy)
+    store = CandidateStore(copy if store_path else ":memory:", Fingerprinter("morgan_counts+maccs"))
     spectra, read_report = read_spectra(data / "massbank_ms2_posMH_permissive.jsonl.gz", require_structure=True)
     lists = read_candidate_lists(data / "pubchem_candidate_sets_dev.tar.gz", store)
     exclude = [lst.true_key for lst in lists if lst.true_key]
     cleaning = Cleaning()
     train = training_set(spectra, store, cleaning, exclude, merge=False)
-    Y = np.asarray(train.Y, dtype=np.float32)
+    return spectra, read_report, lists, store, cleaning, train
+
+
+def _alignf_weights(train, Y, rng):
+    """ALIGNF weights of the base kernels on a 2,000-spectrum subsample."""
     n = len(train.spectra)
-    print(f"read + clean + fingerprint: {time.perf_counter() - t_start:.0f} s; {n} training spectra", flush=True)
-    rng = np.random.default_rng(args.seed)
     align = np.sort(rng.choice(n, size=min(2000, n), replace=False))
     t0 = time.perf_counter()
     probe = MetaboliteIdentifier(**PARAMS)
     grams, diags = probe.base_grams(train.spectra[align])
     _, weights = probe.combined_training_gram(grams, diags, Y[align].astype(np.float64))
-    del grams, diags
     print(f"ALIGNF weights {np.round(weights, 4).tolist()} in {time.perf_counter() - t0:.0f} s", flush=True)
+    return weights
+
+
+def _new_report(args, train, read_report, weights, out):
     report = {
         "command": "python -m benchmarks.realdata_sketched_metabolites --data DATA "
                    f"--n-components {args.n_components} --output-components {args.output_components} "
                    f"--subsample {args.subsample}" + (" --skip-full" if args.skip_full else "")
                    + (" --skip-exact" if args.skip_exact else ""),
         "params": {k: (list(v) if isinstance(v, tuple) else v) for k, v in PARAMS.items()},
-        "n_train_spectra": n, "n_train_structures": len(set(train.keys)),
+        "n_train_spectra": len(train.spectra), "n_train_structures": len(set(train.keys)),
         "n_excluded_structures": train.n_excluded_structures, "n_unparsable": train.n_unparsable,
         "weights": [round(float(w), 4) for w in weights], "spectra_read": read_report.summary(),
         "train_licenses": train.licenses, "seed": args.seed, "runs": {},
@@ -274,42 +289,61 @@ def main(argv=None):
         old = json.loads(previous.read_text())
         report["runs"] = old["runs"]
         report["command"] = old["command"] + "; then " + report["command"] + " --append"
+    return report
+
+
+def _record(report, out, name, result):
+    report["runs"][name] = result
+    print(json.dumps(result, default=float), flush=True)
+    _write(report, out)
+
+
+def _subsample_runs(args, report, out, evaluation, S, Ys, weights):
+    """Exact IOKR and the sketched model (exact output features, then a random output sketch) on one subsample."""
+    n_sub = len(S)
+    if not args.skip_exact:
+        _reset_peak_rss()
+        fit_s, exact = best_time(lambda: MetaboliteIdentifier(**{**PARAMS, "weights": [float(w) for w in weights]}).fit(
+            S, Ys.astype(np.float64)))
+        result = {"fit_s": fit_s, "n": n_sub}
+        result.update(_evaluate(exact, *evaluation))
+        result["peak_rss_mib"] = peak_rss_mib()
+        del exact
+        _record(report, out, f"exact IOKR, n={n_sub} single spectra (subsample)", result)
+    for m in dict.fromkeys((0, args.output_components)):  # 0: exact output features
+        model, fit_s = _sketched_fit(S, Ys, weights, args.n_components, m, args.seed)
+        result = {"fit_s": fit_s, "n": n_sub, "n_components_used": int(model.iokr_.n_components_)}
+        result.update(_evaluate(model, *evaluation))
+        result["peak_rss_mib"] = peak_rss_mib()
+        del model
+        label = "exact output features" if not m else f"random output sketch m={m}"
+        _record(report, out, f"sketched, n={n_sub} (same subsample), s={args.n_components}, {label}", result)
+
+
+def main(argv=None):
+    args = _parse_args(argv)
+    out = Path(args.output)
+    t_start = time.perf_counter()
+    spectra, read_report, lists, store, cleaning, train = _read_data(Path(args.data) / "metabolites", args.store)
+    evaluation = (spectra, lists, store, cleaning)
+    Y = np.asarray(train.Y, dtype=np.float32)
+    n = len(train.spectra)
+    print(f"read + clean + fingerprint: {time.perf_counter() - t_start:.0f} s; {n} training spectra", flush=True)
+    rng = np.random.default_rng(args.seed)
+    weights = _alignf_weights(train, Y, rng)
+    report = _new_report(args, train, read_report, weights, out)
     if not args.skip_full:
         model, fit_s = _sketched_fit(train.spectra, Y, weights, args.n_components, 0, args.seed)
         result = {"fit_s": fit_s, "fit_peak_rss_mib": peak_rss_mib(), "n": n,
                   "n_components_used": int(model.iokr_.n_components_)}
         print(f"sketched fit n={n}: {fit_s:.0f} s, peak RSS {result['fit_peak_rss_mib']:.0f} MiB", flush=True)
-        result.update(_evaluate(model, spectra, lists, store, cleaning))
+        result.update(_evaluate(model, *evaluation))
         result["peak_rss_mib"] = peak_rss_mib()
         del model
-        report["runs"][f"sketched, n={n} single spectra, s={args.n_components}, exact output features"] = result
-        print(json.dumps(result, default=float), flush=True)
-        _write(report, out)
+        _record(report, out, f"sketched, n={n} single spectra, s={args.n_components}, exact output features", result)
     if args.subsample:
         sub = np.sort(rng.choice(n, size=min(args.subsample, n), replace=False))
-        S, Ys = train.spectra[sub], Y[sub]
-        if not args.skip_exact:
-            t0 = time.perf_counter()
-            _reset_peak_rss()
-            exact = MetaboliteIdentifier(**{**PARAMS, "weights": [float(w) for w in weights]}).fit(
-                S, Ys.astype(np.float64))
-            result = {"fit_s": time.perf_counter() - t0, "n": sub.size}
-            result.update(_evaluate(exact, spectra, lists, store, cleaning))
-            result["peak_rss_mib"] = peak_rss_mib()
-            del exact
-            report["runs"][f"exact IOKR, n={sub.size} single spectra (subsample)"] = result
-            print(json.dumps(result, default=float), flush=True)
-            _write(report, out)
-        for m in dict.fromkeys((0, args.output_components)):  # 0: exact output features
-            model, fit_s = _sketched_fit(S, Ys, weights, args.n_components, m, args.seed)
-            result = {"fit_s": fit_s, "n": sub.size, "n_components_used": int(model.iokr_.n_components_)}
-            result.update(_evaluate(model, spectra, lists, store, cleaning))
-            result["peak_rss_mib"] = peak_rss_mib()
-            del model
-            label = "exact output features" if not m else f"random output sketch m={m}"
-            report["runs"][f"sketched, n={sub.size} (same subsample), s={args.n_components}, {label}"] = result
-            print(json.dumps(result, default=float), flush=True)
-            _write(report, out)
+        _subsample_runs(args, report, out, evaluation, train.spectra[sub], Y[sub], weights)
     report["total_s"] = time.perf_counter() - t_start
     _write(report, out)
 

@@ -48,6 +48,7 @@ from scipy import stats
 from sklearn.model_selection import StratifiedGroupKFold
 from threadpoolctl import threadpool_limits
 
+from benchmarks._harness import write_json
 from iokr.metrics import auc
 from iokr.text import (
     BagOfWordsKernel,
@@ -148,7 +149,16 @@ def corrected_ttest(diffs, n_train, n_test):
     return float(t), float(2 * stats.t.sf(abs(t), df=J - 1))
 
 
-def main(argv=None):
+COMPARISONS = [("contextual_weighting", "bag_of_words"), ("word_position", "bag_of_words"),
+               ("bag_of_words_window_cv", "bag_of_words"), ("word_position", "bag_of_words_window_cv"),
+               ("transformation_framework", "bag_of_words_window_cv"),
+               ("one_parameter_positional", "word_position"),
+               ("transformation_framework", "one_parameter_positional"),
+               ("word_position", "contextual_weighting"), ("transformation_framework", "bag_of_words"),
+               ("transformation_framework", "word_position")]
+
+
+def _parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", help="the shared data folder (required unless --render)")
     parser.add_argument("--render", metavar="JSON", help="only re-render text.md from an existing text.json")
@@ -160,28 +170,139 @@ def main(argv=None):
     parser.add_argument("--lsa-components", type=int, default=100)
     parser.add_argument("--quick", action="store_true", help="3 splits, 400 examples, no LSA mix (smoke run)")
     args = parser.parse_args(argv)
+    if not args.render and not args.data:
+        parser.error("--data is required")
+    if args.quick:
+        args.repeats, args.max_examples = min(args.repeats, 3), min(args.max_examples, 400)
+    return args
+
+
+def _confusion_sets(texts, sources, min_count):
+    """The sets with at least ``min_count`` occurrences of each word, and every set's word counts per source."""
+    counts = Counter(t for tokens in texts for t in tokens)
+    per_source = {src: Counter(t for tokens, s in zip(texts, sources, strict=True) if s == src for t in tokens)
+                  for src in dict.fromkeys(sources)}
+    chosen = [cs for cs in CONFUSION_SETS if min(counts[w] for w in cs) >= min_count]
+    set_counts = {"/".join(cs): {w: {"total": counts[w], **{src: c[w] for src, c in per_source.items()}} for w in cs}
+                  for cs in CONFUSION_SETS}
+    return chosen, set_counts
+
+
+def _chosen_parameters(clf, mname):
+    picked = {"alpha": clf.alpha_}
+    for k, v in clf.kernel_.get_params().items():
+        if k in ("decay", "theta", "word_mix") and not (k in ("theta", "word_mix") and mname.startswith("bag")):
+            picked[k] = v
+        if k == "positional" and v is not None:
+            picked["sub_window"] = int(np.count_nonzero(np.diag(v)) // 2)
+    return picked
+
+
+def _fit_method(entry, mname, kernel, grid, split, timing):
+    """Fit one method on one split (inner CV on the training side), append its test scores to ``entry``; on split 0,
+    time primal against dual prediction into ``timing``."""
+    X, y, groups, train, folds, rep = split
+    test = ~train
+    t1 = time.time()
+    clf = ContextRLSClassifier(kernel, param_grid=grid, alphas=ALPHAS, cv=folds, scoring="accuracy")
+    clf.fit(X[train], y[train], groups=groups[train])
+    fit_seconds = time.time() - t1
+    t2 = time.time()
+    scores = clf.decision_function(X[test])
+    primal_seconds = time.time() - t2
+    m = entry["methods"].setdefault(mname, {"accuracy": [], "auc": [], "chosen": [], "n_train": [],
+                                            "n_test": [], "fit_seconds": []})
+    m["accuracy"].append(float(np.mean(clf.predict(X[test]) == y[test])))
+    m["auc"].append(float(auc(y[test] == clf.classes_[1], scores)))
+    m["chosen"].append(_chosen_parameters(clf, mname))
+    m["n_train"].append(int(train.sum()))
+    m["n_test"].append(int(test.sum()))
+    m["fit_seconds"].append(fit_seconds)
+    if rep == 0:
+        t3 = time.time()
+        dual = clf.decision_function(X[test], path="dual")
+        dual_seconds = time.time() - t3
+        timing[mname] = {
+            "n_test": int(test.sum()), "primal_seconds": primal_seconds, "dual_seconds": dual_seconds,
+            "dual_over_primal": dual_seconds / max(primal_seconds, 1e-9),
+            "max_abs_primal_minus_dual": float(np.max(np.abs(dual - scores)))}
+
+
+def _comparisons(entry):
+    """Paired comparisons of methods on the same splits (corrected resampled t-test)."""
+    comps = {}
+    for a, b in COMPARISONS:
+        ma, mb = entry["methods"].get(a), entry["methods"].get(b)
+        if not ma or not mb:
+            continue
+        comp = {}
+        for key in ("accuracy", "auc"):
+            d = np.array(ma[key]) - np.array(mb[key])
+            t, p = corrected_ttest(d, np.mean(ma["n_train"]), np.mean(ma["n_test"]))
+            comp[key] = {"mean_difference": float(d.mean()), "wins": int((d > 0).sum()), "losses": int((d < 0).sum()),
+                         "t": t, "p_corrected_resampled_t": p}
+        comps[f"{a} - {b}"] = comp
+    return comps
+
+
+def _run_set(cs, texts, docs, featurizer, embedding, args):
+    """Every split and method on one confusion set: its results entry and the split-0 prediction timings."""
+    name = "/".join(cs)
+    occ = find_occurrences(texts, cs)
+    rng = np.random.default_rng(12345)
+    if len(occ) > args.max_examples:
+        occ = [occ[i] for i in np.sort(rng.choice(len(occ), args.max_examples, replace=False))]
+    X = featurizer.transform([(texts[k], i) for k, i, _ in occ])
+    y = np.array([w for _, _, w in occ])
+    groups = docs[[k for k, _, _ in occ]]
+    entry = {"n_examples": int(len(y)), "class_counts": {w: int(np.sum(y == w)) for w in cs},
+             "majority_baseline": float(max(np.mean(y == w) for w in cs)), "methods": {}}
+    unique_docs, timing = np.unique(docs), {}
+    for rep in range(args.repeats):
+        split_rng = np.random.default_rng(rep)
+        train_docs = set(split_rng.choice(unique_docs, int(0.7 * unique_docs.size), replace=False))
+        train = np.array([g in train_docs for g in groups])
+        if np.unique(y[train]).size < 2 or np.unique(y[~train]).size < 2:
+            continue
+        # The same inner folds for every method (and computed once: the grouped stratified splitter is slow).
+        folds = list(StratifiedGroupKFold(5, shuffle=True, random_state=rep).split(
+            np.zeros((int(train.sum()), 1)), y[train], groups[train]))
+        for mname, kernel, grid in methods(args.window, embedding, args.quick):
+            _fit_method(entry, mname, kernel, grid, (X, y, groups, train, folds, rep), timing)
+        accs = {k: v["accuracy"][-1] for k, v in entry["methods"].items()}
+        print(f"{name} split {rep}: " + ", ".join(f"{k} {v:.3f}" for k, v in accs.items()), flush=True)
+    for m in entry["methods"].values():
+        for key in ("accuracy", "auc"):
+            m[f"mean_{key}"] = float(np.mean(m[key]))
+            m[f"std_{key}"] = float(np.std(m[key], ddof=1)) if len(m[key]) > 1 else 0.0
+    entry["comparisons"] = _comparisons(entry)
+    return entry, timing
+
+
+def _across_sets(results):
+    """Across sets: Wilcoxon signed-rank on the per-set mean differences of each comparison."""
+    across = {}
+    for comp_name in next(iter(results.values()))["comparisons"] if results else []:
+        for key in ("accuracy", "auc"):
+            d = np.array([r["comparisons"][comp_name][key]["mean_difference"] for r in results.values()])
+            p = float(stats.wilcoxon(d).pvalue) if d.size >= 2 and np.any(d != 0) else float("nan")
+            across.setdefault(comp_name, {})[key] = {
+                "sets_better": int((d > 0).sum()), "sets_worse": int((d < 0).sum()),
+                "mean_of_set_differences": float(d.mean()), "p_wilcoxon_signed_rank": p}
+    return across
+
+
+def main(argv=None):
+    args = _parse_args(argv)
     if args.render:
         report = json.loads(Path(args.render).read_text())
         (Path(args.output) / "text.md").write_text(render_markdown(report))
         return
-    if not args.data:
-        parser.error("--data is required")
-    if args.quick:
-        args.repeats, args.max_examples = min(args.repeats, 3), min(args.max_examples, 400)
     started = time.time()
-    data = Path(args.data)
-    texts, docs, sources, corpora = load_texts(data)
+    texts, docs, sources, corpora = load_texts(Path(args.data))
     print(f"{len(texts)} texts, {sum(len(t) for t in texts)} tokens from {[c['name'] for c in corpora]}")
-
-    # Confusion sets with enough occurrences of both words.
-    counts = Counter(t for tokens in texts for t in tokens)
-    per_source = {src: Counter(t for tokens, s in zip(texts, sources) if s == src for t in tokens)
-                  for src in dict.fromkeys(sources)}
-    chosen = [cs for cs in CONFUSION_SETS if min(counts[w] for w in cs) >= args.min_count]
-    set_counts = {"/".join(cs): {w: {"total": counts[w], **{src: c[w] for src, c in per_source.items()}} for w in cs}
-                  for cs in CONFUSION_SETS}
+    chosen, set_counts = _confusion_sets(texts, sources, args.min_count)
     print("chosen sets:", ["/".join(cs) for cs in chosen])
-
     # Vocabulary and LSA word vectors: unlabeled, computed once; the confusion words are removed from the LSA text.
     t0 = time.time()
     featurizer = ContextFeaturizer(window=args.window, min_count=2).fit(texts)
@@ -191,104 +312,11 @@ def main(argv=None):
         lsa_texts, featurizer.vocabulary_).embedding_
     prep_seconds = time.time() - t0
     print(f"vocabulary {featurizer.n_words_} words, LSA {embedding.shape} in {prep_seconds:.1f} s")
-
-    unique_docs = np.unique(docs)
-    results = {}
-    timing = {}
+    results, timing = {}, {}
     for cs in chosen:
-        name = "/".join(cs)
-        occ = find_occurrences(texts, cs)
-        rng = np.random.default_rng(12345)
-        if len(occ) > args.max_examples:
-            occ = [occ[i] for i in np.sort(rng.choice(len(occ), args.max_examples, replace=False))]
-        X = featurizer.transform([(texts[k], i) for k, i, _ in occ])
-        y = np.array([w for _, _, w in occ])
-        groups = docs[[k for k, _, _ in occ]]
-        entry = {"n_examples": int(len(y)), "class_counts": {w: int(np.sum(y == w)) for w in cs},
-                 "majority_baseline": float(max(np.mean(y == w) for w in cs)), "methods": {}}
-        for rep in range(args.repeats):
-            split_rng = np.random.default_rng(rep)
-            train_docs = set(split_rng.choice(unique_docs, int(0.7 * unique_docs.size), replace=False))
-            train = np.array([g in train_docs for g in groups])
-            test = ~train
-            if np.unique(y[train]).size < 2 or np.unique(y[test]).size < 2:
-                continue
-            # The same inner folds for every method (and computed once: the grouped stratified splitter is slow).
-            tr_index = np.flatnonzero(train)
-            folds = list(StratifiedGroupKFold(5, shuffle=True, random_state=rep).split(
-                np.zeros((tr_index.size, 1)), y[train], groups[train]))
-            for mname, kernel, grid in methods(args.window, embedding, args.quick):
-                t1 = time.time()
-                clf = ContextRLSClassifier(kernel, param_grid=grid, alphas=ALPHAS, cv=folds, scoring="accuracy")
-                clf.fit(X[train], y[train], groups=groups[train])
-                fit_seconds = time.time() - t1
-                t2 = time.time()
-                scores = clf.decision_function(X[test])
-                primal_seconds = time.time() - t2
-                m = entry["methods"].setdefault(mname, {"accuracy": [], "auc": [], "chosen": [], "n_train": [],
-                                                        "n_test": [], "fit_seconds": []})
-                m["accuracy"].append(float(np.mean(clf.predict(X[test]) == y[test])))
-                m["auc"].append(float(auc(y[test] == clf.classes_[1], scores)))
-                picked = {"alpha": clf.alpha_}
-                for k, v in clf.kernel_.get_params().items():
-                    if k in ("decay", "theta", "word_mix") and not (k in ("theta", "word_mix") and mname.startswith("bag")):
-                        picked[k] = v
-                    if k == "positional" and v is not None:
-                        picked["sub_window"] = int(np.count_nonzero(np.diag(v)) // 2)
-                m["chosen"].append(picked)
-                m["n_train"].append(int(train.sum()))
-                m["n_test"].append(int(test.sum()))
-                m["fit_seconds"].append(fit_seconds)
-                if rep == 0:
-                    t3 = time.time()
-                    dual = clf.decision_function(X[test], path="dual")
-                    dual_seconds = time.time() - t3
-                    timing.setdefault(name, {})[mname] = {
-                        "n_test": int(test.sum()), "primal_seconds": primal_seconds, "dual_seconds": dual_seconds,
-                        "dual_over_primal": dual_seconds / max(primal_seconds, 1e-9),
-                        "max_abs_primal_minus_dual": float(np.max(np.abs(dual - scores)))}
-            accs = {k: v["accuracy"][-1] for k, v in entry["methods"].items()}
-            print(f"{name} split {rep}: " + ", ".join(f"{k} {v:.3f}" for k, v in accs.items()), flush=True)
-        for m in entry["methods"].values():
-            for key in ("accuracy", "auc"):
-                m[f"mean_{key}"] = float(np.mean(m[key]))
-                m[f"std_{key}"] = float(np.std(m[key], ddof=1)) if len(m[key]) > 1 else 0.0
-        # Paired comparisons on the same splits.
-        comps = {}
-        for a, b in [("contextual_weighting", "bag_of_words"), ("word_position", "bag_of_words"),
-                     ("bag_of_words_window_cv", "bag_of_words"), ("word_position", "bag_of_words_window_cv"),
-                     ("transformation_framework", "bag_of_words_window_cv"),
-                     ("one_parameter_positional", "word_position"),
-                     ("transformation_framework", "one_parameter_positional"),
-                     ("word_position", "contextual_weighting"), ("transformation_framework", "bag_of_words"),
-                     ("transformation_framework", "word_position")]:
-            ma, mb = entry["methods"].get(a), entry["methods"].get(b)
-            if not ma or not mb:
-                continue
-            comp = {}
-            for key in ("accuracy", "auc"):
-                d = np.array(ma[key]) - np.array(mb[key])
-                t, p = corrected_ttest(d, np.mean(ma["n_train"]), np.mean(ma["n_test"]))
-                comp[key] = {"mean_difference": float(d.mean()), "wins": int((d > 0).sum()), "losses": int((d < 0).sum()),
-                             "t": t, "p_corrected_resampled_t": p}
-            comps[f"{a} - {b}"] = comp
-        entry["comparisons"] = comps
-        results[name] = entry
-
-    # Across sets: Wilcoxon signed-rank on per-set mean differences.
-    across = {}
-    for comp_name in next(iter(results.values()))["comparisons"] if results else []:
-        for key in ("accuracy", "auc"):
-            d = np.array([r["comparisons"][comp_name][key]["mean_difference"] for r in results.values()])
-            if d.size >= 2 and np.any(d != 0):
-                w = stats.wilcoxon(d)
-                p = float(w.pvalue)
-            else:
-                p = float("nan")
-            across.setdefault(comp_name, {})[key] = {
-                "sets_better": int((d > 0).sum()), "sets_worse": int((d < 0).sum()),
-                "mean_of_set_differences": float(d.mean()), "p_wilcoxon_signed_rank": p}
-
+        results["/".join(cs)], set_timing = _run_set(cs, texts, docs, featurizer, embedding, args)
+        if set_timing:
+            timing["/".join(cs)] = set_timing
     report = {
         "task": "context-sensitive spelling correction, binary confusion sets (Golding & Roth 1999)",
         "protocol": {"repeats": args.repeats, "train_fraction_of_documents": 0.7, "window": args.window,
@@ -303,7 +331,7 @@ def main(argv=None):
         "word_counts_per_confusion_set": set_counts,
         "chosen_sets": ["/".join(cs) for cs in chosen],
         "results": results,
-        "across_sets": across,
+        "across_sets": _across_sets(results),
         "primal_vs_dual_prediction_split0": timing,
         "preprocessing_seconds": prep_seconds,
         "total_seconds": time.time() - started,
@@ -311,23 +339,32 @@ def main(argv=None):
     }
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "text.json").write_text(json.dumps(report, indent=2, default=float) + "\n")
+    write_json(out / "text.json", report, newline=True)
     (out / "text.md").write_text(render_markdown(report))
     print((out / "text.md").read_text())
 
 
+NAMES = ["bag_of_words", "bag_of_words_window_cv", "contextual_weighting", "word_position",
+         "one_parameter_positional", "transformation_framework"]
+SHORT = {"bag_of_words": "BoW", "bag_of_words_window_cv": "BoW (window by CV)", "contextual_weighting": "CW (I)",
+         "word_position": "WP (II)", "one_parameter_positional": "1-param positional (III, no word transf.)",
+         "transformation_framework": "TF (III)"}
+
+
 def render_markdown(r):
-    names = ["bag_of_words", "bag_of_words_window_cv", "contextual_weighting", "word_position",
-             "one_parameter_positional", "transformation_framework"]
-    short = {"bag_of_words": "BoW", "bag_of_words_window_cv": "BoW (window by CV)", "contextual_weighting": "CW (I)",
-             "word_position": "WP (II)", "one_parameter_positional": "1-param positional (III, no word transf.)",
-             "transformation_framework": "TF (III)"}
+    """The report ``text.md`` from the JSON record ``r``."""
     p = r["protocol"]
     lines = ["# Context-sensitive spelling correction: positional text kernels (issue 10)", "",
              f"Generated by `python -m benchmarks.realdata_text` ({'quick' if p['quick'] else 'full'} run). "
              f"{p['repeats']} random document splits (70/30), window +-{p['window']}, at most "
              f"{p['max_examples_per_set']} examples per set, RLS with alpha and kernel parameters chosen by "
              "5-fold grouped closed-form CV on the training side only. Timings: shared 2-core machine.", ""]
+    lines += _md_findings(r) + _md_data(r) + _md_accuracy(r) + _md_comparisons(r)
+    lines += ["", f"Total run time {r['total_seconds']:.0f} s (shared machine).", ""]
+    return "\n".join(lines)
+
+
+def _md_findings(r):
     across = r.get("across_sets", {})
 
     def said(comp, key="accuracy"):
@@ -337,19 +374,23 @@ def render_markdown(r):
         return (f"{v['mean_of_set_differences']:+.3f} mean {key}, better on {v['sets_better']} / worse on "
                 f"{v['sets_worse']} of {len(r['results'])} sets, Wilcoxon p = {v['p_wilcoxon_signed_rank']:.2g}")
 
-    lines += ["## Findings (from the numbers below)", "",
-              "- Positional information helps (papers I-II reproduced): contextual weighting vs bag of words "
-              f"{said('contextual_weighting - bag_of_words')}; word-position kernel vs contextual weighting "
-              f"{said('word_position - contextual_weighting')}; word-position kernel vs the bag of words with its "
-              f"window chosen by CV {said('word_position - bag_of_words_window_cv')}.",
-              "- The one-parameter positional transformation (paper III framework) is as good as the word-position "
-              f"kernel with its two parameters: {said('one_parameter_positional - word_position')}.",
-              "- The LSA word transformation adds to it: "
-              f"{said('transformation_framework - one_parameter_positional')}; full framework vs bag of words "
-              f"{said('transformation_framework - bag_of_words')}.",
-              "- Per set, the corrected resampled t-test over 6 splits is conservative (p-values below); "
-              "your/you're is degenerate (99.4 % 'your' in the natural distribution, 3 usable splits).", "",
-              "## Corpora", "", "| corpus | texts | tokens | source | licence |", "|---|---|---|---|---|"]
+    return ["## Findings (from the numbers below)", "",
+            "- Positional information helps (papers I-II reproduced): contextual weighting vs bag of words "
+            f"{said('contextual_weighting - bag_of_words')}; word-position kernel vs contextual weighting "
+            f"{said('word_position - contextual_weighting')}; word-position kernel vs the bag of words with its "
+            f"window chosen by CV {said('word_position - bag_of_words_window_cv')}.",
+            "- The one-parameter positional transformation (paper III framework) is as good as the word-position "
+            f"kernel with its two parameters: {said('one_parameter_positional - word_position')}.",
+            "- The LSA word transformation adds to it: "
+            f"{said('transformation_framework - one_parameter_positional')}; full framework vs bag of words "
+            f"{said('transformation_framework - bag_of_words')}.",
+            "- Per set, the corrected resampled t-test over 6 splits is conservative (p-values below); "
+            "your/you're is degenerate (99.4 % 'your' in the natural distribution, 3 usable splits).", ""]
+
+
+def _md_data(r):
+    p = r["protocol"]
+    lines = ["## Corpora", "", "| corpus | texts | tokens | source | licence |", "|---|---|---|---|---|"]
     lines += [f"| {c['name']} | {c['texts']} | {c['tokens']} | {c['source']} | {c['licence']} |" for c in r["corpora"]]
     lines += ["", f"Vocabulary (min count 2): {r['vocabulary_size']} words. LSA word vectors: "
               f"{p['lsa']['n_components']} components, {p['lsa']['text']}.", "",
@@ -357,34 +398,44 @@ def render_markdown(r):
     for name, words in r["word_counts_per_confusion_set"].items():
         counts = ", ".join(f"{w} {c['total']}" for w, c in words.items())
         lines.append(f"| {name} | {counts} | {'yes' if name in r['chosen_sets'] else 'no (too few)'} |")
-    lines += ["", "## Test accuracy (mean +- std over splits)", "",
-              "| set | n | splits | majority | " + " | ".join(short[m] for m in names) + " |",
-              "|---|---|---|---|" + "---|" * len(names)]
+    return lines
+
+
+def _md_accuracy(r):
+    """Accuracy per set, the parameters chosen, AUC per set."""
+    lines = ["", "## Test accuracy (mean +- std over splits)", "",
+             "| set | n | splits | majority | " + " | ".join(SHORT[m] for m in NAMES) + " |",
+             "|---|---|---|---|" + "---|" * len(NAMES)]
     for name, e in r["results"].items():
         cells = [f"{e['methods'][m]['mean_accuracy']:.3f} +- {e['methods'][m]['std_accuracy']:.3f}"
-                 if m in e["methods"] else "" for m in names]
+                 if m in e["methods"] else "" for m in NAMES]
         n_splits = len(next(iter(e["methods"].values()))["accuracy"])
         lines.append(f"| {name} | {e['n_examples']} | {n_splits} | {e['majority_baseline']:.3f} | "
                      + " | ".join(cells) + " |")
     lines += ["", "Splits whose training or test side lacks a class are skipped.", "",
               "## Parameters chosen by the inner CV (count over sets x splits)", "", "| method | chosen (count) |",
               "|---|---|"]
-    for m in names[1:]:
+    for m in NAMES[1:]:
         counts = Counter()
         for e in r["results"].values():
             for ch in e["methods"].get(m, {}).get("chosen", []):
                 shown = {k: v for k, v in ch.items()
                          if k != "alpha" and not (m.startswith("bag") and k in ("theta", "word_mix"))}
                 counts[", ".join(f"{k}={v}" for k, v in shown.items())] += 1
-        lines.append(f"| {short[m]} | " + "; ".join(f"{k} ({c})" for k, c in counts.most_common()) + " |")
+        lines.append(f"| {SHORT[m]} | " + "; ".join(f"{k} ({c})" for k, c in counts.most_common()) + " |")
     lines += ["", "## Test AUC (mean +- std over splits)", "",
-              "| set | " + " | ".join(short[m] for m in names) + " |", "|---|" + "---|" * len(names)]
+              "| set | " + " | ".join(SHORT[m] for m in NAMES) + " |", "|---|" + "---|" * len(NAMES)]
     for name, e in r["results"].items():
         cells = [f"{e['methods'][m]['mean_auc']:.3f} +- {e['methods'][m]['std_auc']:.3f}"
-                 if m in e["methods"] else "" for m in names]
+                 if m in e["methods"] else "" for m in NAMES]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    lines += ["", "## Paired comparisons per set (accuracy; corrected resampled t-test p, wins/losses over splits)",
-              ""]
+    return lines
+
+
+def _md_comparisons(r):
+    """Paired comparisons per set, across sets, and the primal/dual prediction timings."""
+    lines = ["", "## Paired comparisons per set (accuracy; corrected resampled t-test p, wins/losses over splits)",
+             ""]
     comps = list(next(iter(r["results"].values()))["comparisons"]) if r["results"] else []
     lines += ["| set | " + " | ".join(comps) + " |", "|---|" + "---|" * len(comps)]
     for name, e in r["results"].items():
@@ -403,10 +454,9 @@ def render_markdown(r):
               "| set | method | n_test | primal s | dual s | dual/primal | max abs diff |", "|---|---|---|---|---|---|---|"]
     for name, per in r["primal_vs_dual_prediction_split0"].items():
         for m, t in per.items():
-            lines.append(f"| {name} | {short[m]} | {t['n_test']} | {t['primal_seconds']:.4f} | "
+            lines.append(f"| {name} | {SHORT[m]} | {t['n_test']} | {t['primal_seconds']:.4f} | "
                          f"{t['dual_seconds']:.4f} | {t['dual_over_primal']:.1f} | {t['max_abs_primal_minus_dual']:.2e} |")
-    lines += ["", f"Total run time {r['total_seconds']:.0f} s (shared machine).", ""]
-    return "\n".join(lines)
+    return lines
 
 
 if __name__ == "__main__":

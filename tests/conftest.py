@@ -3,6 +3,8 @@ import os
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
+from input_guard import guard_cli_main
+from threadpoolctl import threadpool_limits
 
 # Property-based tests (tests/properties): the "ci" profile is small and derandomized, so CI runs the same examples
 # every time and stays within its time budget; IOKR_HYPOTHESIS_PROFILE=long runs a longer randomized campaign.
@@ -35,14 +37,10 @@ def rng():
 def _one_blas_thread():
     # The test matrices are small: one BLAS thread avoids oversubscription when the machine is shared, and makes
     # float rounding independent of the thread count.
-    from threadpoolctl import threadpool_limits
-
     with threadpool_limits(limits=1):
         yield
 
 
 # -- inputs are never modified: every `iokr` command run by the tests is checked (tests/input_guard.py) ----------
 def pytest_configure(config):
-    from input_guard import guard_cli_main
-
     guard_cli_main()

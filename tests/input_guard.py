@@ -1,13 +1,15 @@
 """Every ``iokr`` command run by the tests must leave its inputs byte-identical (installed by tests/conftest.py)."""
 
+import hashlib
+from pathlib import Path
+
+import iokr.cli.main as cli
+
 #: Options whose value is written by the command (everything else that names an existing path is an input).
 _OUTPUT_OPTIONS = ("--output", "--store")
 
 
 def _tree_digest(path):
-    import hashlib
-    from pathlib import Path
-
     path = Path(path)
     files = sorted(p for p in path.rglob("*") if p.is_file() and not p.is_symlink()) if path.is_dir() else [path]
     digest = hashlib.blake2b(digest_size=16)
@@ -20,8 +22,6 @@ def _tree_digest(path):
 
 
 def _input_paths(argv):
-    from pathlib import Path
-
     argv = [str(a) for a in argv]
     outputs = {argv[i + 1] for i, a in enumerate(argv[:-1]) if a in _OUTPUT_OPTIONS}
     inputs = []
@@ -41,8 +41,6 @@ def _input_paths(argv):
 def guard_cli_main():
     """Wrap ``iokr.cli.main.main`` before test modules import it: each call's input files and folders (every
     existing path on the command line but the outputs) must hash the same after the command as before."""
-    import iokr.cli.main as cli
-
     original = cli.main
     if getattr(original, "_checks_inputs", False):
         return

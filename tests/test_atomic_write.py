@@ -22,9 +22,8 @@ def test_atomic_open_writes_whole_file_with_umask_permissions(tmp_path):
 def test_atomic_open_failure_keeps_previous_file_and_leaves_no_temporary(tmp_path):
     target = tmp_path / "out.txt"
     target.write_text("old")
-    with pytest.raises(RuntimeError, match="interrupted"):
-        with atomic_open(target, "w") as handle:
-            handle.write("half")
-            raise RuntimeError("interrupted")
+    with pytest.raises(RuntimeError, match="interrupted"), atomic_open(target, "w") as handle:
+        handle.write("half")
+        raise RuntimeError("interrupted")
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]

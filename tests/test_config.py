@@ -20,9 +20,8 @@ def test_defaults_and_context_restores():
         assert working_memory_bytes() == 2 * 2**20
         assert working_memory_bytes(0.5) == 2**19  # per-call value wins
     assert get_config()["working_memory"] == 1024
-    with pytest.raises(RuntimeError):
-        with config_context(working_memory=3):
-            raise RuntimeError
+    with pytest.raises(RuntimeError), config_context(working_memory=3):
+        raise RuntimeError
     assert get_config()["working_memory"] == 1024
 
 
@@ -52,9 +51,9 @@ def test_invalid_working_memory(value):
 
 @pytest.mark.parametrize("schedule", [(), (1e-6, 0.0), (-1e-3,)])
 def test_invalid_jitter_schedule(schedule):
-    with pytest.raises(ValueError, match="'jitter_schedule' must be a non-empty sequence of positive floats"):
-        with config_context(jitter_schedule=schedule):
-            pass
+    with (pytest.raises(ValueError, match="'jitter_schedule' must be a non-empty sequence of positive floats"),
+          config_context(jitter_schedule=schedule)):
+        pass
     assert get_config()["jitter_schedule"] == (1e-10, 1e-8, 1e-6, 1e-4)
 
 

@@ -24,9 +24,9 @@ import inspect
 
 import pytest
 
-numpydoc_validate = pytest.importorskip("numpydoc.validate")
-
 import iokr
+
+numpydoc_validate = pytest.importorskip("numpydoc.validate")
 
 IGNORED = {"ES01", "SA01", "EX01", "RT02", "GL01", "GL02"}
 

@@ -53,7 +53,7 @@ def test_standin_sets_brute_force(rng):
     formulas = np.array([f"F{i % 7}" for i in range(n)])
     allowed = rng.random(n) < 0.8
     queries = np.arange(n)
-    for q, got in zip(queries, standin_sets(masses, formulas, queries, allowed, size)):
+    for q, got in zip(queries, standin_sets(masses, formulas, queries, allowed, size), strict=True):
         others = [i for i in range(n) if allowed[i] and i != q]
         nearest = sorted(others, key=lambda i: (abs(masses[i] - masses[q]), i))[:size]
         same = [i for i in others if formulas[i] == formulas[q]]

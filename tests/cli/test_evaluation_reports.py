@@ -1,11 +1,14 @@
 """HTML/PNG evaluation reports: figures present, files written atomically, CLI evaluate commands produce them."""
 
 import base64
+import json
 import re
 
 import numpy as np
 import pytest
 
+import iokr.io._atomic as atomic
+from iokr.apps.multilabel import evaluate_multilabel
 from iokr.cli import _report
 from iokr.cli.main import main
 
@@ -38,7 +41,7 @@ def test_topk_curve_matches_naive_count(n):
     ks, acc = _report.topk_curve(ranks, n)
     denominator = len(ranks) if n is None else n
     finite = [r for r in ranks if r is not None and not np.isnan(r)]
-    for k, a in zip(ks, acc):
+    for k, a in zip(ks, acc, strict=True):
         assert a == pytest.approx(100.0 * sum(r <= k for r in finite) / denominator, abs=1e-12)
     assert _report.topk_curve([], 0)[1].tolist() == [0.0] * _report.MAX_K
 
@@ -61,8 +64,6 @@ def test_report_without_timings_has_two_figures(tmp_path):
 
 
 def test_every_report_file_goes_through_a_rename(tmp_path, monkeypatch):
-    import iokr.io._atomic as atomic
-
     renamed = []
     real_replace = atomic.os.replace
 
@@ -119,7 +120,6 @@ def test_retrieval_evaluate_writes_report(tmp_path, capsys):
                  "--report"]) == 0
     page = _check_report(out)
     assert "en-es" in page and "rank_s" in page
-    import json
 
     summary = json.loads((out / "summary.json").read_text())
     ranks = summary["results"]["en-es"]["ranks"]
@@ -129,7 +129,7 @@ def test_retrieval_evaluate_writes_report(tmp_path, capsys):
 def _write_arff(path, X, Y):
     lines = ["@relation toy"] + [f"@attribute f{j} numeric" for j in range(X.shape[1])]
     lines += [f"@attribute l{j} {{0,1}}" for j in range(Y.shape[1])] + ["@data"]
-    lines += [",".join(f"{v:g}" for v in np.concatenate([x, y])) for x, y in zip(X, Y)]
+    lines += [",".join(f"{v:g}" for v in np.concatenate([x, y])) for x, y in zip(X, Y, strict=True)]
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -144,9 +144,6 @@ def test_multilabel_evaluate_writes_report_with_true_set_ranks(tmp_path):
                  str(tmp_path / "test.arff"), "--labels", "3", "--cv", "2", "--alphas", "0.1", "1",
                  "--output", str(out), "--report"]) == 0
     _check_report(out)
-    import json
-
-    from iokr.apps.multilabel import evaluate_multilabel
 
     summary = json.loads((out / "summary.json").read_text())
     ranks = summary["ranks"]

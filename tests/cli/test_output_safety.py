@@ -10,9 +10,10 @@ import time
 import numpy as np
 import pytest
 
-from iokr.cli import _output, retrieval
+from iokr.cli import _output, demo, retrieval
 from iokr.cli._output import CommandError, check_outputs, output_folder, write_atomic
 from iokr.cli.main import main
+from iokr.datasets import BUNDLED_METABOLITES, BUNDLED_PARALLEL_TEXT
 from iokr.io import _atomic
 from iokr.io._atomic import TEMPORARY_PATTERN, atomic_folder, is_stale, sweep_temporaries, temporary_path
 
@@ -28,7 +29,7 @@ def _temporaries(folder):
 def _write_arff(path, X, Y):
     lines = ["@relation toy"] + [f"@attribute f{j} numeric" for j in range(X.shape[1])]
     lines += [f"@attribute l{j} {{0,1}}" for j in range(Y.shape[1])] + ["@data"]
-    lines += [",".join(f"{v:g}" for v in np.concatenate([x, y])) for x, y in zip(X, Y)]
+    lines += [",".join(f"{v:g}" for v in np.concatenate([x, y])) for x, y in zip(X, Y, strict=True)]
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -225,9 +226,6 @@ def test_check_outputs_skips_missing_options_and_accepts_lists(tmp_path):
 
 
 def test_demo_and_retrieval_refuse_before_any_work(tmp_path, capsys, monkeypatch):
-    from iokr.cli import demo
-    from iokr.datasets import BUNDLED_METABOLITES, BUNDLED_PARALLEL_TEXT
-
     monkeypatch.setattr(demo, "write_json", None)  # the run must stop before writing anything
     out = tmp_path / "out"
     out.mkdir()

@@ -4,6 +4,7 @@ import os
 
 import pytest
 
+from iokr.apps.retrieval import evaluate_retrieval
 from iokr.cli import _report
 from iokr.cli.main import main
 
@@ -63,7 +64,5 @@ def test_retrieval_splits_must_be_positive(tmp_path, capsys, value, message):
 
 
 def test_evaluate_retrieval_checks_n_splits():
-    from iokr.apps.retrieval import evaluate_retrieval
-
     with pytest.raises(ValueError, match="'n_splits' must be a positive int, got 0"):
         evaluate_retrieval(["a b"], ["c d"], n_splits=0)

@@ -57,7 +57,7 @@ def test_distributed_rank_identical_to_local(client, problem, query_block, candi
     local = model.rank(X_test, CandidateSets.shared(pool, len(X_test)), top_k=25)
     remote = distributed_rank(client, model, X_test, pool, 25, query_block=query_block,
                               candidate_block=candidate_block)
-    for a, b in zip(local, remote):
+    for a, b in zip(local, remote, strict=True):
         np.testing.assert_array_equal(a.pool_indices, b.pool_indices)
         np.testing.assert_array_equal(a.scores, b.scores)
 

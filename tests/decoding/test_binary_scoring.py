@@ -11,7 +11,7 @@ import pytest
 
 from iokr import IOKR, CandidateSets, config_context
 from iokr.decoding import PackedBinaryFeatures, _bits, _scoring, dense_scores, top_k_scores, write_candidate_file
-from iokr.kernels import Gaussian
+from iokr.kernels import Gaussian, Tanimoto
 
 DECODINGS = ("inner", "distance", "cosine")
 FLAGS = [(c, n) for c in (False, True) for n in (False, True)]
@@ -150,8 +150,6 @@ def test_padding_bits_are_ignored():
 
 
 def test_non_linear_output_kernel_has_no_binary_rule():
-    from iokr.kernels import Tanimoto
-
     rng = np.random.default_rng(4)
     X, Y = rng.normal(size=(20, 3)), (rng.random((20, 16)) < 0.4).astype(float)
     model = IOKR(output_kernel=Tanimoto(), input_kernel=Gaussian(0.3)).fit(X, Y)

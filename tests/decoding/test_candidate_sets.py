@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+import iokr
 from iokr.decoding import CandidateSets, PackedBinaryFeatures, as_candidate_sets
 from iokr.decoding._candidates import unique_rows
 
@@ -50,7 +51,7 @@ def test_from_arrays_deduplicates_and_preserves_sets(rng):
     assert raw.pool.shape[0] == 9
     for q, s in enumerate(sets):
         np.testing.assert_array_equal(raw.candidates(q), s)
-    for s, c in zip(sets, copies):
+    for s, c in zip(sets, copies, strict=True):
         np.testing.assert_array_equal(s, c)
 
 
@@ -101,13 +102,11 @@ def test_as_candidate_sets_checks_queries_and_features():
 
 
 def test_shared_sets_are_detected_from_indices():
-    from iokr import CandidateSets
-
     pool = np.eye(4)
-    assert CandidateSets.shared(pool, 3).is_shared
-    assert CandidateSets(pool, [np.arange(4), np.arange(4)]).is_shared
-    assert not CandidateSets(pool, [np.arange(4), np.array([0, 1, 3, 2])]).is_shared
-    assert not CandidateSets(pool, [np.arange(3)]).is_shared
+    assert iokr.CandidateSets.shared(pool, 3).is_shared
+    assert iokr.CandidateSets(pool, [np.arange(4), np.arange(4)]).is_shared
+    assert not iokr.CandidateSets(pool, [np.arange(4), np.array([0, 1, 3, 2])]).is_shared
+    assert not iokr.CandidateSets(pool, [np.arange(3)]).is_shared
 
 
 def _unique_rows_reference(rows):

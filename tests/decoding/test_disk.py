@@ -51,7 +51,7 @@ def test_scoring_from_file_equals_memory(tmp_path, bits):
     f = write_candidate_file(tmp_path / "pool.bin", memory, block_rows=9)
     ranked_mem = model.rank(X[:5], CandidateSets.shared(memory, 5), top_k=10)
     ranked_file = model.rank(X[:5], CandidateSets.shared(f, 5), top_k=10)
-    for a, b in zip(ranked_mem, ranked_file):
+    for a, b in zip(ranked_mem, ranked_file, strict=True):
         np.testing.assert_array_equal(a.pool_indices, b.pool_indices)
         np.testing.assert_array_equal(a.scores, b.scores)
     np.testing.assert_array_equal(model.decision_function(X[:5], f), model.decision_function(X[:5], memory))
@@ -121,6 +121,5 @@ def test_bad_manifest_and_parameters(tmp_path, bits):
     write_candidate_file(tmp_path / "pool.bin", bits.astype(np.float32), block_rows=10)
     with pytest.raises(ValueError, match="verify"):
         CandidateFile(tmp_path / "pool.bin", verify="never")
-    with pytest.raises(ValueError, match="0/1"):
-        with CandidateFileWriter(tmp_path / "q.bin", 70, packed=True) as writer:
-            writer.append(bits * 2)
+    with pytest.raises(ValueError, match="0/1"), CandidateFileWriter(tmp_path / "q.bin", 70, packed=True) as writer:
+        writer.append(bits * 2)

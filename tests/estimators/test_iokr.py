@@ -20,6 +20,7 @@ from reference import (
 )
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
+from sklearn.utils import estimator_checks
 
 from iokr import IOKR, CandidateSets, config_context
 from iokr.exceptions import EmptyCandidateSetWarning
@@ -231,7 +232,7 @@ def test_chunked_equals_unchunked(output_kernel, decoding):
     # BLAS may round the last bits differently for other block shapes, hence a few-ulp tolerance.
     for S_chunked in (S_global, S_param):
         _relative_close(S_chunked, S, 1e-13)
-    for a, b in zip(ranked, ranked_global):
+    for a, b in zip(ranked, ranked_global, strict=True):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal([r.order for r in model_tiny.rank(X_test, sets)][0], ranked[0])
 
@@ -270,7 +271,7 @@ def test_inputs_are_never_mutated():
                 model.predict_features(X_test)
         pre = IOKR(alpha=0.5, input_kernel="precomputed", **flags).fit(Kx, Y)
         pre.decision_function(Gaussian(0.3)(X_test, X), C, input_diag=np.ones(7))
-    for a, b in zip(arrays + sets_arrays, copies + sets_copies):
+    for a, b in zip(arrays + sets_arrays, copies + sets_copies, strict=True):
         np.testing.assert_array_equal(a, b)
 
 
@@ -430,8 +431,6 @@ SKLEARN_CHECKS = IOKR_LIKE_SKLEARN_CHECKS
     ids=["default", "kernels", "precomputed"],
 )
 def test_sklearn_estimator_checks(check_name, estimator):
-    from sklearn.utils import estimator_checks
-
     getattr(estimator_checks, check_name)(type(estimator).__name__, clone(estimator))
 
 

@@ -4,11 +4,12 @@ symmetric/reciprocal kernels, conjugate gradient vs closed form, closed-form CV 
 import numpy as np
 import pytest
 
-from iokr.estimators import ConditionalRankRLS, KronRLS
+from iokr.estimators import ConditionalRankRLS, KronRLS, TwoStepRLS
 from iokr.exceptions import ConvergenceWarning
 from iokr.kernels import Gaussian, Linear
 from iokr.linalg import commutation_matrix
 from iokr.metrics import concordance_index
+from iokr.model_selection import pairwise_splits as _scheme_splits
 
 
 def _psd(rng, n, rank=None):
@@ -283,7 +284,7 @@ def test_does_not_mutate_inputs(data):
     K1, K2, Y = data
     copies = [K1.copy(), K2.copy(), Y.copy()]
     ConditionalRankRLS(alpha=1.0).fit(K1, K2, Y).holdout_predictions("B")
-    for before, after in zip(copies, (K1, K2, Y)):
+    for before, after in zip(copies, (K1, K2, Y), strict=True):
         np.testing.assert_array_equal(before, after)
 
 
@@ -298,8 +299,6 @@ def test_public_shape_of_issue(data):
 
 # ------------------------------------------------------------------------------------------------- two-step
 def test_two_step_matches_dense_and_retraining(rng):
-    from iokr.estimators import TwoStepRLS
-
     K1, K2 = _psd(rng, 5), _psd(rng, 4)
     Y = rng.normal(size=(5, 4))
     a1, a2 = 0.3, 0.8
@@ -372,7 +371,7 @@ def _held_out(setting, rows, cols, i, j, one_domain):
 
 def _loo_reference(K1, K2, rows, cols, values, alpha, setting, ranking, sign=None):
     out = np.empty(rows.size)
-    for e, (i, j) in enumerate(zip(rows, cols)):
+    for e, (i, j) in enumerate(zip(rows, cols, strict=True)):
         train = ~_held_out(setting, rows, cols, i, j, sign is not None)
         out[e] = _dense_refit_predict(K1, K2, rows[train], cols[train], values[train], np.array([i]), np.array([j]),
                                       alpha, ranking, sign)[0]
@@ -439,8 +438,6 @@ def test_incomplete_labels_cv_by_retraining(rng, model_cls, symmetry, sign, sett
 def test_k_fold_splits_follow_the_setting(rng, model_cls, setting):
     """k-fold by retraining: each prediction comes from a model that saw neither the pair's held-out group(s);
     checked by replaying the fold assignment against a dense refit on exactly the allowed pairs."""
-    from iokr.model_selection import pairwise_splits as _scheme_splits
-
     n1, n2 = 6, 5
     K1, K2 = _psd(rng, n1), _psd(rng, n2)
     Y = rng.normal(size=(n1, n2))
@@ -464,8 +461,6 @@ def test_k_fold_splits_follow_the_setting(rng, model_cls, setting):
 
 
 def test_one_domain_folds_cover_b_and_d(rng):
-    from iokr.model_selection import pairwise_splits as _scheme_splits
-
     n = 7
     rows, cols = (a.ravel() for a in np.indices((n, n)))
     seen = np.zeros(rows.size, int)

@@ -12,12 +12,13 @@ import numpy as np
 import pytest
 from scipy import linalg as sla
 from scipy import optimize
+from scipy.linalg import block_diag
 from sklearn.base import clone
 
 from iokr.decoding import CandidateSets, PackedBinaryFeatures
 from iokr.estimators._candidate_stats import set_layout, stream_statistics, subsample_sets
 from iokr.estimators.iokr import IOKR
-from iokr.estimators.mpiokr import MPIOKR
+from iokr.estimators.mpiokr import MPIOKR, _BlockDiagonal
 from iokr.exceptions import EmptyCandidateSetWarning
 from iokr.kernels import Kernel, Polynomial, WeightedSum
 
@@ -92,12 +93,12 @@ def objective4_solution(phi_S, psi_S, phi_C, psi_C, indices, alpha):
 def proposition3(phi_S, psi_S, phi_C_sets, psi_C_sets, alpha, phi_test):
     """The paper's Proposition 3 literally: ``h(x) = Psi' (lambda I + Phi'^T Phi')^{-1} Phi'^T phi(x)`` built from
     kernel values with ``V`` (n x l) and ``D_n`` as stated after the proposition (linear kernels)."""
-    l = phi_S.shape[0]
+    n_ex = phi_S.shape[0]
     sizes = [len(s) for s in phi_C_sets]
     n = sum(sizes)
     Phi_C = np.concatenate(phi_C_sets).T
     Psi_C = np.concatenate(psi_C_sets).T
-    V = np.zeros((n, l))
+    V = np.zeros((n, n_ex))
     d = np.zeros(n)
     start = 0
     for i, size in enumerate(sizes):
@@ -112,9 +113,9 @@ def proposition3(phi_S, psi_S, phi_C_sets, psi_C_sets, alpha, phi_test):
     gram = np.block([[K1, K12], [K12.T, K2]])
     k_S, k_C = phi_S @ phi_test.T, Phi_C.T @ phi_test.T
     k = np.concatenate([k_S - V.T @ D2 @ k_C, D @ (np.eye(n) - V @ V.T @ D2) @ k_C])
-    Psi_bar = Psi_C @ D2 @ V  # p x l: set means as columns
+    Psi_bar = Psi_C @ D2 @ V  # p x n_ex: set means as columns
     Psi_prime = np.concatenate([psi_S.T - Psi_bar, (Psi_C - Psi_bar @ V.T) @ D], axis=1)
-    return (Psi_prime @ sla.solve(alpha * np.eye(l + n) + gram, k, assume_a="pos")).T
+    return (Psi_prime @ sla.solve(alpha * np.eye(n_ex + n) + gram, k, assume_a="pos")).T
 
 
 def reverse_model(phi_S, psi_S, gamma):
@@ -259,14 +260,14 @@ def test_joint_approximation_matches_proposition4_formula():
     X, Y, pool_X, pool_Y, indices = make_problem(8)
     X_test = np.random.default_rng(2).normal(size=(3, X.shape[1]))
     alpha, gamma = 0.25, 1.5
-    l = X.shape[0]
-    M = sla.solve(gamma * np.eye(l) + Y @ Y.T, np.eye(l), assume_a="pos")
+    n_ex = X.shape[0]
+    M = sla.solve(gamma * np.eye(n_ex) + Y @ Y.T, np.eye(n_ex), assume_a="pos")
     Psi_bar = np.stack([pool_Y[idx].mean(axis=0) for idx in indices], axis=1)
     Psi_C = np.concatenate([(pool_Y[idx] - pool_Y[idx].mean(axis=0)).T / math.sqrt(len(idx)) for idx in indices],
                            axis=1)
-    A = np.concatenate([np.eye(l) - M @ Y @ Psi_bar, M @ Y @ Psi_C], axis=1)
+    A = np.concatenate([np.eye(n_ex) - M @ Y @ Psi_bar, M @ Y @ Psi_C], axis=1)
     Psi_prime = np.concatenate([Y.T - Psi_bar, Psi_C], axis=1)
-    H = (Psi_prime @ A.T @ sla.solve(alpha * np.eye(l) + X @ X.T @ A @ A.T, X @ X_test.T)).T
+    H = (Psi_prime @ A.T @ sla.solve(alpha * np.eye(n_ex) + X @ X.T @ A @ A.T, X @ X_test.T)).T
     model = fit_model("joint", X, Y, pool_X, pool_Y, indices, alpha=alpha, gamma=gamma, center_input=False,
                       normalize_input=False, center_output=False, normalize_output=False)
     np.testing.assert_allclose(model.predict_features(X_test), H, rtol=1e-9, atol=1e-10)
@@ -287,12 +288,16 @@ def test_separate_approximation_matches_primal_with_g(gammas, output_kernel, cen
                       center_input=center, normalize_input=normalize, center_output=center,
                       normalize_output=normalize)
     # phi(x) = [sqrt(mu_k) phi_k(x)], transformed as a whole; g approximates each block with its own gamma.
-    stacked = lambda A: np.concatenate([math.sqrt(w) * b.feature_map(A) for b, w in zip(bases, weights)], axis=1)
+    def stacked(A):
+        return np.concatenate([math.sqrt(w) * b.feature_map(A) for b, w in zip(bases, weights, strict=True)], axis=1)
+
     phi_S, phi_test = transform_features(stacked(X), stacked(X_test), center=center, normalize=normalize)
     psi_S, psi_pool = transform_features(Y, pool_Y, center=center, normalize=normalize)
     widths = np.cumsum([0] + [len(b.cols) for b in bases])
     reverse = [reverse_model(phi_S[:, widths[k]:widths[k + 1]], psi_S, gammas[k]) for k in range(len(bases))]
-    g = lambda psi: np.concatenate([r(psi) for r in reverse], axis=1)
+    def g(psi):
+        return np.concatenate([r(psi) for r in reverse], axis=1)
+
     W = objective4_solution(phi_S, psi_S, [g(psi_pool[i]) for i in indices], [psi_pool[i] for i in indices],
                             indices, alpha)
     H = phi_test @ W.T
@@ -437,7 +442,9 @@ def test_streamed_statistics_match_naive(dtype, working_memory):
     pool = rng.normal(size=(40, 6)).astype(dtype)
     indices = [rng.choice(40, size=s, replace=False) for s in (3, 7, 1, 12, 5)] + [np.array([4, 4, 9])]
     indices.append(np.zeros(0, dtype=int))
-    represent = lambda block: np.tanh(block) + 1.0  # any row-wise map; an offset makes means non-zero
+    def represent(block):  # any row-wise map; an offset makes means non-zero
+        return np.tanh(block) + 1.0
+
     layout = set_layout(CandidateSets(pool, indices))
     stats = stream_statistics(layout, represent, 6, working_memory=working_memory, bytes_per_row=8 * 6 * 4)
     means, within = naive_statistics(pool, indices, represent)
@@ -549,7 +556,7 @@ def test_fit_does_not_mutate_inputs():
     copies = [a.copy() for a in (X, Y, pool_X, pool_Y)]
     fit_model("known", X, Y, pool_X, pool_Y, indices, alpha=0.5)
     fit_model("joint", X, Y, pool_X, pool_Y, indices, alpha=0.5)
-    for a, b in zip((X, Y, pool_X, pool_Y), copies):
+    for a, b in zip((X, Y, pool_X, pool_Y), copies, strict=True):
         np.testing.assert_array_equal(a, b)
 
 
@@ -557,10 +564,6 @@ def test_fit_does_not_mutate_inputs():
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_block_diagonal_product_matches_dense(sizes, dtype):
     """The separate approximation's block-row product ``D_K @ B`` equals the dense block-diagonal product."""
-    from scipy.linalg import block_diag
-
-    from iokr.estimators.mpiokr import _BlockDiagonal
-
     rng = np.random.default_rng(0)
     blocks = [rng.normal(size=(s, s)).astype(dtype) for s in sizes]
     other = rng.normal(size=(sum(sizes), 7)).astype(dtype)

@@ -3,9 +3,13 @@ leave-pair-out against explicit retraining."""
 
 import numpy as np
 import pytest
+from reference import concordance_pairs
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
 
-from iokr.estimators.rankrls import RankRLS
+from iokr.estimators.rankrls import PreferenceRankRLS, RankRLS
 from iokr.kernels import Gaussian, Linear
+from iokr.metrics import concordance_index, kendall_tau_b, pairwise_rank_loss
 
 
 def _laplacian(qids, normalize):
@@ -103,7 +107,7 @@ def test_leave_pair_out_matches_retraining(rng, normalize, kernel):
     model = RankRLS(alpha=0.4, kernel=kern, normalize_queries=normalize).fit(X, y)
     first, second = np.triu_indices(n, k=1)
     got = model.leave_pair_out((first, second))
-    for k, (i, j) in enumerate(zip(first, second)):
+    for k, (i, j) in enumerate(zip(first, second, strict=True)):
         keep = np.setdiff1d(np.arange(n), [i, j])
         ref = RankRLS(alpha=0.4, kernel=kern, normalize_queries=normalize).fit(X[keep], y[keep])
         p = ref.predict(X[[i, j]])
@@ -113,9 +117,9 @@ def test_leave_pair_out_matches_retraining(rng, normalize, kernel):
 def test_cv_path(ranking_data):
     X, y, qids = ranking_data
     scores = RankRLS(alpha=1.0).fit(X, y).cv_path([0.1, 1.0, 100.0], cv="lpo")
-    assert scores.shape == (3,) and np.all((0 <= scores) & (scores <= 1))
+    assert scores.shape == (3,) and np.all((scores >= 0) & (scores <= 1))
     scores = RankRLS(alpha=1.0).fit(X, y, qids).cv_path([0.1, 1.0], cv="lqo")
-    assert scores.shape == (2,) and np.all((0 <= scores) & (scores <= 1))
+    assert scores.shape == (2,) and np.all((scores >= 0) & (scores <= 1))
     with pytest.raises(ValueError, match="'cv'"):
         RankRLS().fit(X, y).cv_path([1.0], cv="kfold")
 
@@ -142,7 +146,7 @@ def test_does_not_mutate(ranking_data):
     X, y, qids = ranking_data
     before = X.copy(), y.copy(), qids.copy()
     RankRLS(alpha=1.0).fit(X, y, qids).leave_query_out()
-    for b, a in zip(before, (X, y, qids)):
+    for b, a in zip(before, (X, y, qids), strict=True):
         np.testing.assert_array_equal(b, a)
 
 
@@ -173,8 +177,6 @@ def _naive_tau_b(x, y):
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_pairwise_rank_loss_and_tau_b_vs_naive(seed):
-    from iokr.metrics import kendall_tau_b, pairwise_rank_loss
-
     rng = np.random.default_rng(seed)
     y = rng.integers(0, 4, size=40).astype(float)
     f = np.round(rng.normal(size=40), 1)  # ties in scores
@@ -190,10 +192,6 @@ def test_pairwise_rank_loss_and_tau_b_vs_naive(seed):
 @pytest.mark.parametrize("n", [2, 7, 60])
 @pytest.mark.parametrize("levels", [2, 5, 1000])
 def test_fast_concordance_index_equals_reference(n, levels):
-    from reference import concordance_pairs
-
-    from iokr.metrics import concordance_index
-
     rng = np.random.default_rng(n * levels)
     y = rng.integers(0, levels, size=n).astype(float)
     y[0], y[-1] = 0.0, 1.0
@@ -221,8 +219,6 @@ def test_holdout_matches_retraining(rng, normalize, kernel):
 
 
 def test_kfold_cv_path_is_mean_fold_cindex(rng):
-    from iokr.metrics import concordance_index
-
     X = rng.normal(size=(20, 3))
     y = X @ np.array([1.0, 0.5, -1.0]) + rng.normal(size=20)
     folds = np.array_split(rng.permutation(20), 4)
@@ -271,8 +267,6 @@ def _features(K):
 @pytest.mark.parametrize("n_pairs", [6, 40])  # fewer pairs than examples (pair-space solve) and more (n x n LU)
 @pytest.mark.parametrize("alpha", [1e-2, 1.0])
 def test_preference_rankrls_minimizes_pairwise_objective(rng, kernel, n_pairs, alpha):
-    from iokr.estimators.rankrls import PreferenceRankRLS
-
     n, m = 12, 5
     d = 30 if kernel == "linear-wide" else 4
     X = rng.normal(size=(n + m, d))
@@ -310,8 +304,6 @@ def test_preference_rankrls_minimizes_pairwise_objective(rng, kernel, n_pairs, a
 
 def test_preference_rankrls_equals_rankrls_on_all_pairs(rng):
     """All ordered pairs with margins y_i - y_j (i < j once each) is global RankRLS's Laplacian loss."""
-    from iokr.estimators.rankrls import PreferenceRankRLS
-
     X = rng.normal(size=(10, 3))
     y = rng.normal(size=10)
     i, j = np.triu_indices(10, k=1)
@@ -322,8 +314,6 @@ def test_preference_rankrls_equals_rankrls_on_all_pairs(rng):
 
 
 def test_preference_rankrls_bad_input(rng):
-    from iokr.estimators.rankrls import PreferenceRankRLS
-
     X = rng.normal(size=(6, 2))
     ok = (np.array([0, 1]), np.array([2, 3]))
     with pytest.raises(ValueError, match=r"\[0, 6\)"):
@@ -345,11 +335,6 @@ def test_preference_rankrls_bad_input(rng):
 
 
 def test_preference_rankrls_estimator_contract(rng):
-    from sklearn.base import clone
-    from sklearn.exceptions import NotFittedError
-
-    from iokr.estimators.rankrls import PreferenceRankRLS
-
     X = rng.normal(size=(8, 3))
     pairs = (np.array([0, 2, 4]), np.array([1, 3, 5]))
     before = X.copy(), pairs[0].copy(), pairs[1].copy()
@@ -358,5 +343,5 @@ def test_preference_rankrls_estimator_contract(rng):
         model.predict(X)
     assert model.fit(X, pairs) is model
     assert clone(model).get_params()["alpha"] == 0.5
-    for b, a in zip(before, (X, *pairs)):
+    for b, a in zip(before, (X, *pairs), strict=True):
         np.testing.assert_array_equal(b, a)

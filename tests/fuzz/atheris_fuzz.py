@@ -10,6 +10,7 @@ is written to a temporary file and read; an exception other than :class:`~iokr.e
 (libFuzzer stops and writes the input to ``crash-*``). Seeds are the valid files of the hypothesis modules.
 """
 
+import contextlib
 import os
 import sys
 import tempfile
@@ -90,10 +91,8 @@ def main():
     reader = READERS[fmt]
 
     def one_input(data):
-        try:
+        with contextlib.suppress(IOKRDataError):
             reader(data)
-        except IOKRDataError:
-            pass
 
     corpus = os.path.join(_DIR, "corpus")
     os.makedirs(corpus, exist_ok=True)

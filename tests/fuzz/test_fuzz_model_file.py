@@ -15,6 +15,14 @@ from fuzz_helpers import fuzz_settings, json_values, mutated, run_reader
 from hypothesis import given
 from hypothesis import strategies as st
 
+from iokr.apps.metabolites import (
+    Cleaning,
+    Fingerprinter,
+    MetaboliteIdentifier,
+    Spectra,
+    load_identifier,
+    save_identifier,
+)
 from iokr.io import ModelFileError, load_model_file, read_npz, save_model_file
 
 FMT = "model_file"
@@ -120,7 +128,6 @@ FP_PARAMS = {"kind": "morgan_bits", "n_bits": 32, "radius": 1}
 @pytest.fixture(scope="module")
 def identifier_blob(workdir):
     pytest.importorskip("rdkit")
-    from iokr.apps.metabolites import Cleaning, Fingerprinter, MetaboliteIdentifier, Spectra, save_identifier
 
     rng = np.random.default_rng(0)
     peak_lists = [np.column_stack([np.sort(rng.uniform(50, 200, 5)), rng.uniform(0.1, 1, 5)]) for _ in range(6)]
@@ -134,8 +141,6 @@ def identifier_blob(workdir):
 
 
 def _load_and_check(path):
-    from iokr.apps.metabolites import load_identifier
-
     model, fingerprinter, _, _ = load_identifier(path)
     assert model.weights_.shape == (1,) and fingerprinter.n_features == 32
     return model
@@ -241,8 +246,6 @@ def test_invalid_format_versions(workdir, generic_blob, version):
 
 
 def test_resigned_identifier_with_wrong_fingerprint_width(workdir, identifier_blob):
-    from iokr.apps.metabolites import load_identifier
-
     src = workdir / "w_src.npz"
     src.write_bytes(identifier_blob)
     arrays, meta = load_model_file(src, kind="metabolites")
@@ -254,8 +257,6 @@ def test_resigned_identifier_with_wrong_fingerprint_width(workdir, identifier_bl
 
 
 def test_resigned_identifier_with_nonfinite_peaks(workdir, identifier_blob):
-    from iokr.apps.metabolites import load_identifier
-
     src = workdir / "nf_src.npz"
     src.write_bytes(identifier_blob)
     arrays, meta = load_model_file(src, kind="metabolites")

@@ -36,7 +36,7 @@ def _check_ocr(result):
     if result is None:
         return
     assert len(result["images"]) == len(result["words"]) == result["folds"].size
-    for image, word in zip(result["images"], result["words"]):
+    for image, word in zip(result["images"], result["words"], strict=True):
         assert image.shape == (len(word), 128) and set(np.unique(image)) <= {0.0, 1.0}
 
 

@@ -8,12 +8,14 @@ one 1 GiB line cost 2.3 GB, and the 1.1 MB model with an extra 1 GiB array was r
 import gzip
 import io
 import json
+import tracemalloc
 import zipfile
 
 import numpy as np
 import pytest
 from rss_probe import CATCH, probe
 
+from iokr.apps.metabolites import ReadReport
 from iokr.io import save_model_file
 
 MAX_SECONDS = 10
@@ -101,10 +103,6 @@ print(time.perf_counter() - start)
 
 
 def test_read_report_memory_does_not_grow_with_skipped_records():
-    import tracemalloc
-
-    from iokr.apps.metabolites import ReadReport
-
     report = ReadReport()
     tracemalloc.start()
     for i in range(200_000):

@@ -11,6 +11,14 @@ import pytest
 from zip_members import read_members as _members
 from zip_members import write_members as _write
 
+from iokr.apps.metabolites import (
+    Cleaning,
+    Fingerprinter,
+    MetaboliteIdentifier,
+    Spectra,
+    load_identifier,
+    save_identifier,
+)
 from iokr.io import FORMAT_VERSION, ModelFileError, load_model_file, save_model_file
 
 ARRAYS = {"a": np.arange(12.0).reshape(3, 4), "names": np.array(["x", "yz"]), "bits": np.array([1, 0], np.uint8)}
@@ -44,7 +52,7 @@ def test_file_written_by_this_version_loads(model):
     assert {k: meta[k] for k in META} == META
 
 
-def _tamper(kind, path, tmp_path):
+def _tamper(kind, path, tmp_path):  # noqa: C901 - one branch per tampering kind, the test's data
     """Write the tampered variant ``kind`` of the model file at ``path``; return it."""
     members = _members(path)
     out = tmp_path / f"{kind}.npz"
@@ -152,7 +160,6 @@ def test_writer_refuses_object_arrays_and_unserializable_metadata(tmp_path):
 @pytest.fixture(scope="module")
 def identifier(tmp_path_factory):
     pytest.importorskip("rdkit")
-    from iokr.apps.metabolites import Cleaning, Fingerprinter, MetaboliteIdentifier, Spectra, save_identifier
 
     rng = np.random.default_rng(0)
     peak_lists = [np.column_stack([np.sort(rng.uniform(50, 200, 5)), rng.uniform(0.1, 1, 5)]) for _ in range(6)]
@@ -167,8 +174,6 @@ def identifier(tmp_path_factory):
 
 
 def test_identifier_written_by_this_version_loads_with_equal_scores(identifier):
-    from iokr.apps.metabolites import load_identifier
-
     path, model, S = identifier
     loaded, fingerprinter, _, meta = load_identifier(path)
     candidates = [(np.random.default_rng(1).random((7, 32)) < 0.3).astype(float)]
@@ -179,8 +184,6 @@ def test_identifier_written_by_this_version_loads_with_equal_scores(identifier):
 
 @pytest.mark.parametrize("kind", list(TAMPERING))
 def test_tampered_identifier_is_rejected(identifier, tmp_path, kind):
-    from iokr.apps.metabolites import load_identifier
-
     path = _tamper(kind, _with_generic_members(identifier[0], tmp_path), tmp_path)
     with pytest.raises(ModelFileError, match=TAMPERING[kind]):
         load_identifier(path)
@@ -206,8 +209,6 @@ def _with_generic_members(path, tmp_path):
 ])
 def test_resigned_identifier_with_wrong_member(identifier, tmp_path, name, value, match):
     """A valid checksum over a member of the wrong dtype or shape (or a missing member): the loader's own checks."""
-    from iokr.apps.metabolites import load_identifier
-
     arrays, meta = load_model_file(identifier[0], kind="metabolites")
     meta = {k: v for k, v in meta.items() if k not in ("format", "format_version", "library_version", "kind",
                                                         "sha256")}
@@ -222,7 +223,6 @@ def test_resigned_identifier_with_wrong_member(identifier, tmp_path, name, value
 
 def test_generic_model_file_is_not_an_identifier(model):
     pytest.importorskip("rdkit")
-    from iokr.apps.metabolites import load_identifier
 
     with pytest.raises(ModelFileError, match="expected 'metabolites'"):
         load_identifier(model)

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from reference import center_normalize, polynomial2_features
 
+from iokr import IOKR
 from iokr.kernels import FeatureTransform, KernelTransform, Linear, Polynomial
 
 FLAGS = [(True, True), (True, False), (False, True), (False, False)]
@@ -90,8 +91,6 @@ def test_feature_transform_matches_explicit(rng, center, normalize, dtype):
 def test_point_at_training_mean_is_a_zero_vector_after_normalization():
     # Rows symmetric around 0.1 * ones put a test point exactly at the training mean; centering leaves only rounding
     # noise on its diagonal, which must not be amplified to O(1) similarities by the normalization.
-    from iokr.kernels import KernelTransform, Linear
-
     rng = np.random.default_rng(3)
     half = rng.normal(size=(10, 6))
     X = np.vstack([half, -half]) + 0.1
@@ -109,8 +108,6 @@ def test_float32_point_near_the_mean_stays_psd_and_bounded():
     # 2.4e-4 from the training mean has a true centered squared norm (5.8e-8) under the float32 rounding of the
     # Gram's centering; normalizing that noise gave similarities of 1.33 and a Gram that is not PSD, so
     # IOKR(alpha=0.5).fit raised LinAlgError. The float32 threshold treats such a point as the zero vector.
-    from iokr import IOKR
-
     X = np.array([[-1.1097178], [0.58458674], [0.5068626], [2.4228733], [0.36080733], [0.27720597]], np.float32)
     transform = KernelTransform(center=True, normalize=True)
     gram = transform.fit_transform(Linear()(X))

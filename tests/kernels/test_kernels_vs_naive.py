@@ -12,6 +12,7 @@ from reference import (
     tanimoto_inner_pair,
     tanimoto_minmax_pair,
 )
+from sklearn.base import clone
 
 from iokr import config_context
 from iokr.kernels import (
@@ -235,8 +236,6 @@ def test_minmax_rejects_negative_features():
 
 
 def test_kernels_are_cloneable_estimators():
-    from sklearn.base import clone
-
     kernel = WeightedSum([Gaussian(0.3), Normalized(Polynomial(3))], [1.0, 2.0])
     copy = clone(kernel)
     assert copy is not kernel and copy.get_params()["kernels"][0].gamma == 0.3

@@ -24,6 +24,7 @@ from iokr.linalg import (
     loo_residuals,
     sq_norms_in_kernel,
 )
+from iokr.linalg._holdout import _spd_solve
 
 ALPHAS = [1e-2, 0.3, 10.0]
 
@@ -75,9 +76,9 @@ def test_holdout_predictions_vs_retraining(rng, method, dtype, shape, n_targets,
     # route clips (it solves with the nearest PSD matrix, in float64): retrain on that matrix.
     K_ref = psd_float64(K) if dtype == np.float32 and method == "eigen" else K
     rtol = 1e-8 if dtype == np.float64 else 1e-5
-    for alpha, solver in zip(ALPHAS, path):
+    for alpha, solver in zip(ALPHAS, path, strict=True):
         predictions = holdout_predictions(solver, Y, holdouts)
-        for rows, pred in zip(holdouts, predictions):
+        for rows, pred in zip(holdouts, predictions, strict=True):
             expected = retrained_prediction(K_ref, Y, rows, alpha)
             assert pred.dtype == np.float64 and pred.shape == expected.shape
             np.testing.assert_allclose(pred, expected, rtol=rtol, atol=rtol * 1e-2 * np.abs(expected).max())
@@ -88,7 +89,7 @@ def test_holdout_predictions_vs_retraining(rng, method, dtype, shape, n_targets,
 def test_loo_residuals_vs_retraining(rng, method, n_targets):
     K, Y = make_problem(rng, (25, 8), n_targets, np.float64)
     path = RegularizationPath(K, ALPHAS, method=method)
-    for alpha, solver in zip(ALPHAS, path):
+    for alpha, solver in zip(ALPHAS, path, strict=True):
         residuals = loo_residuals(solver, solver.prepare(Y))
         expected = np.stack([Y[i] - retrained_prediction(K, Y, np.array([i]), alpha)[0] for i in range(25)])
         np.testing.assert_allclose(residuals, expected.reshape(residuals.shape), rtol=1e-8, atol=1e-12)
@@ -101,7 +102,7 @@ def test_combination_coefficients_reproduce_predictions(rng, method, kind):
     K, Y = make_problem(rng, (24, 6), 5, np.float64)
     holdouts = check_holdouts(holdout_sets(kind, 24, rng), 24)
     solver = RegularizationPath(K, [0.2], method=method).at(0)
-    for rows, W in zip(holdouts, holdout_coefficients(solver, holdouts)):
+    for rows, W in zip(holdouts, holdout_coefficients(solver, holdouts), strict=True):
         assert W.shape == (rows.size, 24)
         assert np.all(W[:, rows] == 0.0)
         np.testing.assert_allclose(W @ Y, retrained_prediction(K, Y, rows, 0.2), rtol=1e-8, atol=1e-12)
@@ -119,7 +120,7 @@ def test_output_space_errors_through_output_gram(rng, kind):
     Ky = Psi @ Psi.T
     holdouts = check_holdouts(holdout_sets(kind, 22, rng), 22)
     solver = RegularizationPath(Kx, [0.5], method="eigen").at(0)
-    for rows, R in zip(holdouts, holdout_residual_coefficients(solver, holdouts)):
+    for rows, R in zip(holdouts, holdout_residual_coefficients(solver, holdouts), strict=True):
         expected = ((Psi[rows] - retrained_prediction(Kx, Psi, rows, 0.5)) ** 2).sum(axis=1)
         np.testing.assert_allclose(sq_norms_in_kernel(R, Ky), expected, rtol=1e-8)
 
@@ -129,8 +130,8 @@ def test_residuals_match_between_routes(rng):
     holdouts = check_holdouts(holdout_sets("kfold", 18, rng), 18)
     eig = RegularizationPath(K, ALPHAS, method="eigen")
     chol = RegularizationPath(K, ALPHAS, method="cholesky")
-    for se, sc in zip(eig, chol):
-        for a, b in zip(holdout_residuals(se, se.prepare(Y), holdouts), holdout_residuals(sc, sc.prepare(Y), holdouts)):
+    for se, sc in zip(eig, chol, strict=True):
+        for a, b in zip(holdout_residuals(se, se.prepare(Y), holdouts), holdout_residuals(sc, sc.prepare(Y), holdouts), strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-9)
 
 
@@ -159,8 +160,6 @@ def test_singular_kernel_tiny_alpha_falls_back_to_eigen_route(rng):
 
 
 def test_small_block_fallback_warns_and_stays_finite():
-    from iokr.linalg._holdout import _spd_solve
-
     block = np.array([[1.0, 1.0], [1.0, 1.0]])
     with pytest.warns(NumericalStabilityWarning, match="numerically singular"):
         out = _spd_solve(block, np.array([1.0, 1.0]))
@@ -216,8 +215,8 @@ def test_intercept_holdout_vs_retraining(rng, method, n_targets, kind):
     Y = Y + 3.0  # a non-zero mean, which the intercept must absorb
     holdouts = check_holdouts(holdout_sets(kind, 26, rng), 26)
     path = RegularizationPath(K, ALPHAS, method=method, intercept=True)
-    for alpha, solver in zip(ALPHAS, path):
-        for rows, pred in zip(holdouts, holdout_predictions(solver, Y, holdouts)):
+    for alpha, solver in zip(ALPHAS, path, strict=True):
+        for rows, pred in zip(holdouts, holdout_predictions(solver, Y, holdouts), strict=True):
             np.testing.assert_allclose(pred, retrained_with_intercept(K, Y, rows, alpha), rtol=1e-8, atol=1e-10)
         if kind == "loo":
             loo = loo_residuals(solver, solver.prepare(Y))
@@ -231,7 +230,7 @@ def test_intercept_equals_refitted_centering(rng):
     Y = rng.normal(size=(20, 2)) - 1.0
     solver = RegularizationPath(X @ X.T, [0.7], intercept=True).at(0)
     holdouts = check_holdouts(holdout_sets("kfold", 20, rng), 20)
-    for rows, pred in zip(holdouts, holdout_predictions(solver, Y, holdouts)):
+    for rows, pred in zip(holdouts, holdout_predictions(solver, Y, holdouts), strict=True):
         train = np.setdiff1d(np.arange(20), rows)
         mx, my = X[train].mean(axis=0), Y[train].mean(axis=0)
         Xc = X[train] - mx

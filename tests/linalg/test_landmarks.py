@@ -125,10 +125,7 @@ def test_sketched_landmarks_match_explicit_nystrom_formula(solver):
     model = SketchedIOKR(alpha=alpha, input_kernel=kernel, solver=solver, n_components=s, center_input=False,
                          normalize_input=False, center_output=False, normalize_output=False).fit(X, Y)
     K = kernel(X)
-    if solver == "cholesky":
-        S = np.sort(_dense_pivoted_cholesky(K, s))
-    else:
-        S = np.sort(_brute_force_greedy(K, Y, s))
+    S = np.sort(_dense_pivoted_cholesky(K, s) if solver == "cholesky" else _brute_force_greedy(K, Y, s))
     values, vectors = np.linalg.eigh(K[np.ix_(S, S)])
     W = vectors / np.sqrt(values)
     Phi = K[:, S] @ W

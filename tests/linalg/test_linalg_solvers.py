@@ -5,7 +5,7 @@ import warnings
 import numpy as np
 import pytest
 
-from iokr import config_context
+from iokr import config_context, get_config
 from iokr.exceptions import ConvergenceWarning, NumericalStabilityWarning
 from iokr.linalg import EigenPath, block_cg, cholesky_shifted, chunk_rows, row_slices, solve_shifted
 
@@ -59,8 +59,6 @@ def test_cholesky_jitter_retry_warns_with_jitter(rng):
 
 def _first_working_jitter(K):
     """The first entry of the schedule (times mean diagonal) with which numpy's Cholesky succeeds."""
-    from iokr import get_config
-
     scale = np.mean(np.abs(np.diag(K)))
     for relative in get_config()["jitter_schedule"]:
         try:
@@ -75,9 +73,8 @@ def test_cholesky_jitter_schedule_exhausted_raises(rng):
     K = -np.eye(4)  # negative definite: no small jitter helps
     with pytest.raises(np.linalg.LinAlgError, match="not positive definite"):
         cholesky_shifted(K, 0.0)
-    with config_context(jitter_schedule=(1e-12,)):
-        with pytest.raises(np.linalg.LinAlgError, match="'K'"):
-            cholesky_shifted(np.diag([1.0, 1.0, -1e-3]), 0.0)
+    with config_context(jitter_schedule=(1e-12,)), pytest.raises(np.linalg.LinAlgError, match="'K'"):
+        cholesky_shifted(np.diag([1.0, 1.0, -1e-3]), 0.0)
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
@@ -199,8 +196,7 @@ def test_chunk_rows_and_row_slices():
 def test_chunk_rows_memory_error_when_budget_too_small():
     with pytest.raises(MemoryError, match=r"needs 4194304 bytes.*budget of 1048576 bytes"):
         chunk_rows(10, 4 * 2**20, working_memory=1)
-    with config_context(working_memory=1e-6):
-        with pytest.raises(MemoryError, match="working-memory"):
-            chunk_rows(10, 8)
+    with config_context(working_memory=1e-6), pytest.raises(MemoryError, match="working-memory"):
+        chunk_rows(10, 8)
     with pytest.raises(ValueError, match="'working_memory'"):
         chunk_rows(10, 8, working_memory=-1)

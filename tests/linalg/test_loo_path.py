@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from iokr import config_context
+from iokr import RLS, RLSCV, config_context
 from iokr.linalg import AlphaSkeleton, EigenPath, EigenShift, InterceptShift, loo_residuals, loo_squared_errors
 
 GRID = np.logspace(-6, 2, 31)
@@ -110,7 +110,7 @@ def test_inputs_not_mutated(rng):
     path = EigenPath(K, deflate_constant=True)
     before = (Y.copy(), path.eigenvalues.copy(), path.eigenvectors.copy())
     loo_squared_errors(path, Y, GRID)
-    for a, b in zip(before, (Y, path.eigenvalues, path.eigenvectors)):
+    for a, b in zip(before, (Y, path.eigenvalues, path.eigenvectors), strict=True):
         np.testing.assert_array_equal(a, b)
 
 
@@ -144,8 +144,6 @@ def test_spectrum_with_few_distinct_eigenvalues(rng, distinct):
 
 
 def test_rlscv_default_grid_on_a_rank_deficient_gram_matches_explicit_loo(rng):
-    from iokr import RLS, RLSCV
-
     X, y = rng.normal(size=(21, 3)), rng.normal(size=21)
     search = RLSCV().fit(X, y)  # the default alpha grid, linear kernel: a rank-3 Gram
     for j in (0, len(search.cv_results_["params"]) // 2, -1):

@@ -4,6 +4,8 @@ against the Gaussian kernel, and Falkon-PCG against the exact solution."""
 import numpy as np
 import pytest
 from reference import IOKR_LIKE_SKLEARN_CHECKS
+from sklearn.base import clone
+from sklearn.utils import estimator_checks
 
 from iokr import IOKR
 from iokr.estimators.sketched import SketchedIOKR
@@ -144,9 +146,6 @@ SKETCHED_SKLEARN_CHECKS = IOKR_LIKE_SKLEARN_CHECKS
                                                     output_kernel=Tanimoto(), output_components=4, random_state=0)],
                          ids=["nystrom", "falkon", "rff-output-sketch"])
 def test_sklearn_estimator_checks(check_name, estimator):
-    from sklearn.base import clone
-    from sklearn.utils import estimator_checks
-
     getattr(estimator_checks, check_name)(type(estimator).__name__, clone(estimator))
 
 

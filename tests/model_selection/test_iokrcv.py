@@ -171,7 +171,7 @@ def test_ranking_scores_vs_retraining(rng, output_kernel, p, decoding, kind):
         np.testing.assert_allclose(features, expected, rtol=1e-8, atol=1e-12)
     order = np.concatenate(holdouts)
     np.testing.assert_array_equal(np.concatenate([r.top_candidates for r in seen]),
-                                  [pooled.indices[i][b] for i, b in zip(order, best)])
+                                  [pooled.indices[i][b] for i, b in zip(order, best, strict=True)])
 
 
 def test_best_estimator_and_public_api(rng):
@@ -227,7 +227,7 @@ def test_without_transforms_equals_refitting_iokr(rng, scoring, working_memory):
             model = IOKR(alpha=alpha, input_kernel="gaussian", **flags).fit(X[train], Y[train])
             rankings = model.rank(X[test], [sets[i] for i in test])
             ranks = []
-            for i, ranking in zip(test, rankings):
+            for i, ranking in zip(test, rankings, strict=True):
                 truth = int(np.flatnonzero((sets[i] == Y[i]).all(axis=1))[0])
                 ranks.append(true_candidate_rank(ranking.scores[np.argsort(ranking.order)], truth))
             ranks = np.array(ranks)
@@ -268,7 +268,7 @@ def test_centering_refitted_per_split_is_exact(rng, output_kernel, cv):
                     expected.append(-np.mean(errors))
                 else:
                     ranks = []
-                    for i, ranking in zip(test, model.rank(X[test], [sets[i] for i in test])):
+                    for i, ranking in zip(test, model.rank(X[test], [sets[i] for i in test]), strict=True):
                         truth = int(np.flatnonzero((sets[i] == Y[i]).all(axis=1))[0])
                         ranks.append(true_candidate_rank(ranking.scores[np.argsort(ranking.order)], truth))
                     expected.append(np.mean(1.0 / np.array(ranks)))

@@ -2,12 +2,15 @@
 
 import numpy as np
 import pytest
-from sklearn.linear_model import RidgeCV
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.linear_model import Ridge, RidgeCV
 from sklearn.model_selection import GroupKFold, KFold, RepeatedKFold, ShuffleSplit
 
 from iokr.estimators.rls import RLS
+from iokr.exceptions import NumericalStabilityWarning
 from iokr.kernels import Gaussian, KernelTransform
-from iokr.model_selection import RLSCV
+from iokr.model_selection import IOKRCV, RLSCV
 
 ALPHAS = [1e-2, 0.3, 3.0]
 
@@ -95,8 +98,6 @@ def test_center_is_an_intercept_refitted_on_every_training_side(rng, path_method
 
 
 def test_center_linear_rls_is_ridge_with_intercept(rng):
-    from sklearn.linear_model import Ridge
-
     X, y = make_data(rng, (30, 4), 2, np.float64)
     y = y + np.array([4.0, -7.0])
     ours = RLS(alpha=0.7, center=True).fit(X, y)
@@ -200,8 +201,6 @@ def test_bad_input_is_rejected(rng, params, fit_kwargs, match):
 
 
 def test_ill_conditioned_tiny_alphas_stay_finite(rng):
-    from iokr.exceptions import NumericalStabilityWarning
-
     X = rng.normal(size=(30, 2))
     y = X[:, 0] + 0.1 * rng.normal(size=30)
     with pytest.warns(NumericalStabilityWarning):
@@ -211,10 +210,6 @@ def test_ill_conditioned_tiny_alphas_stay_finite(rng):
 
 
 def test_estimator_contract_basics(rng):
-    from sklearn.base import clone
-
-    from iokr.model_selection import IOKRCV
-
     for est in (RLSCV(), RLSCV(alphas=np.array([0.1, 1.0])), IOKRCV(), IOKRCV(alphas=np.logspace(-2, 1, 4))):
         assert type(est).__name__ in repr(est)
         assert clone(est).get_params()["alphas"] is not None
@@ -222,7 +217,6 @@ def test_estimator_contract_basics(rng):
     alphas = np.array([0.1, 1.0])
     RLSCV(alphas=alphas).fit(X, y)
     np.testing.assert_array_equal(alphas, [0.1, 1.0])  # parameters are not mutated by fit
-    from sklearn.exceptions import NotFittedError
 
     with pytest.raises(NotFittedError):
         RLSCV().predict(X)
@@ -230,8 +224,6 @@ def test_estimator_contract_basics(rng):
 
 def test_skeleton_route_is_recorded_and_matches_per_alpha_route(rng):
     """The grid route (skeleton alphas) and the per-alpha Cholesky route give the same LOO scores."""
-    from iokr.kernels import Gaussian
-
     X, y = rng.normal(size=(80, 4)), rng.normal(size=(80, 2))
     alphas = np.logspace(-4, 2, 31)
     grid = RLSCV(alphas=alphas, kernel=Gaussian(gamma=0.3), path_method="eigen").fit(X, y)

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from unittest import mock
 
 import numpy as np
+from hypothesis import settings
 from hypothesis import strategies as st
 
 from iokr import config_context
@@ -75,7 +76,7 @@ def unchanged(*arrays):
         flat.extend(a if isinstance(a, (list, tuple)) else [a])
     copies = [np.array(a, copy=True) for a in flat]
     yield
-    for original, copy in zip(flat, copies):
+    for original, copy in zip(flat, copies, strict=True):
         np.testing.assert_array_equal(np.asarray(original), copy, err_msg="an input was mutated")
 
 
@@ -126,6 +127,4 @@ def smallest_budget_run(run, *, start=2e-6, factor=1.25, stop=64.0):
 
 def share(fraction):
     """Settings running ``fraction`` of the loaded profile's examples (for tests parametrized over many models)."""
-    from hypothesis import settings
-
     return settings(max_examples=max(3, int(settings.default.max_examples * fraction)))

@@ -7,6 +7,7 @@ over a shared pool must equal the unchunked run, and more than one block must ac
 """
 
 import gzip
+import itertools
 import warnings
 
 import numpy as np
@@ -40,7 +41,7 @@ def bundle(tmp_path_factory):
 
     path = tmp_path_factory.mktemp("massbank") / "head.jsonl"
     with gzip.open(BUNDLED_METABOLITES["spectra"], "rt") as source:
-        path.write_text("".join(line for _, line in zip(range(1500), source)))
+        path.write_text("".join(itertools.islice(source, 1500)))
     spectra, _ = read_spectra(path, require_structure=True)
     keys = [m["inchikey"][:14] for m in spectra.metadata]
     keep, seen = [], set()
@@ -92,7 +93,7 @@ def test_scoring_ranking_and_top_k_chunked_equal_unchunked(bundle, output_kernel
     with counting(scoring, "_plan") as plans:
         rankings_chunked, _ = smallest_budget_run(lambda: model.rank(X_test, sets))
     assert len(plans) > 1
-    for ranking, chunked in zip(rankings, rankings_chunked):
+    for ranking, chunked in zip(rankings, rankings_chunked, strict=True):
         np.testing.assert_allclose(chunked.scores, ranking.scores, rtol=0, atol=1e-12)
         np.testing.assert_array_equal(chunked.order, ranking.order)
 
@@ -100,14 +101,14 @@ def test_scoring_ranking_and_top_k_chunked_equal_unchunked(bundle, output_kernel
         top_chunked, _ = smallest_budget_run(lambda: model.rank(X_test, CandidateSets.shared(pool, N_TEST),
                                                                 top_k=5))
     assert scoring_blocks(plans, N_TEST, pool.shape[0]) > 1
-    for q, (ranking, chunked) in enumerate(zip(top, top_chunked)):
+    for q, (ranking, chunked) in enumerate(zip(top, top_chunked, strict=True)):
         np.testing.assert_allclose(chunked.scores, ranking.scores, rtol=0, atol=1e-12)
         np.testing.assert_allclose(chunked.scores, -np.sort(-S[q])[:5], rtol=0, atol=1e-12)
 
     # the true structure's rank does not depend on the budget either
-    truth = [int(np.flatnonzero((s == y).all(axis=1))[0]) for s, y in zip(sets, bundle["Y_test"])]
-    ranks = [int(np.flatnonzero(r.order == t)[0]) for r, t in zip(rankings, truth)]
-    ranks_chunked = [int(np.flatnonzero(r.order == t)[0]) for r, t in zip(rankings_chunked, truth)]
+    truth = [int(np.flatnonzero((s == y).all(axis=1))[0]) for s, y in zip(sets, bundle["Y_test"], strict=True)]
+    ranks = [int(np.flatnonzero(r.order == t)[0]) for r, t in zip(rankings, truth, strict=True)]
+    ranks_chunked = [int(np.flatnonzero(r.order == t)[0]) for r, t in zip(rankings_chunked, truth, strict=True)]
     assert ranks == ranks_chunked
 
 

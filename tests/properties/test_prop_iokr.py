@@ -210,7 +210,7 @@ def test_chunked_scoring_ranking_and_top_k_equal_unchunked(name, spec, alpha, de
     magnitude = scale(S)
 
     # rankings agree with decision_function on each query's own set, best first; predict returns the best
-    for q, (ranking, C_q) in enumerate(zip(rankings, sets)):
+    for q, (ranking, C_q) in enumerate(zip(rankings, sets, strict=True)):
         assert ranking.n_candidates == C_q.shape[0] and len(ranking.order) == C_q.shape[0]
         if C_q.shape[0] == 0:
             assert np.isnan(best[q]).all()
@@ -233,7 +233,7 @@ def test_chunked_scoring_ranking_and_top_k_equal_unchunked(name, spec, alpha, de
             return model.rank(X_test, sets), model.predict(X_test, sets)
 
     (rankings_chunked, best_chunked), _ = smallest_budget_run(rank_and_predict)
-    for ranking, chunked in zip(rankings, rankings_chunked):
+    for ranking, chunked in zip(rankings, rankings_chunked, strict=True):
         np.testing.assert_allclose(np.sort(chunked.scores), np.sort(ranking.scores), rtol=0, atol=_tol(magnitude))
     if not _near_ties(rankings, magnitude):  # otherwise rounding may pick the other of two tied candidates
         np.testing.assert_array_equal(best_chunked, best)

@@ -93,7 +93,7 @@ def test_segmented_string_kde_properties(params, problem):
     copies = [x.copy() for x in X + X_test]
     model = SegmentedStringKDE(**params).fit(X, train)
     predictions = model.predict(X_test)
-    for original, copy in zip(X + X_test, copies):
+    for original, copy in zip(X + X_test, copies, strict=True):
         np.testing.assert_array_equal(original, copy)
     assert [len(p) for p in predictions] == test_lengths
     assert all(set(p) <= set(model.alphabet_) for p in predictions)

@@ -168,7 +168,7 @@ def concordance_pairs(y_true, y_score):
 
 def example_f1_loop(Y_true, Y_pred):
     total = 0.0
-    for t, p in zip(Y_true, Y_pred):
+    for t, p in zip(Y_true, Y_pred, strict=True):
         t_set = {j for j, v in enumerate(t) if v}
         p_set = {j for j, v in enumerate(p) if v}
         total += 1.0 if not t_set and not p_set else 2.0 * len(t_set & p_set) / (len(t_set) + len(p_set))
@@ -178,8 +178,8 @@ def example_f1_loop(Y_true, Y_pred):
 def hamming_loop(Y_true, Y_pred):
     wrong = 0
     count = 0
-    for t, p in zip(Y_true, Y_pred):
-        for a, b in zip(t, p):
+    for t, p in zip(Y_true, Y_pred, strict=True):
+        for a, b in zip(t, p, strict=True):
             wrong += bool(a) != bool(b)
             count += 1
     return wrong / count

@@ -29,7 +29,7 @@ def test_best_path_per_length_matches_enumeration(n, rng):
     space = OutputSpace(words, n)
     g = rng.normal(scale=0.6, size=space.n_columns)
     lm_cost = rng.random(len(space.top_grams))
-    by_gram = dict(zip(space.top_grams, lm_cost))
+    by_gram = dict(zip(space.top_grams, lm_cost, strict=True))
     search = GraphSearch(space, lm_cost)
     max_length = 6
     paths = search.best_paths(g, max_length, lm_weight=0.5)

@@ -36,7 +36,7 @@ def test_batch_equals_per_string_on_random_words(rng, n):
     counts = [ngram_counts(w, n) for w in words]
     got = ngram_preimage_batch(counts, n)
     assert got == [ngram_preimage(c, n) for c in counts]
-    assert all(ngram_counts(s, n) == c for s, c in zip(got, counts))
+    assert all(ngram_counts(s, n) == c for s, c in zip(got, counts, strict=True))
 
 
 @pytest.mark.parametrize("n", [1, 2, 3])
@@ -53,7 +53,7 @@ def test_batch_equals_per_string_on_ocr_words(n):
     counts = [ngram_counts(w, n) for w in words]
     got = ngram_preimage_batch(counts, n)
     assert got == [ngram_preimage(c, n) for c in counts]
-    assert all(ngram_counts(s, n) == c for s, c in zip(got, counts))
+    assert all(ngram_counts(s, n) == c for s, c in zip(got, counts, strict=True))
 
 
 def test_batch_symbol_sequences_and_mixed_rows():
@@ -77,7 +77,7 @@ def test_matrix_input_equals_mappings(rng, as_sparse):
     vocabulary = sorted({g for w in words for g in ngram_counts(w, 3)})
     matrix = np.array([[ngram_counts(w, 3).get(g, 0) for g in vocabulary] for w in words], dtype=float)
     matrix[::7] += rng.normal(scale=0.3, size=matrix[::7].shape)  # regression-like outputs, rounded
-    rows = [dict(zip(vocabulary, row.tolist())) for row in matrix]
+    rows = [dict(zip(vocabulary, row.tolist(), strict=True)) for row in matrix]
     got = ngram_preimage_batch(sparse.csr_matrix(matrix) if as_sparse else matrix, 3, vocabulary=vocabulary)
     assert got == ngram_preimage_batch(rows, 3) == [ngram_preimage(r, 3) for r in rows]
 

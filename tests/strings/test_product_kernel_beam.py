@@ -27,7 +27,7 @@ def _explicit_features(x, orders, weights, pad_value):
     d = x.shape[1]
     pad = np.r_[np.zeros(d), math.sqrt(pad_value)]
     parts = []
-    for n, w in zip(orders, weights):
+    for n, w in zip(orders, weights, strict=True):
         items = [pad] * (n - 1) + [np.r_[row, 0.0] for row in x] + [pad] * (n - 1)
         f = 0.0
         for i in range(len(items) - n + 1):
@@ -132,7 +132,7 @@ def test_exhaustive_beam_scores_every_string_exactly(n, lm_weight, rng):
     cands, scores = search.search(g, [0, 2, 4], beam_width=A**4, lm_weight=lm_weight, return_scores=True)
     expected = {ids for L in (0, 2, 4) for ids in itertools.product(range(A), repeat=L)}
     assert set(cands) == expected and len(cands) == len(expected)
-    for ids, s in zip(cands, scores):
+    for ids, s in zip(cands, scores, strict=True):
         assert s == pytest.approx(_prefix_objective(ids, space, g, lm, lm_weight), abs=1e-10)
 
 
@@ -166,7 +166,7 @@ def test_exhaustive_beam_prediction_is_the_brute_force_minimizer(length, slack):
                       length=length, length_slack=slack, max_alternatives=4).fit(words, words)
     G = model.predict_counts(inputs)
     pred = model.predict(inputs)
-    for g, p in zip(G, pred):
+    for g, p in zip(G, pred, strict=True):
         if length == "predicted":
             L = int(model.predicted_length(g)[0])
             lengths = range(max(L - slack, 0), L + slack + 1)

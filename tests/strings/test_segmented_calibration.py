@@ -102,7 +102,7 @@ def test_calibrated_decoding_equals_enumeration(order, prior_weight, lm_weight, 
     lm = NgramLanguageModel(order, discount=discount).fit(y)
     cal = model.calibrator_
     counts = np.bincount([("abc".index(c)) for w in y for c in w], minlength=3)
-    for q, pred in zip(queries, model.predict(queries)):
+    for q, pred in zip(queries, model.predict(queries), strict=True):
         g = model.segment_scores([q])[0]
         emit = _naive_log_softmax(g @ cal.coef_.T + cal.intercept_) - prior_weight * np.log(counts / counts.sum())
         best = max(("".join(s) for s in itertools.product("abc", repeat=len(q))),
@@ -117,7 +117,7 @@ def test_preprocess_equals_fitting_on_transformed_features(rng):
     a = SegmentedStringKDE(kern, alpha=0.2, lm_order=2, preprocess=lambda Z: Z @ transform).fit(X, y)
     b = SegmentedStringKDE(kern, alpha=0.2, lm_order=2).fit([x @ transform for x in X], y)
     queries = [rng.normal(size=(3, 3)), rng.normal(size=(1, 3))]
-    for ga, gb in zip(a.segment_scores(queries), b.segment_scores([q @ transform for q in queries])):
+    for ga, gb in zip(a.segment_scores(queries), b.segment_scores([q @ transform for q in queries]), strict=True):
         np.testing.assert_allclose(ga, gb, rtol=0, atol=1e-12)
     assert a.n_features_in_ == 3  # inputs are checked before the transform
 
@@ -129,7 +129,7 @@ def test_augment_equals_fitting_on_stacked_copies(rng):
     kern = Gaussian(gamma=0.2)
     a = SegmentedStringKDE(kern, alpha=0.1, lm_order=None, augment=shifts).fit(X, words)
     # Reference: each word's copies as extra words (the regression only sees the stacked letters).
-    copies = [shifts(x).reshape(3, len(w), 12) for x, w in zip(X, words)]
+    copies = [shifts(x).reshape(3, len(w), 12) for x, w in zip(X, words, strict=True)]
     Xb = [c[k] for k in range(3) for c in copies]
     yb = [w for _ in range(3) for w in words]
     b = SegmentedStringKDE(kern, alpha=0.1, lm_order=None).fit(Xb, yb)

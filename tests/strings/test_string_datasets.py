@@ -13,7 +13,7 @@ def test_bundled_ocr_subset():
     data = load_ocr_letters()
     assert len(data["words"]) == len(data["images"]) == data["folds"].size == 1330
     assert set(np.unique(data["folds"])) == {0, 1}
-    assert all(x.shape == (len(w), 128) for x, w in zip(data["images"], data["words"]))
+    assert all(x.shape == (len(w), 128) for x, w in zip(data["images"], data["words"], strict=True))
     assert data["words"][0] == "ommanding"
     assert all(set(np.unique(x)) <= {0.0, 1.0} for x in data["images"][:20])
 

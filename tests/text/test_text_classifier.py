@@ -4,6 +4,9 @@ import numpy as np
 import pytest
 from scipy import linalg
 
+from iokr.datasets import load_parallel_text
+from iokr.estimators.rls import RLS
+from iokr.model_selection import RLSCV
 from iokr.text import (
     BagOfWordsKernel,
     ContextFeaturizer,
@@ -11,6 +14,7 @@ from iokr.text import (
     CooccurrenceLSA,
     TransformedContextKernel,
     WordPositionKernel,
+    tokenize,
 )
 
 
@@ -128,9 +132,6 @@ def test_fixed_folds_are_accepted_and_bad_cv_rejected(task):
 
 def test_real_text_their_there_on_bundled_bible_subset():
     """KJV chapters shipped with iokr.datasets (public domain): their/there from context beats the majority class."""
-    from iokr.datasets import load_parallel_text
-    from iokr.text import tokenize
-
     ids, english, _ = load_parallel_text()
     texts = [tokenize(chapter) for chapter in english]
     occ = [(k, i) for k, tokens in enumerate(texts) for i, t in enumerate(tokens) if t in ("their", "there")]
@@ -148,9 +149,6 @@ def test_real_text_their_there_on_bundled_bible_subset():
 
 
 def test_core_rls_and_rlscv_take_sparse_contexts_through_the_kernel(task):
-    from iokr.estimators.rls import RLS
-    from iokr.model_selection import RLSCV
-
     f, X, y, groups = task
     y_pm = np.where(y == "than", 1.0, -1.0)
     kernel = WordPositionKernel(3, theta=1.0)

@@ -252,4 +252,4 @@ def test_inputs_are_not_mutated(rng):
     E0 = E.copy()
     kernel = TransformedContextKernel(2, 0.3, word_embedding=E, word_mix=0.5)
     kernel(X), kernel.diag(X), kernel.features(X), kernel.primal_weights(X, np.ones(6))
-    assert (X != before).nnz == 0 and np.array_equal(E, E0)
+    assert (before != X).nnz == 0 and np.array_equal(E, E0)

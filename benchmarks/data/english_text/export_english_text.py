@@ -47,7 +47,7 @@ for dirpath, _, files in sorted(os.walk(src)):
         with open(path, encoding="utf-8") as f:
             lines = f.read().splitlines()
         para, in_code = [], False
-        def flush():
+        def flush(para=para, doc=doc):  # bound now: one paragraph buffer and document per file
             text = " ".join(para).strip()
             para.clear()
             text = LIT.sub(r"\1", LINK.sub(r"\1", ROLE.sub(r"\1", text)))

@@ -6,8 +6,9 @@ RDKit is needed for fingerprints and candidates, matchms for MGF/MSP files (``pi
 
 from ._candidates import CandidateList, CandidateStore, read_candidate_lists
 from ._database import StructureDatabase
-from ._default_model import ensure_default_model
+from ._default_model import default_model_path, ensure_default_model
 from ._fingerprints import FINGERPRINT_PARTS, FINGERPRINTS, Fingerprinter, inchikey, parse_structure
+from ._formulas import FormulaError, canonical_formula
 from ._identify import QUERY_COLUMNS, RESULT_COLUMNS, IdentifySettings
 from ._jobs import (
     DEFAULT_FINGERPRINT,
@@ -59,6 +60,9 @@ __all__ = [
     "clean_spectra",
     "concatenate",
     "cross_validate",
+    "FormulaError",
+    "canonical_formula",
+    "default_model_path",
     "ensure_default_model",
     "evaluate_job",
     "evaluate_lists",

@@ -50,7 +50,7 @@ def test_tar_and_plain_files(tmp_path):
     (tmp_path / "c.tsv").write_text("name\tsmiles\na\tCNCC(=O)O\nb\tnot_a_smiles\nc\tNCCC(=O)O\n")
     (lst,) = read_candidate_lists(tmp_path / "c.tsv")
     assert lst.n_unparsable == 1 and len(lst) == 2 and lst.formula == "C3H7NO2" and lst.scores is None
-    from rdkit import Chem
+    from rdkit import Chem  # noqa: PLC0415 - optional chem extra, after importorskip
 
     sdf = "".join(Chem.MolToMolBlock(Chem.MolFromSmiles(s)) + "$$$$\n" for s in ("CNCC(=O)O", "NCCC(=O)O"))
     (tmp_path / "c.sdf").write_text(sdf)

@@ -1,9 +1,13 @@
 """Closed-form cross-validation of the metabolite model against refitting and against single-alpha searches."""
 
+import argparse
+
 import numpy as np
 import pytest
 
+import iokr.model_selection._iokrcv as iokrcv
 from iokr.apps.metabolites import MetaboliteIdentifier, Spectra
+from iokr.apps.metabolites._model import make_output_kernel
 from iokr.apps.metabolites._pipeline import (
     TrainingSet,
     _fold_ids,
@@ -12,6 +16,7 @@ from iokr.apps.metabolites._pipeline import (
     cross_validate_refit,
     fold_candidate_sets,
 )
+from iokr.cli.metabolites import _grid
 from iokr.estimators import IOKR
 from iokr.metrics import true_candidate_rank
 
@@ -73,7 +78,6 @@ def _brute_force_ranks(train, base, alpha, n_folds=3, seed=0):
     """
     model = MetaboliteIdentifier(**base)
     grams, diags = model.base_grams(train.spectra)
-    from iokr.apps.metabolites._model import make_output_kernel
 
     folds = _fold_ids(len(train.spectra), n_folds, seed)
     ranks = np.empty(len(train.spectra))
@@ -93,8 +97,6 @@ def _brute_force_ranks(train, base, alpha, n_folds=3, seed=0):
 
 def test_closed_form_matches_refitting_without_normalization(monkeypatch):
     """With normalization off, every hold-out rank equals that of a model refitted on the fold's training side."""
-    import iokr.model_selection._iokrcv as iokrcv
-
     train = _train(seed=1)
     base = {**BASE, "output_kernel": "tanimoto"}
     original = iokrcv.IOKRCV.__init__
@@ -119,7 +121,7 @@ def test_closed_form_close_to_refit_cross_validation():
     grid = {"alpha": (0.1, 1.0), "output_gamma": (1.0,)}
     _, closed = cross_validate(train, BASE, grid, n_folds=3)
     _, refit = cross_validate_refit(train, BASE, grid, n_folds=3)
-    for a, b in zip(closed, refit):
+    for a, b in zip(closed, refit, strict=True):
         assert a["alpha"] == b["alpha"]
         assert abs(a["score"] - b["score"]) <= 10.0
 
@@ -133,7 +135,7 @@ def test_width_grid_equals_runs_at_each_width():
         _, single = cross_validate(train, {**BASE, "sigma_mz": sigma}, {"alpha": (0.1, 1.0),
                                                                         "output_kernel": ("tanimoto",)}, n_folds=3)
         rows = [r for r in table if r["sigma_mz"] == sigma]
-        for a, b in zip(rows, single):
+        for a, b in zip(rows, single, strict=True):
             assert (a["alpha"], a["score"], a["top5"]) == pytest.approx((b["alpha"], b["score"], b["top5"]))
     assert best["sigma_mz"] == max(table, key=lambda r: r["score"])["sigma_mz"]
     with pytest.raises(ValueError, match="sigma_mz"):
@@ -141,10 +143,6 @@ def test_width_grid_equals_runs_at_each_width():
 
 
 def test_cli_grid_overrides_only_given_options():
-    import argparse
-
-    from iokr.cli.metabolites import _grid
-
     default = {"alpha": (0.1, 1.0), "input_gamma": (None,), "output_kernel": ("tanimoto",), "output_gamma": (1.0,)}
     args = argparse.Namespace(alphas=None, output_kernels=None, output_gammas=None)
     assert _grid(args, default) == default

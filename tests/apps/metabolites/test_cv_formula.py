@@ -1,16 +1,24 @@
 """Isomer-like CV lists (same molecular formula, filled up by nearest mass) against brute-force references."""
 
+import argparse
+
 import numpy as np
 import pytest
 
-from iokr.apps.metabolites import MetaboliteIdentifier, Spectra
+import iokr.model_selection._iokrcv as iokrcv
+from iokr.apps.metabolites import CandidateStore, Fingerprinter, MetaboliteIdentifier, Spectra, _jobs
+from iokr.apps.metabolites._candidates import export_fingerprint_cache
 from iokr.apps.metabolites._fingerprints import formula_mass
+from iokr.apps.metabolites._jobs import attach_first_cache
+from iokr.apps.metabolites._model import make_output_kernel
 from iokr.apps.metabolites._pipeline import (
     TrainingSet,
     _fold_ids,
     cross_validate,
     formula_candidate_sets,
+    usable_surrogate,
 )
+from iokr.cli.metabolites import _fingerprint_kind, _model_options
 from iokr.estimators import IOKR
 from iokr.metrics import true_candidate_rank
 
@@ -81,8 +89,6 @@ def test_formula_mass():
 def _brute_force_formula_ranks(train, alpha, n_folds=3, seed=0):
     """Refit IOKR on each training side (normalization off, as the exact closed form) and rank each held-out
     structure among its formula list by explicit decision_function scores."""
-    from iokr.apps.metabolites._model import make_output_kernel
-
     model = MetaboliteIdentifier(**BASE)
     grams, diags = model.base_grams(train.spectra)
     K, _ = model.combined_training_gram(grams, diags, train.Y)
@@ -101,8 +107,6 @@ def _brute_force_formula_ranks(train, alpha, n_folds=3, seed=0):
 
 
 def test_formula_surrogate_matches_refitting_without_normalization(monkeypatch):
-    import iokr.model_selection._iokrcv as iokrcv
-
     original = iokrcv.IOKRCV.__init__
 
     def no_normalization(self, *args, **kwargs):
@@ -127,7 +131,7 @@ def test_both_is_the_mean_of_fold_and_formula_scores():
     _, fold = cross_validate(train, BASE, grid, n_folds=3, surrogate="fold")
     _, formula = cross_validate(train, BASE, grid, n_folds=3, surrogate="formula")
     best, both = cross_validate(train, BASE, grid, n_folds=3, surrogate="both")
-    for a, b, c in zip(fold, formula, both):
+    for a, b, c in zip(fold, formula, both, strict=True):
         assert c["fold_score"] == pytest.approx(a["score"], abs=1e-12)
         assert c["formula_score"] == pytest.approx(b["score"], abs=1e-12)
         assert c["score"] == pytest.approx((a["score"] + b["score"]) / 2, abs=1e-12)
@@ -151,11 +155,6 @@ def test_formula_surrogate_needs_formulas_and_a_valid_name():
 
 
 def test_cli_model_options_default_to_the_app_and_override():
-    import argparse
-
-    from iokr.apps.metabolites import _jobs
-    from iokr.cli.metabolites import _fingerprint_kind, _model_options
-
     args = argparse.Namespace(fingerprint=None, fingerprint_radius=None, cv_lists=None, alphas=None,
                               output_kernels=None, output_gammas=None, folds=3, seed=0, store=None)
     opts = _model_options(args, _jobs)
@@ -173,8 +172,6 @@ def test_cli_model_options_default_to_the_app_and_override():
 
 
 def test_fit_with_cv_falls_back_to_fold_lists_on_small_sets():
-    from iokr.apps.metabolites._pipeline import usable_surrogate
-
     train = _train(n=30, seed=4)
     assert usable_surrogate(train, "both") == "both" and usable_surrogate(train, "formula") == "formula"
     singletons = TrainingSet(train.spectra, train.keys, train.Y, 30, 0, 0,
@@ -184,10 +181,6 @@ def test_fit_with_cv_falls_back_to_fold_lists_on_small_sets():
 
 
 def test_attach_first_cache_picks_the_matching_parameters(tmp_path):
-    from iokr.apps.metabolites import CandidateStore, Fingerprinter
-    from iokr.apps.metabolites._candidates import export_fingerprint_cache
-    from iokr.apps.metabolites._jobs import attach_first_cache
-
     structures = ["CCO", "c1ccccc1O", "CC(=O)O"]
     paths = {}
     for radius in (1, 2):

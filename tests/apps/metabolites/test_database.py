@@ -7,7 +7,7 @@ import sqlite3
 import numpy as np
 import pytest
 
-from iokr.apps.metabolites import Fingerprinter
+from iokr.apps.metabolites import Fingerprinter, _database
 from iokr.apps.metabolites._database import StructureDatabase
 from iokr.apps.metabolites._formulas import canonical_formula, monoisotopic_mass
 from iokr.exceptions import IOKRDataError
@@ -30,8 +30,8 @@ def table(tmp_path):
 
 
 def test_build_and_lookups_match_brute_force(table, tmp_path):
-    from rdkit import Chem
-    from rdkit.Chem.rdMolDescriptors import CalcMolFormula
+    from rdkit import Chem  # noqa: PLC0415 - optional chem extra, after importorskip
+    from rdkit.Chem.rdMolDescriptors import CalcMolFormula  # noqa: PLC0415 - optional chem extra, after importorskip
 
     out = tmp_path / "db.sqlite"
     db, stats = StructureDatabase.build(table, out, FP)
@@ -111,7 +111,7 @@ def test_tables_without_a_structure_column_name_the_columns(tmp_path):
 
 
 def test_sdf_tables(tmp_path):
-    from rdkit import Chem
+    from rdkit import Chem  # noqa: PLC0415 - optional chem extra, after importorskip
 
     path = tmp_path / "db.sdf"
     writer = Chem.SDWriter(str(path))
@@ -127,8 +127,6 @@ def test_sdf_tables(tmp_path):
 
 
 def test_worker_processes_give_the_single_process_database(table, monkeypatch):
-    from iokr.apps.metabolites import _database
-
     monkeypatch.setattr(_database, "CHUNK_ROWS", 4)  # several chunks: the process pool runs
     one, stats_one = StructureDatabase.build(table, ":memory:", FP, n_jobs=1)
     two, stats_two = StructureDatabase.build(table, ":memory:", FP, n_jobs=2)

@@ -17,8 +17,8 @@ def test_smiles_and_inchi_agree_and_bad_structures_flagged(kind):
 
 
 def test_morgan_counts_match_rdkit_reference():
-    from rdkit import Chem
-    from rdkit.Chem import rdFingerprintGenerator
+    from rdkit import Chem  # noqa: PLC0415 - optional chem extra, after importorskip
+    from rdkit.Chem import rdFingerprintGenerator  # noqa: PLC0415 - optional chem extra, after importorskip
 
     mol = Chem.MolFromSmiles("CC(=O)Oc1ccccc1C(=O)O")
     gen = rdFingerprintGenerator.GetMorganGenerator(radius=2, fpSize=512)
@@ -45,7 +45,7 @@ def test_bit_packing_roundtrip_and_counts_refused():
 
 def _rdkit_reference(part, mol, n_bits, radius):
     """The part computed directly with RDKit's generators and sparse count vectors (folded by RDKit)."""
-    from rdkit.Chem import MACCSkeys, rdFingerprintGenerator
+    from rdkit.Chem import MACCSkeys, rdFingerprintGenerator  # noqa: PLC0415 - optional chem extra, after importorskip
 
     if part == "maccs":
         return np.array(list(MACCSkeys.GenMACCSKeys(mol)), dtype=np.float64)
@@ -71,7 +71,7 @@ def _rdkit_reference(part, mol, n_bits, radius):
                                   "morgan_counts+fcfp_bits+maccs", "atompair_bits+torsion_bits+morgan_bits"])
 @pytest.mark.parametrize("radius", [1, 3])
 def test_parts_are_concatenated_rdkit_fingerprints(kind, radius):
-    from rdkit import Chem
+    from rdkit import Chem  # noqa: PLC0415 - optional chem extra, after importorskip
 
     smiles = ["CC(=O)Oc1ccccc1C(=O)O", "CN1C=NC2=C1C(=O)N(C(=O)N2C)C", "OC[C@H]1OC(O)[C@H](O)[C@@H](O)[C@@H]1O"]
     f = Fingerprinter(kind, n_bits=256, radius=radius)

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from iokr.apps.metabolites._adducts import AdductError, ion_mode_of, parse_adduct
+from iokr.apps.metabolites._fingerprints import formula_mass
 from iokr.apps.metabolites._formulas import (
     ELECTRON_MASS,
     ELEMENT_MASSES,
@@ -34,8 +35,8 @@ def test_unreadable_formulas_name_the_text(text):
 
 def test_monoisotopic_mass_matches_rdkit():
     Chem = pytest.importorskip("rdkit.Chem")
-    from rdkit.Chem.Descriptors import ExactMolWt
-    from rdkit.Chem.rdMolDescriptors import CalcMolFormula
+    from rdkit.Chem.Descriptors import ExactMolWt  # noqa: PLC0415 - optional chem extra, after importorskip
+    from rdkit.Chem.rdMolDescriptors import CalcMolFormula  # noqa: PLC0415 - optional chem extra, after importorskip
 
     for smiles in ["CCO", "c1ccccc1O", "OCC1OC(O)C(O)C(O)C1O", "CN1C=NC2=C1C(=O)N(C(=O)N2C)C", "ClC(Cl)Cl",
                    "CSCC[C@H](N)C(=O)O", "OP(=O)(O)OCC", "Brc1ccc(I)cc1F"]:
@@ -81,7 +82,6 @@ def test_ion_modes():
 
 def test_formula_mass_agrees_with_the_legacy_rdkit_route():
     pytest.importorskip("rdkit")
-    from iokr.apps.metabolites._fingerprints import formula_mass
 
     for f in ("C9H8O4", "C19H23ClN2", "C6H12O6", "C5H11NO2S"):
         assert np.isclose(formula_mass(f), monoisotopic_mass(f), atol=1e-6)

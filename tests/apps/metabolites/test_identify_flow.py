@@ -7,14 +7,19 @@ candidates (selected by hand from the CSV by formula or by mass) with the model 
 import csv
 import gzip
 import json
+import re
+import sqlite3
 import tarfile
 
 import numpy as np
 import pytest
 
-from iokr.apps.metabolites import load_identifier, read_spectra
+from iokr.apps.metabolites import Spectra, concatenate, load_identifier, parse_structure, read_spectra
 from iokr.apps.metabolites._adducts import parse_adduct
+from iokr.apps.metabolites._fingerprints import molecular_formula
 from iokr.apps.metabolites._formulas import canonical_formula, monoisotopic_mass
+from iokr.apps.metabolites._identify import ADDUCT_POLICIES, IdentifySettings
+from iokr.cli import metabolites as cli
 from iokr.cli.main import main
 from iokr.datasets._metabolites import BUNDLED_METABOLITES
 
@@ -23,8 +28,6 @@ N_TRAIN, N_PER_LIST = 30, 40
 
 def _shuffle_formula(formula):
     """The same formula in reverse element order (C19H23ClN2 -> N2ClH23C19)."""
-    import re
-
     return "".join(reversed(re.findall(r"[A-Z][a-z]?\d*", formula)))
 
 
@@ -61,7 +64,9 @@ def lab(tmp_path_factory):
                 n += 1
         writer.writerow(["CID-bad", "garbage", "InChI=1S/not-a-structure", "", ""])
     a, b = (records[k] for k in true)
-    peaks = lambda r: "\n".join(f"{mz} {i}" for mz, i in r["peaks"])
+    def peaks(r):
+        return "\n".join(f"{mz} {i}" for mz, i in r["peaks"])
+
     blocks = [
         (f"FEATURE_ID=101\nSCANS=7\nTITLE=first\nPEPMASS={a['precursor_mz']} 1234\nCHARGE=1+\n"
          f"FORMULA={_shuffle_formula(a['formula_rdkit'])}\nADDUCT=[M+H]+\n{peaks(a)}"),
@@ -123,8 +128,6 @@ def _check_against_brute_force(lab, cands, ident):
     model, fingerprinter, cleaning, _ = load_identifier(lab["model"])
     with open(lab["db"], encoding="utf-8-sig") as handle:
         rows = list(csv.DictReader(handle))
-    from iokr.apps.metabolites import parse_structure
-    from iokr.apps.metabolites._fingerprints import molecular_formula
 
     parsed = [(r, parse_structure(r["InChI"])) for r in rows]
     parsed = [(r, m, canonical_formula(molecular_formula(m))) for r, m in parsed if m is not None]
@@ -158,7 +161,6 @@ def test_identify_refuses_to_touch_inputs_and_existing_outputs(lab, tmp_path, ca
     ident = {r["query_id"]: r for r in _table(out / "structure_identifications.tsv")}
     assert ident["106"]["status"] == "no candidates"
     foreign = tmp_path / "foreign.sqlite"
-    import sqlite3
 
     sqlite3.connect(foreign).execute("CREATE TABLE t (x)").connection.commit()
     digest = foreign.read_bytes()
@@ -193,8 +195,6 @@ def test_training_on_another_precursor_type(lab, tmp_path, capsys):
 def test_query_scores_do_not_depend_on_the_batch(lab):
     """Each query scored alone, and shuffled among hostile queries (absurd precursor and peak m/z, many peaks):
     the same scores bit for bit."""
-    from iokr.apps.metabolites import Spectra, concatenate
-
     model, fingerprinter, cleaning, _ = load_identifier(lab["model"])
     spectra, _ = read_spectra(lab["mgf"], keep_empty=True)
     rows = [i for i in range(len(spectra)) if spectra.n_peaks[i] > 0 and np.isfinite(spectra.precursor_mz[i])]
@@ -216,9 +216,6 @@ def test_query_scores_do_not_depend_on_the_batch(lab):
 
 
 def test_identify_settings_are_checked_and_match_the_command_line():
-    from iokr.apps.metabolites._identify import ADDUCT_POLICIES, IdentifySettings
-    from iokr.cli import metabolites as cli
-
     assert cli.ADDUCT_POLICIES == ADDUCT_POLICIES  # the CLI keeps its own copy to build --help without numpy
     for bad in ({"top_k": 0}, {"ppm": -1.0}, {"adduct_policy": "guess"}, {"batch_size": True}):
         with pytest.raises(ValueError, match=next(iter(bad))):

@@ -1,3 +1,4 @@
+import io
 import json
 import zipfile
 
@@ -54,7 +55,6 @@ def test_newer_format_and_object_arrays_refused(tmp_path):
     meta_bytes = np.load(path)["__metadata__"].tobytes()
     meta = json.loads(meta_bytes)
     meta["format_version"] = 99
-    import io
 
     buf = io.BytesIO()
     np.save(buf, np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8))

@@ -1,5 +1,6 @@
 """End to end on a slice of the bundled data: train / identify / evaluate, model files, the command line."""
 
+import csv
 import gzip
 import json
 import tarfile
@@ -65,7 +66,7 @@ def test_alignf_weights_maximize_alignment():
     w = alignf_weights(grams, target)
 
     def alignment(v):
-        K = sum(vi * G for vi, G in zip(v, grams))
+        K = sum(vi * G for vi, G in zip(v, grams, strict=True))
         H = np.eye(40) - 1.0 / 40
         Kc, Tc = H @ K @ H, H @ target @ H
         return np.vdot(Kc, Tc) / np.linalg.norm(Kc)
@@ -130,7 +131,6 @@ def test_cli_train_identify_evaluate_and_errors(tiny, tmp_path, capsys):
     # a folder of lists: queries are matched by formula; formulas without a list are reported, not dropped
     assert main(["metabolites", "identify", "--model", str(model), "--spectra", str(tiny["spectra"]),
                  "--candidates", str(tiny["lists"]), "--output", str(tmp_path / "r")]) == 0
-    import csv
 
     table = list(csv.DictReader((tmp_path / "r" / "structure_identifications.tsv").open(), delimiter="\t"))
     statuses = {r["status"] for r in table}

@@ -72,7 +72,7 @@ def test_merge_matches_naive_clustering():
         pts = []
         for i in members:
             mz, inten = S.peaks(i)
-            pts += list(zip(mz, inten / inten.max()))
+            pts += list(zip(mz, inten / inten.max(), strict=True))
         pts.sort()
         clusters, current = [], [pts[0]]
         for p in pts[1:]:

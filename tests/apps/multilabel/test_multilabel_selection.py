@@ -4,6 +4,7 @@ CV, grid-edge warnings and the fold-wise candidate label sets."""
 import numpy as np
 import pytest
 from sklearn.model_selection import KFold
+from sklearn.preprocessing import StandardScaler
 
 from iokr.apps.multilabel import GridEdgeWarning, evaluate_multilabel, select_multilabel
 from iokr.apps.multilabel._selection import (
@@ -17,6 +18,7 @@ from iokr.decoding import CandidateSets
 from iokr.estimators import IOKR
 from iokr.kernels import Gaussian
 from iokr.metrics import example_f1
+from iokr.model_selection import IOKRCV
 
 EXACT = {"normalize_input": False, "normalize_output": False}  # the closed form is then exactly a refit
 
@@ -61,8 +63,6 @@ def test_closed_form_fold_f1_equals_explicit_refits(rng, kind, normalize_output)
 def check_scores_match_the_decoder(X, Y, folds, alphas, kernels):
     """With output normalization the closed form is not a refit (normalization statistics of the whole training
     set); its decoding must still be IOKR's: a model refitted with those global statistics held fixed."""
-    from iokr.model_selection import IOKRCV
-
     params = {"normalize_input": False, "normalize_output": True}
     search = closed_form_search(X, Y, folds, alphas=alphas, kernels=kernels, iokr_params=params)
     pool, masks, fold_of = fold_label_sets(Y, folds)
@@ -105,7 +105,6 @@ def test_standardization_is_chosen_by_refit_cv_and_fitted_per_fold(rng):
     assert best_by_scaling["standard"] > best_by_scaling["none"]
     arm = next(a for a in record["arms"] if a["scaling"] == "standard" and a["normalize_output"])
     folds = list(KFold(4, shuffle=True, random_state=0).split(X))
-    from sklearn.preprocessing import StandardScaler
 
     brute = []
     for train, valid in folds:
