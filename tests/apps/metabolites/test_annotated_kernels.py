@@ -104,3 +104,34 @@ def test_identifier_with_annotated_kernels():
     assert all(np.isfinite(s).all() for s in scores)
     K, _, _ = normalized_gram(FormulaTokenKernel(tokens="losses"), Q, S)
     assert np.all(K[2] == 0) and np.all((K >= 0) & (K <= 1 + 1e-12))
+
+
+def test_model_file_roundtrip_with_annotated_kernels(tmp_path):
+    """Model files keep the training InChIs, not the formula fields: the reloaded model annotates its training
+    spectra from the InChI (and the default [M+H]+) and scores exactly as the fitted one."""
+    import gzip
+    import itertools
+    import json
+
+    from iokr.apps.metabolites import Cleaning, Fingerprinter, load_identifier, read_spectra, save_identifier
+    from iokr.datasets._metabolites import BUNDLED_METABOLITES
+
+    with gzip.open(BUNDLED_METABOLITES["spectra"], "rt") as handle:
+        records = [json.loads(line) for line in itertools.islice(handle, 80)]
+    path = tmp_path / "spectra.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    spectra, _ = read_spectra(path, require_structure=True)
+    cleaning = Cleaning()
+    merged, _ = cleaning.merged(cleaning.single(spectra))
+    fp = Fingerprinter()
+    Y, ok = fp.transform([m["inchi"] for m in merged.metadata])
+    train, Y = merged[np.flatnonzero(ok)], Y[ok]
+    model = MetaboliteIdentifier(kernels=("ppk", "fragments", "losses"), alpha=0.3).fit(train, Y)
+    assert FormulaTokenKernel().annotation_report(train).n_annotated_spectra == len(train)
+    saved = save_identifier(tmp_path / "m.npz", model, fp, cleaning)
+    loaded = load_identifier(saved)[0]
+    assert FormulaTokenKernel().annotation_report(loaded.train_spectra_).n_annotated_spectra == len(train)
+    queries = cleaning.single(spectra)[:10]
+    for a, b in zip(model.test_kernel(queries), loaded.test_kernel(queries)):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(loaded.weights_, model.weights_)
