@@ -20,10 +20,13 @@ import scipy.sparse as sp
 
 from ..._validation import check_positive_scalar
 from ...linalg import row_slices
-from ._annotation import AnnotationSettings, annotate
+from ._annotation import AnnotationSettings, annotate, decode
 from ._kernels import SpectrumKernel
+from ._spectra import _ranges
 
-TOKENS = ("fragments", "losses")
+TOKENS = ("fragments", "losses", "pair_losses")
+#: Peak pairs handled at once by the ``"pair_losses"`` tokens (bounds the temporaries).
+_PAIR_CHUNK = 1 << 19
 EXPLANATIONS = ("best", "all")
 
 # Annotations of the Spectra objects a kernel has seen, per settings: the training spectra are annotated once
@@ -39,6 +42,30 @@ def cached_annotation(spectra, settings):
     return per_object[settings]
 
 
+def _pair_losses(spec, peak, keys, weight):
+    """Tokens of explained peak pairs of one spectrum whose fragments nest (one a subformula of the other): the
+    difference formula (a fragmentation-tree edge), weighted ``sqrt(w_a w_b)``.
+
+    ``spec`` is non-decreasing (entries grouped by spectrum)."""
+    end = np.searchsorted(spec, spec, side="right")
+    counts = end - np.arange(spec.size) - 1  # partners: the later entries of the same spectrum
+    first = np.repeat(np.arange(spec.size), counts)
+    second = _ranges(np.arange(1, spec.size + 1), counts)
+    out_spec, out_key, out_weight = [], [], []
+    for start in range(0, first.size, _PAIR_CHUNK):
+        a, b = first[start:start + _PAIR_CHUNK], second[start:start + _PAIR_CHUNK]
+        diff = decode(keys[a]) - decode(keys[b])
+        a_over_b, b_over_a = np.all(diff >= 0, axis=1), np.all(diff <= 0, axis=1)
+        key = np.where(a_over_b, keys[a] - keys[b], keys[b] - keys[a])
+        keep = (a_over_b | b_over_a) & (key != 0) & (peak[a] != peak[b])
+        out_spec.append(spec[a[keep]])
+        out_key.append(key[keep])
+        out_weight.append(np.sqrt(weight[a[keep]] * weight[b[keep]]))
+    if not out_spec:
+        return spec[:0], keys[:0], weight[:0]
+    return np.concatenate(out_spec), np.concatenate(out_key), np.concatenate(out_weight)
+
+
 class FormulaTokenKernel(SpectrumKernel):
     """Inner product of annotated spectra's formula tokens: shared fragment formulas or shared loss formulas.
 
@@ -48,8 +75,10 @@ class FormulaTokenKernel(SpectrumKernel):
 
     Parameters
     ----------
-    tokens : {"fragments", "losses"}, default="fragments"
-        Fragment-ion formulas, or neutral losses (precursor ion minus fragment; the precursor itself has none).
+    tokens : {"fragments", "losses", "pair_losses"}, default="fragments"
+        Fragment-ion formulas, neutral losses (precursor ion minus fragment; the precursor itself has none), or
+        the losses between two explained peaks of a spectrum whose fragments nest (larger minus smaller: the
+        edges of a fragmentation tree, a second-order term weighted ``sqrt(w_a w_b)``).
     power : float, default=0.5
         Intensity exponent (0.5 damps dominant peaks, as the binned kernel does).
     explanations : {"best", "all"}, default="best"
@@ -100,8 +129,10 @@ class FormulaTokenKernel(SpectrumKernel):
         else:
             weight = weight / n_expl[peak]
             pick = np.arange(peak.size)
-        keys = (ann.fragment if self.tokens == "fragments" else ann.loss)[pick]
+        keys = (ann.loss if self.tokens == "losses" else ann.fragment)[pick]
         spec, weight = spectra.spectrum_index()[peak[pick]], weight[pick]
+        if self.tokens == "pair_losses":
+            return _pair_losses(spec, peak[pick], keys, weight)
         keep = keys != 0  # the precursor ion itself is no loss
         return spec[keep], keys[keep], weight[keep]
 

@@ -1,9 +1,11 @@
+import itertools
+
 import numpy as np
 import pytest
 
 from iokr.apps.metabolites import MetaboliteIdentifier, Spectra, normalized_gram
 from iokr.apps.metabolites._annotated_kernels import FormulaTokenKernel
-from iokr.apps.metabolites._annotation import ELEMENTS, AnnotationSettings, annotate, precursor_ion
+from iokr.apps.metabolites._annotation import ELEMENTS, AnnotationSettings, annotate, decode, precursor_ion
 from iokr.apps.metabolites._formulas import ELECTRON_MASS, ELEMENT_MASSES
 
 FORMULAS = ("C6H12O6", "C9H11NO2", "C8H10N4O2", "C10H10O3", "C7H7ClN2O", "C5H5N5O")
@@ -32,21 +34,26 @@ def annotated_spectra(rng, n, fallback_every=5):
 
 
 def _naive_features(S, tokens, power, explanations):
-    """Explicit feature map: one dict {token: weight} per spectrum, built peak by peak."""
+    """Explicit feature map: one dict {token: weight} per spectrum, built peak by peak (pair by pair)."""
     ann = annotate(S, AnnotationSettings())
     feats = []
     for i in range(len(S)):
-        f = {}
+        f, entries = {}, []
         for p in range(S.offsets[i], S.offsets[i + 1]):
             a, b = ann.offsets[p], ann.offsets[p + 1]
             if a == b:
                 continue
             chosen = [a + int(np.argmin(np.abs(ann.error_ppm[a:b])))] if explanations == "best" else range(a, b)
             for e in chosen:
+                entries.append((p, int(ann.fragment[e]), S.intensity[p] ** power / len(chosen)))
                 token = int(ann.fragment[e] if tokens == "fragments" else ann.loss[e])
-                if token == 0:
-                    continue
-                f[token] = f.get(token, 0.0) + S.intensity[p] ** power / len(chosen)
+                if tokens != "pair_losses" and token != 0:
+                    f[token] = f.get(token, 0.0) + S.intensity[p] ** power / len(chosen)
+        if tokens == "pair_losses":
+            for (p, fp, wp), (q, fq, wq) in itertools.combinations(entries, 2):
+                big, small = (fp, fq) if np.all(decode(fp) >= decode(fq)) else (fq, fp)
+                if p != q and big != small and np.all(decode(big) >= decode(small)):
+                    f[big - small] = f.get(big - small, 0.0) + np.sqrt(wp * wq)
         feats.append(f)
     return feats
 
@@ -55,7 +62,7 @@ def _naive_kernel(FA, FB):
     return np.array([[sum(w * fb.get(t, 0.0) for t, w in fa.items()) for fb in FB] for fa in FA])
 
 
-@pytest.mark.parametrize("tokens", ["fragments", "losses"])
+@pytest.mark.parametrize("tokens", ["fragments", "losses", "pair_losses"])
 @pytest.mark.parametrize("explanations", ["best", "all"])
 @pytest.mark.parametrize("power", [0.5, 1.0])
 def test_formula_token_kernel_matches_explicit_feature_map(tokens, explanations, power):
@@ -110,7 +117,6 @@ def test_model_file_roundtrip_with_annotated_kernels(tmp_path):
     """Model files keep the training InChIs, not the formula fields: the reloaded model annotates its training
     spectra from the InChI (and the default [M+H]+) and scores exactly as the fitted one."""
     import gzip
-    import itertools
     import json
 
     from iokr.apps.metabolites import Cleaning, Fingerprinter, load_identifier, read_spectra, save_identifier
