@@ -1,7 +1,9 @@
-"""Kernels on chemically annotated spectra: shared fragment-ion formulas and shared neutral-loss formulas.
+"""Kernels on chemically annotated spectra: shared fragment-ion formulas, neutral-loss formulas, and losses between
+nested fragments.
 
 Every peak explained by :func:`~._annotation.annotate` becomes a token, its fragment formula (``"fragments"``) or
-the precursor ion minus that formula (``"losses"``), weighted by ``intensity ** power``. A spectrum's feature vector
+the precursor ion minus that formula (``"losses"``), weighted by ``intensity ** power``; ``"pair_losses"`` tokens
+are the differences between two nested explained fragments of one spectrum (fragmentation-tree edges). A spectrum's feature vector
 counts its tokens (weights of equal tokens added); the kernel is the inner product of those sparse vectors, so it is
 positive semidefinite by construction (``K = F_A F_B^T``). Normalized by the model (cosine), it is a weighted
 Jaccard-like share of explained fragments or losses, independent of m/z tolerance once peaks are annotated.
