@@ -18,15 +18,19 @@ from ...decoding import CandidateSets
 from ...estimators import IOKR
 from ...kernels import GaussianTanimoto, Linear, Normalized, Tanimoto
 from ...model_selection import learn_weights
+from ._annotated_kernels import FormulaTokenKernel
 from ._kernels import BinnedKernel, PeakProductKernel, normalized_gram
 from ._spectra import Spectra
 
-SPECTRUM_KERNELS = ("ppk", "ppk_nl", "binned", "binned_nl")
+SPECTRUM_KERNELS = ("ppk", "ppk_nl", "binned", "binned_nl", "fragments", "losses", "pair_losses")
 OUTPUT_KERNELS = ("gaussian_tanimoto", "tanimoto", "linear")
 
 
 def make_spectrum_kernel(name, sigma_mz=0.005, sigma_intensity=0.25, bin_width=0.01):
-    """Base spectrum kernel by name: ``"ppk"``, ``"ppk_nl"`` (neutral losses), ``"binned"``, ``"binned_nl"``."""
+    """Base spectrum kernel by name: ``"ppk"``, ``"ppk_nl"`` (neutral losses), ``"binned"``, ``"binned_nl"``, and on
+    annotated peaks (:mod:`._annotated_kernels`) ``"fragments"`` / ``"losses"`` / ``"pair_losses"`` (shared
+    subformulas of the structure's formula; spectra without a usable formula have none and rely on the other
+    kernels)."""
     if name == "ppk":
         return PeakProductKernel(sigma_mz, sigma_intensity)
     if name == "ppk_nl":
@@ -35,6 +39,8 @@ def make_spectrum_kernel(name, sigma_mz=0.005, sigma_intensity=0.25, bin_width=0
         return BinnedKernel(bin_width)
     if name == "binned_nl":
         return BinnedKernel(bin_width, neutral_loss=True)
+    if name in ("fragments", "losses", "pair_losses"):
+        return FormulaTokenKernel(tokens=name)
     raise ValueError(f"Unknown spectrum kernel {name!r}; expected one of {SPECTRUM_KERNELS}.")
 
 

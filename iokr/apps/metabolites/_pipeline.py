@@ -148,8 +148,8 @@ def _grid_points(grid, base_params):
     return points, names
 
 
-#: Parameters of the spectrum kernels themselves: changing them means recomputing the base Grams.
-WIDTH_PARAMS = ("sigma_mz", "sigma_intensity", "bin_width")
+#: Parameters of the spectrum kernels themselves (and the kernel set): changing them means recomputing the base Grams.
+WIDTH_PARAMS = ("sigma_mz", "sigma_intensity", "bin_width", "kernels")
 
 
 def _width_key(setting):
@@ -331,8 +331,8 @@ def cross_validate(train, base_params, grid=None, n_folds=3, seed=0, progress=No
         :class:`MetaboliteIdentifier` parameters; the grid's keys override them.
     grid : dict, optional
         Keys among ``alpha``, ``input_gamma``, ``output_kernel``, ``output_gamma`` and the spectrum-kernel widths
-        ``sigma_mz``, ``sigma_intensity``, ``bin_width`` (tuples of values; each width setting costs its base
-        Grams); default :data:`DEFAULT_GRID`.
+        ``sigma_mz``, ``sigma_intensity``, ``bin_width``, and ``kernels`` (kernel sets) (tuples of values; each
+        width setting or kernel set costs its base Grams); default :data:`DEFAULT_GRID`.
     n_folds, seed : int
         The random structure folds (the same as :func:`cross_validate_refit`).
     progress : callable, optional
@@ -378,9 +378,9 @@ def cross_validate(train, base_params, grid=None, n_folds=3, seed=0, progress=No
     widths = {}  # base Grams per setting of the spectrum-kernel widths (computed once each)
 
     def grams_for(params):
-        width = tuple(params.get(k) for k in WIDTH_PARAMS)
+        width = _width_key(params.items())
         if width not in widths:
-            if base_grams is not None and width == tuple(base_params.get(k) for k in WIDTH_PARAMS):
+            if base_grams is not None and width == _width_key(base_params.items()):
                 widths[width] = base_grams
             else:
                 widths.clear()  # one setting's Grams in memory at a time (settings are grouped below)
