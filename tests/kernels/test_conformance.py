@@ -9,6 +9,7 @@ without a case below fails ``test_every_kernel_has_a_case``.
 
 import importlib
 import pkgutil
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,7 +19,7 @@ from scipy.spatial.distance import cdist
 from sklearn.base import clone
 
 import iokr
-from iokr.apps.metabolites import BinnedKernel, PeakProductKernel, Spectra
+from iokr.apps.metabolites import BinnedKernel, FormulaTokenKernel, PeakProductKernel, Spectra
 from iokr.estimators.sketched import _SketchedFeatures
 from iokr.kernels import (
     Gaussian,
@@ -104,6 +105,26 @@ def _spectra(rng, n):
     return Spectra.from_peak_lists(peaks, np.full(n, 80.0))
 
 
+def _annotated_spectra(rng, n):
+    """[M+H]+ spectra of two small formulas whose peaks sit on shared subformulas (and one without a formula)."""
+    masses = {"C": 12.0, "H": 1.00782503207, "N": 14.0030740048, "O": 15.99491461956}
+    fragments = {"C6H12O6": ("C6H11O5", "C5H9O4", "C4H7O3", "C3H5O2", "C2H5O2"),
+                 "C9H11NO2": ("C9H10NO", "C8H10N", "C7H7", "C6H5", "C8H8NO")}
+    peaks, precursors, meta = [], [], []
+    for i in range(n):
+        formula = ("C6H12O6", "C9H11NO2")[i % 2]
+        chosen = rng.choice(5, size=int(rng.integers(1, 5)), replace=False)
+        mz = [sum(masses[e] * c for e, c in _counts_of(fragments[formula][j]).items()) - 0.00054858 for j in chosen]
+        peaks.append(np.column_stack([mz, rng.uniform(0.05, 1.0, size=len(mz))]))
+        precursors.append(sum(masses[e] * c for e, c in _counts_of(formula).items()) + 1.00727646688)
+        meta.append({"formula": None if i == 3 else formula, "adduct": "[M+H]+"})
+    return Spectra.from_peak_lists(peaks, np.array(precursors), meta)
+
+
+def _counts_of(formula):
+    return {e: int(c or 1) for e, c in re.findall(r"([A-Z][a-z]?)(\d*)", formula)}
+
+
 # -- cases -------------------------------------------------------------------------------------------------------
 def _gram9():
     F = np.random.default_rng(9).normal(size=(9, 3))
@@ -174,6 +195,10 @@ CASES = {
     "PeakProductKernel-products": Case(lambda: PeakProductKernel(sigma_mz=0.01, sigma_intensity=None), _spectra,
                                        arrays=False),
     "BinnedKernel": Case(lambda: BinnedKernel(bin_width=0.1), _spectra, arrays=False),
+    "FormulaTokenKernel-fragments": Case(lambda: FormulaTokenKernel("fragments"), _annotated_spectra, arrays=False),
+    "FormulaTokenKernel-losses": Case(lambda: FormulaTokenKernel("losses"), _annotated_spectra, arrays=False),
+    "FormulaTokenKernel-pair_losses": Case(lambda: FormulaTokenKernel("pair_losses"), _annotated_spectra,
+                                           arrays=False),
     "Laplacian (docs example)": Case(lambda: Laplacian(gamma=0.3), _normal),
 }
 

@@ -4,6 +4,8 @@ kernels, RDKit fingerprints, candidate lists and a formula-keyed candidate store
 RDKit is needed for fingerprints and candidates, matchms for MGF/MSP files (``pip install 'iokr[chem]'``).
 """
 
+from ._annotated_kernels import FormulaTokenKernel
+from ._annotation import AnnotationReport, AnnotationSettings, annotate, precursor_ion
 from ._candidates import CandidateList, CandidateStore, read_candidate_lists
 from ._database import StructureDatabase
 from ._default_model import default_model_path, ensure_default_model
@@ -36,6 +38,11 @@ from ._readers import ReadReport, read_massbank_jsonl, read_spectra
 from ._spectra import Spectra, clean_spectra, concatenate, merge_spectra
 
 __all__ = [
+    "AnnotationReport",
+    "AnnotationSettings",
+    "FormulaTokenKernel",
+    "annotate",
+    "precursor_ion",
     "DEFAULT_FINGERPRINT",
     "DEFAULT_GRID",
     "DEFAULT_SURROGATE",

@@ -114,7 +114,7 @@ class FormulaTokenKernel(SpectrumKernel):
 
     def annotation_report(self, spectra):
         """The :class:`~._annotation.AnnotationReport` of ``spectra`` under this kernel's tolerances."""
-        return cached_annotation(self._check_input(spectra, "spectra"), self._settings()).report
+        return cached_annotation(self.validate(spectra, "spectra"), self._settings()).report
 
     def token_weights(self, spectra):
         """``(spectrum index, token key, weight)`` of every token occurrence (equal tokens not yet added)."""
@@ -150,8 +150,8 @@ class FormulaTokenKernel(SpectrumKernel):
         return F
 
     def __call__(self, A, B=None, *, working_memory=None):
-        A = self._check_input(A, "A")
-        B = A if B is None else self._check_input(B, "B")
+        A = self.validate(A, "A")
+        B = A if B is None else self.validate(B, "B")
         _, keys_a, _ = self.token_weights(A)
         # tokens absent from A contribute nothing to K(A, B): A's vocabulary is enough
         vocabulary = np.unique(keys_a)
@@ -162,10 +162,10 @@ class FormulaTokenKernel(SpectrumKernel):
             out[rows] = (FA[rows] @ FBt).toarray()
         return out
 
-    def _block(self, A, B):
+    def compute(self, A, B):
         return self(A, B)
 
-    def _diag(self, A):
-        A = self._check_input(A, "A")
+    def compute_diag(self, A):
+        A = self.validate(A, "A")
         F = self.sparse_features(A, np.unique(self.token_weights(A)[1]))
         return np.asarray(F.multiply(F).sum(axis=1)).ravel()
