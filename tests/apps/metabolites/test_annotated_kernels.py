@@ -73,7 +73,7 @@ def test_formula_token_kernel_matches_explicit_feature_map(tokens, explanations,
     expected = _naive_kernel(FS, FT)
     assert expected.max() > 0
     np.testing.assert_allclose(k(S, T), expected, rtol=1e-12, atol=1e-14)
-    np.testing.assert_allclose(k._diag(S), np.diag(_naive_kernel(FS, FS)), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(k.compute_diag(S), np.diag(_naive_kernel(FS, FS)), rtol=1e-12, atol=1e-14)
     K = k(S)
     np.testing.assert_allclose(K, K.T, rtol=1e-12, atol=1e-14)
     assert np.linalg.eigvalsh(K).min() >= -1e-10 * np.abs(K).max()
