@@ -1,7 +1,7 @@
 """Candidate sets, decoding rules and chunked, streamed scoring of candidates (top-k), shared by every estimator."""
 
 from ._bits import BinaryTanimotoIndex
-from ._candidates import CandidateSets, PackedBinaryFeatures, as_candidate_sets
+from ._candidates import CandidateSets, CountFeatures, PackedBinaryFeatures, as_candidate_sets
 from ._disk import CandidateFile, CandidateFileWriter, write_candidate_file
 from ._ranking import QueryRanking, rankings_from_scores, warn_empty
 from ._rules import (
@@ -47,6 +47,7 @@ __all__ = [
     "CandidateFile",
     "CandidateFileWriter",
     "CandidateSets",
+    "CountFeatures",
     "PackedBinaryFeatures",
     "QueryRanking",
     "rankings_from_scores",

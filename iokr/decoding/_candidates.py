@@ -77,13 +77,54 @@ class PackedBinaryFeatures:
         return block.astype(np.float32)
 
 
+class CountFeatures:
+    """Non-negative integer feature counts stored as uint8 (or uint16), converted to float32 on slicing.
+
+    A pool of count fingerprints takes a quarter (half) of its float32 size; every block read by the scorer is
+    the exact float32 value of the counts, so scores equal those of the float32 pool.
+
+    Parameters
+    ----------
+    counts : ndarray of uint8 or uint16, shape (n, n_features)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> C = CountFeatures(np.array([[3, 0], [0, 250]], dtype=np.uint8))
+    >>> C[1:2]
+    array([[  0., 250.]], dtype=float32)
+    """
+
+    dtype = np.dtype(np.float32)
+    ndim = 2
+
+    def __init__(self, counts):
+        counts = np.asarray(counts) if not isinstance(counts, np.memmap) else counts
+        if counts.dtype not in (np.uint8, np.uint16) or counts.ndim != 2:
+            raise ValueError(f"'counts' must be a 2-D uint8 or uint16 array, got {counts.dtype} of shape "
+                             f"{counts.shape}.")
+        self.counts = counts
+
+    @property
+    def shape(self):
+        """Shape ``(n_rows, n_features)``."""
+        return self.counts.shape
+
+    def __len__(self):
+        return self.counts.shape[0]
+
+    def __getitem__(self, rows):
+        return np.asarray(self.counts[rows]).astype(np.float32)
+
+
 class CandidateSets:
     """Per-query candidate sets over one pool of unique candidates.
 
     Parameters
     ----------
     pool : array-like of shape (n_pool, n_features)
-        Unique candidates (ndarray, ``np.memmap`` or :class:`PackedBinaryFeatures`); read in row blocks.
+        Unique candidates (ndarray, ``np.memmap``, :class:`PackedBinaryFeatures` or :class:`CountFeatures`); read
+        in row blocks.
     indices : sequence of array-like of int
         For each query, the pool rows of its candidates, in the query's own candidate order.
     ids : sequence, optional

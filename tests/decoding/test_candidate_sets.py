@@ -4,8 +4,10 @@ import numpy as np
 import pytest
 
 import iokr
-from iokr.decoding import CandidateSets, PackedBinaryFeatures, as_candidate_sets
+from iokr.decoding import CandidateSets, CountFeatures, PackedBinaryFeatures, as_candidate_sets
 from iokr.decoding._candidates import unique_rows
+from iokr.estimators import IOKR
+from iokr.kernels import Tanimoto
 
 
 @pytest.mark.parametrize("n_features", [1, 8, 13, 64])
@@ -165,3 +167,20 @@ def test_from_arrays_pool_equals_np_unique_path(rng):
     expected, inverse = _unique_rows_reference(stacked)
     np.testing.assert_array_equal(pooled.pool, expected)
     np.testing.assert_array_equal(np.concatenate(pooled.indices), inverse)
+
+
+def test_count_features_score_exactly_like_their_float32_pool():
+    """A uint8 count pool read as float32 blocks ranks every query exactly like the dense float32 pool."""
+    rng = np.random.default_rng(5)
+    Y = rng.integers(0, 4, size=(30, 12)).astype(np.float64)
+    X = rng.normal(size=(30, 5))
+    counts = rng.integers(0, 250, size=(40, 12)).astype(np.uint8)
+    indices = [rng.choice(40, size=9, replace=False) for _ in range(6)]
+    model = IOKR(alpha=0.5, output_kernel=Tanimoto(form="minmax")).fit(X, Y)
+    dense = model.rank(X[:6], CandidateSets(counts.astype(np.float32), indices))
+    compact = model.rank(X[:6], CandidateSets(CountFeatures(counts), indices))
+    for a, b in zip(dense, compact, strict=True):
+        np.testing.assert_array_equal(a.order, b.order)
+        np.testing.assert_array_equal(a.scores, b.scores)
+    with pytest.raises(ValueError, match="uint8 or uint16"):
+        CountFeatures(counts.astype(np.int64))

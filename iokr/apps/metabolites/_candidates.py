@@ -339,9 +339,9 @@ class CandidateStore:
     def _encode(self, fp):
         return encode_fingerprint(fp, self.fingerprinter.binary)
 
-    def _decode(self, blobs):
+    def _decode(self, blobs, compact=False):
         return decode_fingerprints(blobs, self.fingerprinter.n_features, self.fingerprinter.binary,
-                                   f"Candidate store {self.path}")
+                                   f"Candidate store {self.path}", compact=compact)
 
     @_store_errors
     def add(self, structures):
@@ -402,12 +402,16 @@ class CandidateStore:
         rows = self._fetch(structures, "ok, formula")
         return [r[1] if r and r[0] else None for r in rows]
 
-    def fingerprints(self, structures):
-        """Cached fingerprints, shape (n, n_features) float32 (zero rows for rejected structures)."""
+    def fingerprints(self, structures, compact=False):
+        """Cached fingerprints, shape (n, n_features) float32 (zero rows for rejected structures).
+
+        ``compact``: the stored bytes, read as float32 row blocks (:class:`~iokr.decoding.CountFeatures` or
+        :class:`~iokr.decoding.PackedBinaryFeatures`), for candidate pools a quarter of the float32 size or less.
+        """
         rows = self._fetch(structures, "ok, fp")
         n = self.fingerprinter.n_features
         blobs = [r[1] if r and r[0] else self._encode(np.zeros(n, dtype=np.float32)) for r in rows]
-        return self._decode(blobs)
+        return self._decode(blobs, compact=compact)
 
     @_store_errors
     def by_formula(self, formula):

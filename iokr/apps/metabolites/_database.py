@@ -23,6 +23,7 @@ from urllib.parse import quote
 
 import numpy as np
 
+from ...decoding import CountFeatures, PackedBinaryFeatures
 from ...exceptions import IOKRDataError
 from ._fingerprints import Fingerprinter, inchikey, inchikey_of_inchi, parse_structure
 from ._formulas import FormulaError, canonical_formula, monoisotopic_mass
@@ -55,15 +56,19 @@ def encode_fingerprint(fp, binary):
     return np.packbits(fp > 0).tobytes() if binary else np.clip(fp, 0, 255).astype(np.uint8).tobytes()
 
 
-def decode_fingerprints(blobs, n_features, binary, where):
+def decode_fingerprints(blobs, n_features, binary, where, compact=False):
     """Fingerprint rows from their bytes, shape (len(blobs), n_features) float32; IOKRDataError naming ``where``
-    when a row has the wrong length."""
-    if not blobs:
-        return np.zeros((0, n_features), dtype=np.float32)
+    when a row has the wrong length.
+
+    With ``compact`` the rows stay as stored, read as float32 block by block: a
+    :class:`~iokr.decoding.PackedBinaryFeatures` (binary kinds) or :class:`~iokr.decoding.CountFeatures`.
+    """
     width = (n_features + 7) // 8 if binary else n_features
     if any(not isinstance(b, bytes) or len(b) != width for b in blobs):
         raise IOKRDataError(f"{where} holds fingerprints that are not {width} bytes long; the file is damaged.")
     raw = np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(len(blobs), width)
+    if compact:
+        return PackedBinaryFeatures(raw, n_features) if binary else CountFeatures(raw)
     if binary:
         return np.unpackbits(raw, axis=1, count=n_features).astype(np.float32)
     return raw.astype(np.float32)

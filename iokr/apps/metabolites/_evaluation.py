@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...decoding import CandidateSets
+from ...decoding import CandidateSets, CountFeatures, PackedBinaryFeatures
 from ...metrics import top_k_accuracy, true_candidate_rank
 from ._spectra import clean_spectra, concatenate
 
@@ -35,6 +35,13 @@ def _published_rank(scores, true_index, ties):
         return None
     scored = ~np.isnan(scores)
     return true_candidate_rank(scores[scored], int(np.count_nonzero(scored[:true_index])), ties=ties)
+
+
+def _concatenate_compact(pieces):
+    """One compact pool from the lists' compact fingerprints (all :class:`CountFeatures` or all packed)."""
+    if isinstance(pieces[0], CountFeatures):
+        return CountFeatures(np.concatenate([p.counts for p in pieces]))
+    return PackedBinaryFeatures(np.concatenate([p.packed for p in pieces]), pieces[0].n_features)
 
 
 def evaluate_lists(model, spectra, lists, store, cleaning, progress=None, calibration=None):
@@ -73,7 +80,7 @@ def evaluate_lists(model, spectra, lists, store, cleaning, progress=None, calibr
         if rows.size == 0 or len(lst) == 0:
             continue
         idx = np.arange(offset, offset + len(lst))
-        pool.append(store.fingerprints(lst.structures))
+        pool.append(store.fingerprints(lst.structures, compact=True))
         offset += len(lst)
         structure_queries.append((li, rows))
         struct_idx.append(idx)
@@ -86,7 +93,7 @@ def evaluate_lists(model, spectra, lists, store, cleaning, progress=None, calibr
            "n_query_spectra": len(spec_rows), "lists": details}
     if not evaluable:
         raise ValueError("No candidate list has a spectrum of its true structure among the given spectra.")
-    pool = np.concatenate(pool)
+    pool = _concatenate_compact(pool)
     merged_queries = []
     for li, rows in structure_queries:
         m, _ = cleaning.merged(cleaned[rows], groups=[0] * rows.size)
