@@ -29,6 +29,7 @@ _LAZY = {
     "SketchedIOKR": "estimators",
     "TwoStepRLS": "estimators",
     "IOKRCV": "model_selection",
+    "MPIOKRCV": "model_selection",
     "RLSCV": "model_selection",
     "SegmentedStringKDE": "strings",
     "StringKDE": "strings",
@@ -44,6 +45,7 @@ __all__ = [
     "IOKR",
     "IOKRCV",
     "MPIOKR",
+    "MPIOKRCV",
     "RLS",
     "RLSCV",
     "CandidateFile",
@@ -97,6 +99,6 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
         SketchedIOKR,
         TwoStepRLS,
     )
-    from .model_selection import IOKRCV, RLSCV
+    from .model_selection import IOKRCV, MPIOKRCV, RLSCV
     from .strings import SegmentedStringKDE, StringKDE
     from .text import ContextFeaturizer, ContextRLSClassifier

@@ -30,6 +30,13 @@ from ._kronecker import (
     WeightedKroneckerSum,
     commutation_matrix,
 )
+from ._product_path import (
+    PRODUCT_PATH_METHODS,
+    LUShift,
+    ProductEigenShift,
+    ProductShiftPath,
+    mixing_holdout_coefficients,
+)
 from ._path import (
     EIGEN_MIN_ALPHAS,
     PATH_METHODS,
@@ -55,6 +62,10 @@ __all__ = [
     "WeightedKroneckerSum",
     "EigenShift",
     "InterceptShift",
+    "LUShift",
+    "PRODUCT_PATH_METHODS",
+    "ProductEigenShift",
+    "ProductShiftPath",
     "PATH_METHODS",
     "RegularizationPath",
     "block_cg",
@@ -76,6 +87,7 @@ __all__ = [
     "loo_residuals",
     "loo_squared_errors",
     "minres",
+    "mixing_holdout_coefficients",
     "row_slices",
     "solve_shifted",
     "sq_norms_in_kernel",
