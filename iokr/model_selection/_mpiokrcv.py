@@ -196,6 +196,11 @@ working_memory, approximation, gamma, candidate_fraction, random_state :
             self._refits(X, Y, sets, settings, alphas, route, base, context)
         rows = [{**setting, "alpha": float(a)} for setting in settings for a in alphas]
         self._finish(rows, context.scores, [r["alpha"] for r in rows], scheme, len(holdouts))
+        if "param_gamma" in self.cv_results_:  # one entry per setting, also for per-kernel gamma lists
+            column = np.empty(len(rows), dtype=object)
+            for i, row in enumerate(rows):
+                column[i] = row["gamma"]
+            self.cv_results_["param_gamma"] = column
         if self.store_cv_results:
             self.cv_results_["holdout_predictions"] = context.predictions
             if context.has_ranks:
