@@ -30,13 +30,6 @@ from ._kronecker import (
     WeightedKroneckerSum,
     commutation_matrix,
 )
-from ._product_path import (
-    PRODUCT_PATH_METHODS,
-    LUShift,
-    ProductEigenShift,
-    ProductShiftPath,
-    mixing_holdout_coefficients,
-)
 from ._path import (
     EIGEN_MIN_ALPHAS,
     PATH_METHODS,
@@ -46,6 +39,13 @@ from ._path import (
     RegularizationPath,
     check_alphas,
     choose_path_method,
+)
+from ._product_path import (
+    PRODUCT_PATH_METHODS,
+    LUShift,
+    ProductEigenShift,
+    ProductShiftPath,
+    mixing_holdout_coefficients,
 )
 
 __all__ = [

@@ -6,8 +6,8 @@
 """
 
 from ._iokrcv import IOKRCV
-from ._mpiokrcv import MPIOKRCV
 from ._mkl import MKL_METHODS, AlignedKernelSum, alignf_weights, learn_weights
+from ._mpiokrcv import MPIOKRCV
 from ._scoring import HoldoutResult
 from ._search import RLSCV
 from ._splits import holdout_splits

@@ -129,11 +129,10 @@ working_memory, approximation, gamma, candidate_fraction, random_state :
         return MPIOKR(input_kernel=self.input_kernel).__sklearn_tags__()
 
     def _base_params(self):
-        return dict(input_kernel=self.input_kernel, output_kernel=self.output_kernel, center_input=self.center_input,
-                    normalize_input=self.normalize_input, center_output=self.center_output,
-                    normalize_output=self.normalize_output, decoding=self.decoding,
-                    working_memory=self.working_memory, approximation=self.approximation, gamma=self.gamma,
-                    candidate_fraction=self.candidate_fraction, random_state=self.random_state)
+        names = ("input_kernel", "output_kernel", "center_input", "normalize_input", "center_output",
+                 "normalize_output", "decoding", "working_memory", "approximation", "gamma", "candidate_fraction",
+                 "random_state")
+        return {name: getattr(self, name) for name in names}
 
     def _gamma_grid(self, owner):
         if self.gammas is None:

@@ -24,7 +24,7 @@ def _data(rng, n=24, p=5):
 @pytest.mark.parametrize("cv", [None, 3])
 def test_stored_values_equal_refits_without_transforms(rng, cv):
     X, Y, sets = _data(rng)
-    flags = dict(center_input=False, normalize_input=False, center_output=False, normalize_output=False)
+    flags = {"center_input": False, "normalize_input": False, "center_output": False, "normalize_output": False}
     search = IOKRCV(alphas=ALPHAS, cv=cv, scoring="top1", store_cv_results=True, **flags).fit(X, Y, sets)
     splits = ([(np.delete(np.arange(len(X)), i), np.array([i])) for i in range(len(X))] if cv is None
               else list(KFold(cv).split(X)))

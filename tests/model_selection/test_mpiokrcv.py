@@ -13,7 +13,7 @@ from iokr.model_selection import MPIOKRCV
 pytestmark = pytest.mark.filterwarnings("ignore::iokr.exceptions.EmptyCandidateSetWarning")
 
 ALPHAS = [0.05, 0.5, 5.0]
-RAW = dict(center_input=False, normalize_input=False, center_output=False, normalize_output=False)
+RAW = {"center_input": False, "normalize_input": False, "center_output": False, "normalize_output": False}
 
 
 def _data(rng, n=18, d=3, p=4, pool=30):
@@ -96,7 +96,7 @@ def test_known_closed_form_equals_refits_kernel_outputs_and_mse(rng):
 def test_refit_variants_equal_mpiokr_refits(rng, approximation, gammas):
     X, Y, sets, _ = _data(rng)
     inputs = WeightedSum([Gaussian(gamma=0.2), Gaussian(gamma=1.0)], [0.6, 0.4])
-    params = dict(input_kernel=inputs, approximation=approximation)
+    params = {"input_kernel": inputs, "approximation": approximation}
     search = MPIOKRCV(alphas=ALPHAS, gammas=gammas, cv=3, scoring="mrr", store_cv_results=True, **params)
     search.fit(X, Y, sets, scoring_sets=_ranking_sets(rng, Y))
     assert search.holdout_method_ == "refit" and len(search.cv_results_["params"]) == len(gammas) * len(ALPHAS)
