@@ -5,10 +5,9 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg as sla
 from sklearn.base import BaseEstimator
-from sklearn.utils.validation import check_is_fitted
 
 from .._config import working_memory_bytes
-from ..decoding import CandidateSets, Scorer, as_candidate_sets, set_scores
+from ..decoding import CandidateSets, as_candidate_sets
 from ..estimators import IOKR
 from ..estimators._sides import InputSide, OutputSide, check_decoding, check_output_features
 from ..linalg import (
@@ -24,10 +23,9 @@ from ._scoring import (
     check_scoring,
     needs_candidates,
     ranking_score,
-    ranks_of_truth,
     true_positions,
 )
-from ._search import DEFAULT_ALPHAS, PathSearchMixin, apply_setting, expand_grid
+from ._search import DEFAULT_ALPHAS, BestEstimatorMixin, PathSearchMixin, apply_setting, expand_grid, truth_ranks
 
 _NAMES = {"mse", "top1", "top10", "mrr"}
 
@@ -128,7 +126,7 @@ def _stored_values(record, n):
     return out, ranks
 
 
-class IOKRCV(PathSearchMixin, BaseEstimator):
+class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
     """IOKR whose regularization (and kernel parameters) are chosen by exact closed-form cross-validation.
 
     For a hold-out set ``H`` the IOKR model trained on the other examples predicts the output-space point
@@ -401,95 +399,5 @@ class IOKRCV(PathSearchMixin, BaseEstimator):
         """Rank of each held-out example's own output among its candidates, scored with the hold-out prediction."""
         queries = target.query_representation(predictions, self.decoding)
         pool, candidate_block = target.cached_pool(sets.pool, self.decoding, queries.shape[1], self.working_memory)
-        subsets = CandidateSets(pool, [sets.indices[i] for i in rows])
-
-        def query_block(block):
-            return queries[block]
-
-        scorer = Scorer(rows.size, queries.shape[1], query_block, candidate_block,
-                        target.candidate_bytes_per_row(queries.shape[1]))
-        scores = set_scores(scorer, subsets, self.working_memory)
-        tops = np.array([subsets.indices[q][int(np.argmax(s))] if s.size else -1 for q, s in enumerate(scores)],
-                        dtype=np.intp)
-        return ranks_of_truth(scores, truth[rows]), tops
-
-    # -- prediction through the refitted model ----------------------------------------------------------------------
-    def predict(self, X, candidate_sets, *, input_diag=None):
-        """Predict the best candidate of each query with :attr:`best_estimator_` (see :meth:`iokr.IOKR.predict`).
-
-        Parameters
-        ----------
-        X : array-like of shape (m, d)
-            Query inputs (test-by-train Gram when the input kernel is precomputed).
-        candidate_sets : CandidateSets or list of m arrays of shape (n_q, p)
-            Candidate output features of each query.
-        input_diag : array-like of shape (m,), optional
-            ``k(x, x)`` of the test inputs; needed only with a precomputed, normalized input kernel.
-
-        Returns
-        -------
-        best : ndarray of shape (m, p)
-            Features of each query's best candidate (rows of NaN for queries without candidates).
-        """
-        check_is_fitted(self, "best_estimator_")
-        return self.best_estimator_.predict(X, candidate_sets, input_diag=input_diag)
-
-    def rank(self, X, candidate_sets, top_k=None, *, input_diag=None):
-        """Rank each query's candidates with :attr:`best_estimator_` (see :meth:`iokr.IOKR.rank`).
-
-        Parameters
-        ----------
-        X : array-like of shape (m, d)
-            Query inputs (test-by-train Gram when the input kernel is precomputed).
-        candidate_sets : CandidateSets or list of m arrays of shape (n_q, p)
-            Candidate output features of each query.
-        top_k : int, optional
-            Keep only the best ``top_k`` per query.
-        input_diag : array-like of shape (m,), optional
-            ``k(x, x)`` of the test inputs; needed only with a precomputed, normalized input kernel.
-
-        Returns
-        -------
-        rankings : list of QueryRanking
-            Per query: candidate positions best first, their scores and pool rows.
-        """
-        check_is_fitted(self, "best_estimator_")
-        return self.best_estimator_.rank(X, candidate_sets, top_k, input_diag=input_diag)
-
-    def decision_function(self, X, C, *, input_diag=None):
-        """Score shared candidates with :attr:`best_estimator_` (see :meth:`iokr.IOKR.decision_function`).
-
-        Parameters
-        ----------
-        X : array-like of shape (m, d)
-            Query inputs (test-by-train Gram when the input kernel is precomputed).
-        C : array-like of shape (c, p)
-            Candidate output features shared by all queries.
-        input_diag : array-like of shape (m,), optional
-            ``k(x, x)`` of the test inputs; needed only with a precomputed, normalized input kernel.
-
-        Returns
-        -------
-        S : ndarray of shape (m, c)
-            Score of every candidate for every query (higher is better).
-        """
-        check_is_fitted(self, "best_estimator_")
-        return self.best_estimator_.decision_function(X, C, input_diag=input_diag)
-
-    def predict_features(self, X, *, input_diag=None):
-        """Predict ``h(x)`` in the transformed output feature space with :attr:`best_estimator_`.
-
-        Parameters
-        ----------
-        X : array-like of shape (m, d)
-            Query inputs (test-by-train Gram when the input kernel is precomputed).
-        input_diag : array-like of shape (m,), optional
-            ``k(x, x)`` of the test inputs; needed only with a precomputed, normalized input kernel.
-
-        Returns
-        -------
-        H : ndarray of shape (m, p)
-            Predicted output features of each query.
-        """
-        check_is_fitted(self, "best_estimator_")
-        return self.best_estimator_.predict_features(X, input_diag=input_diag)
+        return truth_ranks(queries, CandidateSets(pool, [sets.indices[i] for i in rows]), candidate_block,
+                           target.candidate_bytes_per_row(queries.shape[1]), truth[rows], self.working_memory)

@@ -5,21 +5,20 @@ from __future__ import annotations
 import numpy as np
 from scipy import sparse
 from sklearn.base import BaseEstimator
-from sklearn.utils.validation import check_is_fitted
 
-from ..decoding import CandidateSets, Scorer, as_candidate_sets, set_scores
+from ..decoding import CandidateSets, as_candidate_sets
 from ..estimators import MPIOKR
 from ..estimators._sides import check_decoding, check_output_features
 from ..linalg import ProductShiftPath, mixing_holdout_coefficients
-from ._scoring import HoldoutResult, check_scoring, needs_candidates, ranking_score, ranks_of_truth, true_positions
-from ._search import DEFAULT_ALPHAS, PathSearchMixin
+from ._scoring import HoldoutResult, check_scoring, needs_candidates, ranking_score, true_positions
+from ._search import DEFAULT_ALPHAS, BestEstimatorMixin, PathSearchMixin, truth_ranks
 
 _NAMES = {"mse", "top1", "top10", "mrr"}
 #: ``path_method`` of the CV estimators -> route of :class:`~iokr.linalg.ProductShiftPath`.
 _ROUTES = {"auto": "auto", "eigen": "eigen", "cholesky": "lu"}
 
 
-class MPIOKRCV(PathSearchMixin, BaseEstimator):
+class MPIOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
     """MP-IOKR whose ``alpha`` (and ``gamma``) are chosen by hold-out, one factorization serving each alpha path.
 
     ``approximation="known"``: exact closed-form hold-out from one fit on all data (no refit per split). Leaving the
@@ -55,8 +54,21 @@ class MPIOKRCV(PathSearchMixin, BaseEstimator):
     path_method : {"auto", "eigen", "cholesky"}, default="auto"
         Route of the alpha path: two symmetric eigendecompositions for the whole grid, or one LU factorization of
         ``alpha I + D_K B`` per alpha (``"cholesky"``); ``"auto"`` as :class:`~iokr.linalg.RegularizationPath`.
-    input_kernel, output_kernel, center_input, normalize_input, center_output, normalize_output, decoding, \
-working_memory, approximation, gamma, candidate_fraction, random_state :
+    input_kernel, output_kernel : Kernel or str, default="linear"
+        As in :class:`~iokr.MPIOKR`.
+    center_input, normalize_input, center_output, normalize_output : bool, default=True
+        As in :class:`~iokr.MPIOKR`.
+    decoding : {"distance", "inner", "cosine"}, default="distance"
+        As in :class:`~iokr.MPIOKR`.
+    working_memory : float, optional
+        Budget in MiB for temporaries of scoring; the global setting by default.
+    approximation : {"known", "joint", "separate"}, default="known"
+        As in :class:`~iokr.MPIOKR`; decides the hold-out route (closed form or refits).
+    gamma : float or sequence of float, default=1.0
+        As in :class:`~iokr.MPIOKR`, when ``gammas`` is None.
+    candidate_fraction : float in (0, 1], default=1.0
+        As in :class:`~iokr.MPIOKR`.
+    random_state : int, RandomState or None, default=None
         As in :class:`~iokr.MPIOKR`.
 
     Attributes
@@ -267,68 +279,6 @@ working_memory, approximation, gamma, candidate_fraction, random_state :
         for split_values in per_setting:
             context.record_splits(split_values)
 
-    def predict(self, X, candidate_sets, *, input_diag=None):
-        """Best candidate of each query with :attr:`best_estimator_` (see :meth:`iokr.MPIOKR.predict`).
-
-        Parameters
-        ----------
-        X : array-like of shape (m, d)
-            Query inputs.
-        candidate_sets : CandidateSets or list of m arrays of shape (n_q, p)
-            Candidates of each query.
-        input_diag : array-like of shape (m,), optional
-            ``k(x, x)`` of the queries (precomputed, normalized input kernel).
-
-        Returns
-        -------
-        best : ndarray of shape (m, p)
-            Features of each query's best candidate.
-        """
-        check_is_fitted(self, "best_estimator_")
-        return self.best_estimator_.predict(X, candidate_sets, input_diag=input_diag)
-
-    def rank(self, X, candidate_sets, top_k=None, *, input_diag=None):
-        """Rank each query's candidates with :attr:`best_estimator_` (see :meth:`iokr.MPIOKR.rank`).
-
-        Parameters
-        ----------
-        X : array-like of shape (m, d)
-            Query inputs.
-        candidate_sets : CandidateSets or list of m arrays of shape (n_q, p)
-            Candidates of each query.
-        top_k : int, optional
-            Keep only the best ``top_k`` per query.
-        input_diag : array-like of shape (m,), optional
-            ``k(x, x)`` of the queries.
-
-        Returns
-        -------
-        rankings : list of QueryRanking
-            Per query: candidate positions best first and their scores.
-        """
-        check_is_fitted(self, "best_estimator_")
-        return self.best_estimator_.rank(X, candidate_sets, top_k, input_diag=input_diag)
-
-    def decision_function(self, X, C, *, input_diag=None):
-        """Scores of shared candidates with :attr:`best_estimator_` (see :meth:`iokr.MPIOKR.decision_function`).
-
-        Parameters
-        ----------
-        X : array-like of shape (m, d)
-            Query inputs.
-        C : array-like of shape (c, p)
-            Candidates shared by all queries.
-        input_diag : array-like of shape (m,), optional
-            ``k(x, x)`` of the queries.
-
-        Returns
-        -------
-        S : ndarray of shape (m, c)
-            Score of every candidate for every query (higher is better).
-        """
-        check_is_fitted(self, "best_estimator_")
-        return self.best_estimator_.decision_function(X, C, input_diag=input_diag)
-
 
 def _held_mixing(mean_op, rows):
     """``sum_{i in H} B_i`` over ``[examples; used candidates]``: ``B_i = e_i e_i^T - e_i v_i^T - v_i e_i^T +
@@ -411,13 +361,8 @@ class _OutputValues:
         c = self.context
         queries = self.output.query_representation(preds, c.decoding)
         subsets = CandidateSets(c.ranking.pool, [c.ranking.indices[i] for i in c.rows])
-        scorer = Scorer(c.rows.size, queries.shape[1], lambda block: queries[block],
-                        lambda C: self.output.candidate_block(C, c.decoding),
-                        self.output.candidate_bytes_per_row(queries.shape[1]))
-        scores = set_scores(scorer, subsets, c.working_memory)
-        tops = np.array([subsets.indices[q][int(np.argmax(s))] if s.size else -1 for q, s in enumerate(scores)],
-                        dtype=np.intp)
-        return ranks_of_truth(scores, c.truth[c.rows]), tops
+        return truth_ranks(queries, subsets, lambda C: self.output.candidate_block(C, c.decoding),
+                           self.output.candidate_bytes_per_row(queries.shape[1]), c.truth[c.rows], c.working_memory)
 
     def split_values(self, preds, basis_rows):
         """(score, rows, stored prediction, ranks) of the one split of a per-split context."""
