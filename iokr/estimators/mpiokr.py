@@ -285,7 +285,7 @@ class MPIOKR(IOKR):
             stats = self._statistics(sets, layout, candidate_stats)
             self.candidate_stats_ = stats
             self._fit_approximated(alpha, gram, stats, mean_op, omega)
-        if getattr(self, "_keep_system", False):
+        if getattr(self, "_keep_system", None):
             self._system["layout"] = layout
         self.jitter_ = 0.0
         if not self.output_.explicit:
@@ -400,10 +400,13 @@ class MPIOKR(IOKR):
 
     def _solve(self, alpha, gram, mixing, rhs_factory, **known):
         """Factor ``alpha I + D_K B`` by LU; explicit outputs: ``dual_coef_``; kernelized: keep the factor."""
-        path = ProductShiftPath(gram, mixing, [alpha], method="lu")
-        if getattr(self, "_keep_system", False):
-            # MPIOKRCV reuses the product D_K B (and the pieces of the basis) for its whole alpha path.
+        keep = getattr(self, "_keep_system", None)
+        if keep:
+            # MPIOKRCV: one product D_K B (one route) serves its whole alpha grid; it also reads the basis pieces.
+            path = ProductShiftPath(gram, mixing, keep["alphas"], method=keep["method"])
             self._system = {"gram": gram, "mixing": mixing, "rhs_factory": rhs_factory, "path": path, **known}
+        else:
+            path = ProductShiftPath(gram, mixing, [alpha], method="lu", overwrite=True)
         self._use_shift(path.shift(alpha), rhs_factory, **known)
 
     def _use_shift(self, shift, rhs_factory, **known):

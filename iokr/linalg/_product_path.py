@@ -49,9 +49,9 @@ class LUShift:
 
     method = "lu"
 
-    def __init__(self, product, alpha):
+    def __init__(self, product, alpha, overwrite=False):
         self.alpha = float(alpha)
-        system = np.array(product, dtype=np.float64)
+        system = np.asarray(product, dtype=np.float64) if overwrite else np.array(product, dtype=np.float64)
         system[np.diag_indices_from(system)] += self.alpha
         self._lu = sla.lu_factor(system, overwrite_a=True, check_finite=True)
 
@@ -96,6 +96,9 @@ class ProductShiftPath:
     alphas : array-like of shape (n_alphas,)
         Values > 0.
     method : {"auto", "eigen", "lu"}, default="auto"
+    overwrite : bool, default=False
+        Route ``"lu"`` with one alpha: factor the product in place (no copy of an ``n x n`` matrix); the path then
+        serves that one solver only.
 
     Attributes
     ----------
@@ -104,8 +107,12 @@ class ProductShiftPath:
         ``"eigen"`` or ``"lu"``.
     """
 
-    def __init__(self, gram, mixing, alphas, *, method="auto"):
+    def __init__(self, gram, mixing, alphas, *, method="auto", overwrite=False):
         self.alphas = check_alphas(alphas)
+        if overwrite and (method != "lu" or self.alphas.size != 1):
+            raise ValueError("ProductShiftPath(overwrite=True) needs method='lu' and a single alpha; got "
+                             f"method={method!r} and {self.alphas.size} alphas.")
+        self._overwrite = bool(overwrite)
         if method not in PRODUCT_PATH_METHODS:
             raise ValueError(f"The 'method' parameter of ProductShiftPath must be one of {PRODUCT_PATH_METHODS}. "
                              f"Got {method!r} instead.")
@@ -137,7 +144,14 @@ class ProductShiftPath:
     def shift(self, alpha):
         """The solver at one ``alpha`` (any value > 0, on or off the grid)."""
         alpha = float(check_alphas([alpha])[0])
-        return LUShift(self._product, alpha) if self.method == "lu" else ProductEigenShift(self, alpha)
+        if self.method == "eigen":
+            return ProductEigenShift(self, alpha)
+        if self._overwrite:
+            if self._product is None:
+                raise RuntimeError("This ProductShiftPath(overwrite=True) has already served its one solver.")
+            product, self._product = self._product, None
+            return LUShift(product, alpha, overwrite=True)
+        return LUShift(self._product, alpha)
 
 
 def mixing_holdout_coefficients(shift, gram, mixing, held_blocks, query_units):

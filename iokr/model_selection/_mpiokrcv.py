@@ -9,7 +9,7 @@ from sklearn.base import BaseEstimator
 from ..decoding import CandidateSets, as_candidate_sets
 from ..estimators import MPIOKR
 from ..estimators._sides import check_decoding, check_output_features
-from ..linalg import ProductShiftPath, mixing_holdout_coefficients
+from ..linalg import mixing_holdout_coefficients
 from ._scoring import HoldoutResult, check_scoring, needs_candidates, ranking_score, true_positions
 from ._search import DEFAULT_ALPHAS, BestEstimatorMixin, PathSearchMixin, truth_ranks
 
@@ -228,11 +228,10 @@ class MPIOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
     def _closed_form(self, X, Y, candidate_sets, candidate_inputs, alphas, route, base, context):
         """All-data fit, then the exact hold-out of every split at every alpha (``"known"``)."""
         model = MPIOKR(**base, alpha=float(alphas[0]))
-        model._keep_system = True
+        model._keep_system = {"alphas": alphas, "method": route}
         model.fit(X, Y, candidate_sets, candidate_inputs)
         system = model._system
-        gram, mixing = system["gram"], system["mixing"]
-        path = ProductShiftPath(gram, mixing, alphas, method=route)
+        gram, mixing, path = system["gram"], system["mixing"], system["path"]
         layout = system["layout"]
         used, kept = layout.used_rows, system["used"]
         mean_op = layout.mean_operator[:, used].tocsr()
@@ -264,7 +263,7 @@ class MPIOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
             stats = None
             for g, setting in enumerate(settings):
                 model = MPIOKR(**{**base, **setting}, alpha=float(alphas[0]))
-                model._keep_system = True
+                model._keep_system = {"alphas": alphas, "method": route}
                 model.fit(X_train, Y[train], train_sets, candidate_stats=stats)
                 stats = model.candidate_stats_
                 system = model.__dict__.pop("_system")
@@ -272,7 +271,7 @@ class MPIOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
                 test_gram = model.input_.test_block(X_checked, slice(None), diag)
                 basis_rows = np.concatenate([train, n + system["layout"].used_rows])
                 values = _OutputValues(model.output_, context.for_split(k))
-                for j, shift in enumerate(ProductShiftPath(system["gram"], system["mixing"], alphas, method=route)):
+                for j, shift in enumerate(system["path"]):
                     model._use_shift(shift, system["rhs_factory"])
                     per_setting[g * alphas.size + j][k] = values.split_values(model._coefficients(test_gram),
                                                                               basis_rows)

@@ -68,3 +68,15 @@ def test_mixing_holdout_equals_retraining_without_the_blocks(method, holdouts):
         # explicit retraining: c_C(u) = B_C (alpha I + K B_C)^{-1} k(u)
         expected = (B_c @ np.linalg.solve(alpha * np.eye(n_units) + K @ B_c, K[:, h])).T
         np.testing.assert_allclose(c, expected, rtol=1e-8, atol=1e-10)
+
+
+def test_product_path_overwrite_serves_one_solver():
+    rng = np.random.default_rng(2)
+    K, B = _psd(rng, 6), _psd(rng, 6, rank=3)
+    X = rng.normal(size=(6, 2))
+    path = ProductShiftPath(K, B, [0.4], method="lu", overwrite=True)
+    np.testing.assert_allclose(path.shift(0.4).solve(X), np.linalg.solve(0.4 * np.eye(6) + K @ B, X), rtol=1e-10)
+    with pytest.raises(RuntimeError, match="already served"):
+        path.shift(0.4)
+    with pytest.raises(ValueError, match="overwrite=True"):
+        ProductShiftPath(K, B, [0.4, 1.0], method="lu", overwrite=True)
