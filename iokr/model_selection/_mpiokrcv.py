@@ -236,13 +236,12 @@ class MPIOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
         used, kept = layout.used_rows, system["used"]
         mean_op = layout.mean_operator[:, used].tocsr()
         held = [system["merge"].T @ _held_mixing(mean_op, rows) @ system["merge"] for rows in context.holdouts]
-        mixing_op = sparse.csr_matrix(mixing) if not sparse.issparse(mixing) else mixing
         explicit = model.output_.explicit
         basis_features = model._basis_output_features(system["sets"], kept) if explicit else None
         values = _OutputValues(model.output_, context)
         basis_rows = np.concatenate([np.arange(context.n), context.n + kept])
         for shift in path:
-            coefficients = mixing_holdout_coefficients(shift, gram, mixing_op, held, context.holdouts)
+            coefficients = mixing_holdout_coefficients(shift, gram, mixing, held, context.holdouts)
             preds = np.vstack(coefficients)
             if explicit:
                 preds = preds @ basis_features

@@ -166,3 +166,16 @@ def test_bad_parameters(rng):
         MPIOKRCV(alphas=ALPHAS, scoring="f1").fit(X, Y, sets, pool_X)
     with pytest.raises(ValueError, match="does not contain training example"):
         MPIOKRCV(alphas=ALPHAS, scoring="top1").fit(X, Y, sets, pool_X)
+
+
+def test_known_closed_form_with_dense_mixing(rng):
+    """One candidate set shared by all examples: MP-IOKR's mixing matrix is dense (the dense branch of the fit)."""
+    X, Y, _, _ = _data(rng)
+    shared = CandidateSets(rng.normal(size=(6, Y.shape[1])), [np.arange(6)] * len(X))
+    inputs = rng.normal(size=(6, X.shape[1]))
+    search = MPIOKRCV(alphas=ALPHAS, cv=4, store_cv_results=True, **RAW).fit(X, Y, shared, inputs)
+    for j, alpha in enumerate(search.cv_results_["param_alpha"]):
+        for tr, te in _splits(4, len(X)):
+            model = MPIOKR(alpha=alpha, **RAW).fit(X[tr], Y[tr], _restricted(shared, tr), inputs)
+            np.testing.assert_allclose(search.cv_results_["holdout_predictions"][j][te], model.predict_features(X[te]),
+                                       rtol=1e-7, atol=1e-9)
