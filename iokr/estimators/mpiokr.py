@@ -399,7 +399,7 @@ class MPIOKR(IOKR):
         self._solve(alpha, gram, mixing, rhs_factory if out.explicit else None)
 
     def _solve(self, alpha, gram, mixing, rhs_factory, **known):
-        """Factor ``alpha I + D_K B`` by LU; explicit outputs: ``dual_coef_``; kernelized: keep the factor."""
+        """Factor ``alpha I + D_K B`` (LU; MPIOKRCV: its path route); explicit outputs: ``dual_coef_``; else keep it."""
         keep = getattr(self, "_keep_system", None)
         if keep:
             # MPIOKRCV: one product D_K B (one route) serves its whole alpha grid; it also reads the basis pieces.
