@@ -34,8 +34,7 @@ Model selection (training structures only; the 60 lists are scored once per meth
   same selected ``gamma`` form one group (section 2.3.2). The transforms (centering, normalization) are those
   fitted on all training structures;
 - ``alpha`` for each model: 3-fold hold-out; each held-out structure is ranked among held-out structures (its
-  stand-in candidates built inside its own fold), score = mean of top-1/10/20. IOKR: ``IOKRCV`` (exact closed
-  form: centering refitted per fold, normalization statistics of all training structures). MP-IOKR:
+  stand-in candidates built inside its own fold), score = mean of top-1/10/20. IOKR: refits per fold. MP-IOKR:
   ``MPIOKRCV`` with exact refits per fold (the approximated variants retrain the reverse models on each training
   side, for which no closed form is implemented): one fit per fold, whose product ``D_K B`` and candidate
   statistics serve every ``alpha``. The training candidate set of a structure is its stand-in set drawn from its
@@ -69,7 +68,8 @@ from iokr.estimators.iokr import IOKR
 from iokr.estimators.mpiokr import MPIOKR, _GroupedInput
 from iokr.kernels import Kernel, WeightedSum
 from iokr.linalg import cholesky_shifted
-from iokr.model_selection import IOKRCV, MPIOKRCV
+from iokr.metrics import true_candidate_rank
+from iokr.model_selection import MPIOKRCV
 
 #: The app's model settings at its cross-validated defaults (reports/metabolites.md), pinned here so that the cached
 #: Grams and results stay valid if the app's defaults move.
@@ -311,34 +311,47 @@ def make_estimator(kind, alpha, kernel, output, gamma, fraction, seed):
 
 
 def _fold_score(result):
-    """IOKRCV / MPIOKRCV split score: mean of top-1/10/20 (%) of the held-out structures' ranks."""
+    """MPIOKRCV split score: mean of top-1/10/20 (%) of the held-out structures' ranks."""
     return _topk_row(result.ranks)[1]
 
 
+def iokr_refit_ranks(alphas, kernel, output, X, Y, splits, eval_sets):
+    """IOKR hold-out ranks by refitting per fold and alpha (transforms refitted on each training side)."""
+    out = [np.full(Y.shape[0], np.nan) for _ in alphas]
+    for tr, te in splits:
+        sets = CandidateSets(Y, [eval_sets.indices[i] for i in te])
+        for j, alpha in enumerate(alphas):
+            model = IOKR(alpha=alpha, input_kernel=kernel, output_kernel=output).fit(X[tr], Y[tr])
+            for i, r in zip(te, model.rank(X[te], sets)):
+                s = np.full(r.n_candidates, -np.inf)
+                s[r.order] = r.scores
+                out[j][i] = true_candidate_rank(s, 0)  # the structure itself is first in its list
+    return out
+
+
 def alpha_cv_search(kind, gamma, fraction, alphas, kernel, output, X, Y, splits, train_sets, eval_sets, seed):
-    """Hold-out ranks of every structure over the alpha grid: IOKRCV (closed form) or MPIOKRCV (one MP-IOKR fit
+    """Hold-out ranks of every structure over the alpha grid: IOKR refits per fold, or MPIOKRCV (one MP-IOKR fit
     per fold, its ``D_K B`` serving every alpha, candidate statistics computed once per fold).
 
-    Returns the search and, per alpha, the fold-averaged top-k row with ``score`` and the per-fold scores.
+    Returns the hold-out ranks per alpha and, per alpha, the fold-averaged top-k row with ``score`` and the per-fold
+    scores.
     """
     if kind == "IOKR":
-        search = IOKRCV(alphas=alphas, input_kernel=kernel, output_kernel=output, cv=splits, scoring=_fold_score,
-                        store_cv_results=True)
-        search.fit(X, Y, candidate_sets=eval_sets)
+        ranks_per_alpha = iokr_refit_ranks(alphas, kernel, output, X, Y, splits, eval_sets)
     else:
         search = MPIOKRCV(alphas=alphas, gammas=[gamma], cv=splits, scoring=_fold_score, store_cv_results=True,
                           input_kernel=kernel, output_kernel=output,
                           approximation="joint" if kind.startswith("joint") else "separate",
                           candidate_fraction=fraction, random_state=seed)
         search.fit(X, Y, CandidateSets(Y, train_sets), scoring_sets=eval_sets)
+        ranks_per_alpha = search.cv_results_["holdout_ranks"]
     rows = []
-    for j, alpha in enumerate(search.cv_results_["param_alpha"]):
-        ranks = search.cv_results_["holdout_ranks"][j]
+    for alpha, ranks in zip(alphas, ranks_per_alpha):
         per_fold = [_topk_row(ranks[te]) for _, te in splits]
         rows.append({"alpha": float(alpha), "score": float(np.mean([sc for _, sc in per_fold])),
                      **{k: float(np.mean([r[k] for r, _ in per_fold])) for k in per_fold[0][0]},
                      "fold_scores": [float(sc) for _, sc in per_fold]})
-    return search, rows
+    return ranks_per_alpha, rows
 
 
 def fit_estimator(est, X, Y, sets, stats):

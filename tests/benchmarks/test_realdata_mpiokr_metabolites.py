@@ -40,8 +40,8 @@ def test_alpha_cv_search_equals_refits(rng, kind, gamma):
     splits = [(np.flatnonzero(folds != f), np.flatnonzero(folds == f)) for f in range(3)]
     X = np.arange(n)[:, None]
     alphas = [0.1, 1.0, 3.0]
-    search, rows = alpha_cv_search(kind, gamma, 1.0, alphas, kernel, Tanimoto(), X, Y, splits, train_sets,
-                                   eval_sets, 0)
+    ranks, rows = alpha_cv_search(kind, gamma, 1.0, alphas, kernel, Tanimoto(), X, Y, splits, train_sets,
+                                  eval_sets, 0)
     for j, alpha in enumerate(alphas):
         for tr, te in splits:
             model = MPIOKR(alpha=alpha, input_kernel=kernel, output_kernel=Tanimoto(), approximation=kind,
@@ -49,7 +49,7 @@ def test_alpha_cv_search_equals_refits(rng, kind, gamma):
             for i, r in zip(te, model.rank(X[te], CandidateSets(Y, [eval_sets.indices[i] for i in te]))):
                 s = np.full(r.n_candidates, -np.inf)
                 s[r.order] = r.scores
-                assert search.cv_results_["holdout_ranks"][j][i] == true_candidate_rank(s, 0)
+                assert ranks[j][i] == true_candidate_rank(s, 0)
         assert rows[j]["alpha"] == alpha and len(rows[j]["fold_scores"]) == 3
 
 
