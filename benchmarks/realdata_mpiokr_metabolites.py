@@ -33,10 +33,13 @@ Model selection (training structures only; the 60 lists are scored once per meth
   separate approximation builds it) for ``"separate"``, the combined kernel for ``"joint"``; base kernels with the
   same selected ``gamma`` form one group (section 2.3.2). The transforms (centering, normalization) are those
   fitted on all training structures;
-- ``alpha`` for each model: 3-fold CV by refitting; each held-out structure is ranked among held-out structures
-  (its stand-in candidates built inside the held-out fold), score = mean of top-1/10/20; inside a fold, training
-  candidate sets are built from the fold's training structures only. MP-IOKR's candidate statistics are computed
-  once per fold and variant and reused across ``alpha`` (``candidate_stats``).
+- ``alpha`` for each model: 3-fold hold-out; each held-out structure is ranked among held-out structures (its
+  stand-in candidates built inside its own fold), score = mean of top-1/10/20. IOKR: refits per fold. MP-IOKR:
+  ``MPIOKRCV`` with exact refits per fold (the approximated variants retrain the reverse models on each training
+  side, for which no closed form is implemented): one fit per fold, whose product ``D_K B`` and candidate
+  statistics serve every ``alpha``. The training candidate set of a structure is its stand-in set drawn from its
+  own fold, so no held-out structure is ever a training candidate (before ``MPIOKRCV``, each fold drew the sets
+  of its training structures from all of its training structures: a larger pool, so somewhat different sets).
 """
 
 from __future__ import annotations
@@ -50,10 +53,8 @@ import platform
 import shutil
 import time
 from pathlib import Path
-from typing import ClassVar
 
 import numpy as np
-from scipy import linalg as sla
 
 from benchmarks._memory import peak_rss_mib
 from iokr.apps.metabolites._candidates import CandidateStore, read_candidate_lists
@@ -68,6 +69,7 @@ from iokr.estimators.mpiokr import MPIOKR, _GroupedInput
 from iokr.kernels import Kernel, WeightedSum
 from iokr.linalg import cholesky_shifted
 from iokr.metrics import true_candidate_rank
+from iokr.model_selection import MPIOKRCV
 
 #: The app's model settings at its cross-validated defaults (reports/metabolites.md), pinned here so that the cached
 #: Grams and results stay valid if the app's defaults move.
@@ -300,61 +302,56 @@ def reverse_cv(grams, K_y, splits, gammas):
     return {name: e.tolist() for name, e in errors.items()}
 
 
-def cv_rank_score(estimator, te, Y, eval_sets):
-    """Held-out structures ranked among their stand-in lists (self first); mean of top-1/10/20 and the top-k row."""
-    sets = CandidateSets(Y, [np.concatenate([[j], c]) for j, c in zip(te, eval_sets)])
-    ranks = []
-    for r in estimator.rank(te[:, None], sets):
-        s = np.full(r.n_candidates, -np.inf)
-        s[r.order] = r.scores
-        ranks.append(true_candidate_rank(s, 0))
-    row, score = _topk_row(ranks)
-    return score, row, ranks
-
-
-class AlphaGridMPIOKR(MPIOKR):
-    """MP-IOKR that keeps its ``alpha``-independent products across fits on one alpha grid (kernelized outputs).
-
-    With approximated inputs the system is ``alpha I + D_K B``: ``D_K B``, the reverse models' factors and ``B``
-    depend on ``gamma`` and the candidate statistics only. Fits passed the same ``candidate_stats`` object and
-    ``gamma`` reuse ``D_K B`` and the factors, so each further ``alpha`` costs one LU factorization; the arithmetic
-    is MPIOKR's own (same products, same LU), only not repeated.
-    """
-
-    _memo: ClassVar[dict] = {}
-
-    def _fit_approximated(self, alpha, grams, stats, mean_op, omega):
-        key = tuple(self._group_gammas)
-        hit = self._memo.get("entry")
-        if self.output_.explicit or hit is None or hit[0] is not stats or hit[1] != key:
-            self._memo.clear()
-            super()._fit_approximated(alpha, grams, stats, mean_op, omega)
-            if not self.output_.explicit:
-                self._memo["entry"] = (stats, key, self._factors_y, self.__dict__.pop("_base_system"))
-            return
-        _, _, self._factors_y, base = hit
-        self._mean_op, self._omega = mean_op, omega
-        system = base.copy()
-        system[np.diag_indices_from(system)] += alpha
-        self._lu = sla.lu_factor(system, overwrite_a=True, check_finite=True)
-        self.dual_coef_, self._known_mixing = None, None
-
-    def _solve(self, alpha, gram, mixing, rhs_factory, **known):
-        if self.output_.explicit or known:
-            return super()._solve(alpha, gram, mixing, rhs_factory, **known)
-        self._base_system = np.array(gram @ mixing, dtype=np.float64)
-        system = self._base_system.copy()
-        system[np.diag_indices_from(system)] += alpha
-        self._lu = sla.lu_factor(system, overwrite_a=True, check_finite=True)
-        self.dual_coef_, self._known_mixing = None, None
-
-
-def make_estimator(kind, alpha, kernel, output, gamma, fraction, seed, grid=False):
+def make_estimator(kind, alpha, kernel, output, gamma, fraction, seed):
     if kind == "IOKR":
         return IOKR(alpha=alpha, input_kernel=kernel, output_kernel=output)
     approximation = "joint" if kind.startswith("joint") else "separate"
-    return (AlphaGridMPIOKR if grid else MPIOKR)(alpha=alpha, input_kernel=kernel, output_kernel=output, approximation=approximation, gamma=gamma,
+    return MPIOKR(alpha=alpha, input_kernel=kernel, output_kernel=output, approximation=approximation, gamma=gamma,
                   candidate_fraction=fraction, random_state=seed)
+
+
+def _fold_score(result):
+    """MPIOKRCV split score: mean of top-1/10/20 (%) of the held-out structures' ranks."""
+    return _topk_row(result.ranks)[1]
+
+
+def iokr_refit_ranks(alphas, kernel, output, X, Y, splits, eval_sets):
+    """IOKR hold-out ranks by refitting per fold and alpha (transforms refitted on each training side)."""
+    out = [np.full(Y.shape[0], np.nan) for _ in alphas]
+    for tr, te in splits:
+        sets = CandidateSets(Y, [eval_sets.indices[i] for i in te])
+        for j, alpha in enumerate(alphas):
+            model = IOKR(alpha=alpha, input_kernel=kernel, output_kernel=output).fit(X[tr], Y[tr])
+            for i, r in zip(te, model.rank(X[te], sets)):
+                s = np.full(r.n_candidates, -np.inf)
+                s[r.order] = r.scores
+                out[j][i] = true_candidate_rank(s, 0)  # the structure itself is first in its list
+    return out
+
+
+def alpha_cv_search(kind, gamma, fraction, alphas, kernel, output, X, Y, splits, train_sets, eval_sets, seed):
+    """Hold-out ranks of every structure over the alpha grid: IOKR refits per fold, or MPIOKRCV (one MP-IOKR fit
+    per fold, its ``D_K B`` serving every alpha, candidate statistics computed once per fold).
+
+    Returns the hold-out ranks per alpha and, per alpha, the fold-averaged top-k row with ``score`` and the per-fold
+    scores.
+    """
+    if kind == "IOKR":
+        ranks_per_alpha = iokr_refit_ranks(alphas, kernel, output, X, Y, splits, eval_sets)
+    else:
+        search = MPIOKRCV(alphas=alphas, gammas=[gamma], cv=splits, scoring=_fold_score, store_cv_results=True,
+                          input_kernel=kernel, output_kernel=output,
+                          approximation="joint" if kind.startswith("joint") else "separate",
+                          candidate_fraction=fraction, random_state=seed)
+        search.fit(X, Y, CandidateSets(Y, train_sets), scoring_sets=eval_sets)
+        ranks_per_alpha = search.cv_results_["holdout_ranks"]
+    rows = []
+    for alpha, ranks in zip(alphas, ranks_per_alpha):
+        per_fold = [_topk_row(ranks[te]) for _, te in splits]
+        rows.append({"alpha": float(alpha), "score": float(np.mean([sc for _, sc in per_fold])),
+                     **{k: float(np.mean([r[k] for r, _ in per_fold])) for k in per_fold[0][0]},
+                     "fold_scores": [float(sc) for _, sc in per_fold]})
+    return ranks_per_alpha, rows
 
 
 def fit_estimator(est, X, Y, sets, stats):
@@ -499,19 +496,21 @@ def main(argv=None):
     models = {k: v for k, v in models.items() if k in args.models.split(",")}
     alphas = [float(a) for a in args.alphas.split(",")]
 
-    # alpha: 3-fold CV by refitting, ranking held-out structures among held-out stand-in lists
-    fold_sets = []
-    for tr, te in splits:
-        allowed_tr = np.zeros(n, bool)
-        allowed_tr[tr] = True
-        allowed_tr &= ~is_list_candidate
-        allowed_te = np.zeros(n, bool)
-        allowed_te[te] = True
-        allowed_te &= ~is_list_candidate
-        fold_sets.append((standin_sets(masses, formulas, tr, allowed_tr, args.size),
-                          standin_sets(masses, formulas, te, allowed_te, args.size)))
+    # alpha: 3-fold hold-out, ranking held-out structures among held-out stand-in lists. Every structure's lists
+    # are drawn from its own fold: its training candidate set is never a structure another fold holds out (no
+    # held-out structure enters training as a candidate) and its evaluation list is itself + its fold's stand-ins.
+    train_sets, eval_sets = [None] * n, [None] * n
+    for f in range(N_FOLDS):
+        members = np.flatnonzero(folds == f)
+        allowed = np.zeros(n, bool)
+        allowed[members] = True
+        allowed &= ~is_list_candidate
+        for j, standin in zip(members, standin_sets(masses, formulas, members, allowed, args.size)):
+            train_sets[j] = standin
+            eval_sets[j] = np.concatenate([[j], standin])
+    eval_sets = CandidateSets(Y, eval_sets)
     results = {}
-    stage = cache / f"alpha_cv_{n}_{args.seed}_{args.size}_{args.fraction}.json"
+    stage = cache / f"alpha_holdout_{n}_{args.seed}_{args.size}_{args.fraction}.json"
     alpha_cv = json.loads(stage.read_text()) if stage.exists() else {}
     shared = dict(item.split("=") for item in args.alpha_from.split(",") if item)
     from_log = dict(item.split("=") for item in args.cv_log.split(",") if item)
@@ -533,27 +532,12 @@ def main(argv=None):
         key = f"{name}|{gamma}|{alphas}"
         if key not in alpha_cv:
             t0 = time.perf_counter()
-            table = {a: [] for a in alphas}
-            fit_times = []
-            for f, (tr, te) in enumerate(splits):
-                train_sets, eval_sets = fold_sets[f]
-                local = {int(j): i for i, j in enumerate(tr)}
-                stats = None
-                # Sets over the fold's training structures: the pool is Y[tr], rows renumbered.
-                sets = [np.array([local[int(c)] for c in s], dtype=np.intp) for s in train_sets]
-                for a in alphas:
-                    est = make_estimator(kind, a, kernel, output, gamma, fraction, args.seed, grid=True)
-                    fit_times.append(fit_estimator(est, X[tr], Y[tr], sets, stats))
-                    stats = getattr(est, "candidate_stats_", None)
-                    score, row, _ = cv_rank_score(est, te, Y, eval_sets)
-                    table[a].append({"score": score, **row})
-                    log(f"  {name} fold {f} alpha {a}: score {score:.1f} (fit {fit_times[-1]:.0f} s)")
-            rows = []
-            for a in alphas:
-                r = {"alpha": a, **{k: float(np.mean([t[k] for t in table[a]])) for k in table[a][0]},
-                     "fold_scores": [t["score"] for t in table[a]]}
-                rows.append(r)
-            alpha_cv[key] = {"rows": rows, "seconds": time.perf_counter() - t0, "fit_seconds": fit_times}
+            _, rows = alpha_cv_search(kind, gamma, fraction, alphas, kernel, output, X, Y, splits, train_sets,
+                                      eval_sets, args.seed)
+            for row in rows:
+                for f, score in enumerate(row["fold_scores"]):
+                    log(f"  {name} fold {f} alpha {row['alpha']}: score {score:.1f}")
+            alpha_cv[key] = {"rows": rows, "seconds": time.perf_counter() - t0}
             stage.write_text(json.dumps(alpha_cv))
         cv = alpha_cv[key]
         best = max(cv["rows"], key=lambda r: r["score"])
@@ -562,7 +546,6 @@ def main(argv=None):
                          "cv": cv["rows"], "cv_seconds": cv["seconds"]}
 
     # final fits on all training structures, each evaluated once on the 60 lists
-    AlphaGridMPIOKR._memo.clear()
     allowed = ~is_list_candidate
     final_sets = standin_sets(masses, formulas, np.arange(n), allowed, args.size)
     sizes = np.array([len(s) for s in final_sets])

@@ -31,6 +31,7 @@ _LAZY = {
     "ConditionalRankRLSCV": "model_selection",
     "IOKRCV": "model_selection",
     "KronRLSCV": "model_selection",
+    "MPIOKRCV": "model_selection",
     "RLSCV": "model_selection",
     "RankRLSCV": "model_selection",
     "TwoStepRLSCV": "model_selection",
@@ -48,6 +49,7 @@ __all__ = [
     "IOKR",
     "IOKRCV",
     "MPIOKR",
+    "MPIOKRCV",
     "RLS",
     "RLSCV",
     "CandidateFile",
@@ -105,6 +107,6 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
         SketchedIOKR,
         TwoStepRLS,
     )
-    from .model_selection import IOKRCV, RLSCV
+    from .model_selection import IOKRCV, MPIOKRCV, RLSCV
     from .strings import SegmentedStringKDE, StringKDE
     from .text import ContextFeaturizer, ContextRLSClassifier

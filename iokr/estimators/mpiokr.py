@@ -9,14 +9,13 @@ import numbers
 import warnings
 
 import numpy as np
-from scipy import linalg as sla
 from scipy import sparse
 
 from .._validation import check_positive_scalar
 from ..decoding import CandidateSets, decoding_rule, inverse_norms
 from ..exceptions import EmptyCandidateSetWarning
 from ..kernels import KernelTransform, WeightedSum, make_kernel
-from ..linalg import cholesky_shifted
+from ..linalg import ProductShiftPath, cholesky_shifted
 from ._basis import TransformedBasis
 from ._candidate_stats import CandidateStatistics, set_layout, stream_statistics, subsample_sets
 from ._sides import InputSide, OutputSide, gram_norms
@@ -281,11 +280,13 @@ class MPIOKR(IOKR):
             self.input_ = _KnownInput(self.input_, inputs[kept])
             gram = self.input_.basis.gram(gram)
             rhs_factory = lambda: mixing @ self._basis_output_features(sets, kept)  # noqa: E731
-            self._solve(alpha, gram, mixing, rhs_factory, sets=sets, used=kept)
+            self._solve(alpha, gram, mixing, rhs_factory, sets=sets, used=kept, mixing_units=mixing, merge=merge)
         else:
             stats = self._statistics(sets, layout, candidate_stats)
             self.candidate_stats_ = stats
             self._fit_approximated(alpha, gram, stats, mean_op, omega)
+        if getattr(self, "_keep_system", None):
+            self._system["layout"] = layout
         self.jitter_ = 0.0
         if not self.output_.explicit:
             # Kernelized outputs: the predictor's output basis is [training outputs; used candidates]; IOKR's
@@ -399,18 +400,25 @@ class MPIOKR(IOKR):
         self._solve(alpha, gram, mixing, rhs_factory if out.explicit else None)
 
     def _solve(self, alpha, gram, mixing, rhs_factory, **known):
-        """Factor ``alpha I + D_K B`` by LU; explicit outputs: ``dual_coef_``; kernelized: keep the factor."""
-        # The product is a fresh array (no copy needed before adding alpha in place).
-        system = np.asarray((mixing @ gram).T if sparse.issparse(mixing) else gram @ mixing, dtype=np.float64)
-        system[np.diag_indices_from(system)] += alpha
-        self._lu = sla.lu_factor(system, overwrite_a=True, check_finite=True)
+        """Factor ``alpha I + D_K B`` (LU; MPIOKRCV: its path route); explicit outputs: ``dual_coef_``; else keep it."""
+        keep = getattr(self, "_keep_system", None)
+        if keep:
+            # MPIOKRCV: one product D_K B (one route) serves its whole alpha grid; it also reads the basis pieces.
+            path = ProductShiftPath(gram, mixing, keep["alphas"], method=keep["method"])
+            self._system = {"gram": gram, "mixing": mixing, "rhs_factory": rhs_factory, "path": path, **known}
+        else:
+            path = ProductShiftPath(gram, mixing, [alpha], method="lu", overwrite=True)
+        self._use_shift(path.shift(alpha), rhs_factory, **known)
+
+    def _use_shift(self, shift, rhs_factory, **known):
+        """Coefficients from the solver ``shift`` of ``alpha I + D_K B`` (one alpha of a path)."""
+        self._shift = shift
         if self.output_.explicit:
-            self.dual_coef_ = sla.lu_solve(self._lu, np.asarray(rhs_factory(), dtype=np.float64), trans=1,
-                                           check_finite=False)
+            self.dual_coef_ = shift.solve_transposed(np.asarray(rhs_factory(), dtype=np.float64))
             self._known_mixing = None
         else:
             self.dual_coef_ = None
-            self._known_mixing = mixing if known else None
+            self._known_mixing = known["mixing_units"] if known else None
             if known:
                 self._output_basis = _OutputBasis(self.output_, known["sets"].pool, known["used"])
 
@@ -418,7 +426,7 @@ class MPIOKR(IOKR):
     def _coefficients(self, test_gram):
         if self.output_.explicit:
             return test_gram @ self.dual_coef_
-        c = sla.lu_solve(self._lu, test_gram.T, check_finite=False)
+        c = self._shift.solve(test_gram.T)
         if self._known_mixing is not None:
             return np.asarray(self._known_mixing @ c).T
         n = self.output_.side.train_gram.shape[0]

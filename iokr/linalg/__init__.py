@@ -72,6 +72,13 @@ from ._sketch import (
     subsample_indices,
 )
 from ._two_step import two_step_dual, two_step_holdout
+from ._product_path import (
+    PRODUCT_PATH_METHODS,
+    LUShift,
+    ProductEigenShift,
+    ProductShiftPath,
+    mixing_holdout_coefficients,
+)
 
 __all__ = [
     "EIGEN_MIN_ALPHAS",
@@ -90,6 +97,10 @@ __all__ = [
     "SampledKroneckerOperator",
     "SymmetricKroneckerOperator",
     "WeightedKroneckerSum",
+    "LUShift",
+    "PRODUCT_PATH_METHODS",
+    "ProductEigenShift",
+    "ProductShiftPath",
     "block_cg",
     "check_alphas",
     "check_holdouts",
@@ -125,6 +136,7 @@ __all__ = [
     "query_holdout_predictions",
     "ridge_primal",
     "ridge_solution",
+    "mixing_holdout_coefficients",
     "row_slices",
     "solve_shifted",
     "sparse_sketch",

@@ -1,8 +1,8 @@
 """Model selection on top of the shared regularization paths and closed-form hold-out of :mod:`iokr.linalg`.
 
-- :class:`RLSCV`, :class:`IOKRCV`, :class:`RankRLSCV`: alpha grids (and kernel parameters) chosen by exact
-  leave-one-out (leave-query-out, leave-pair-out for ranking), k-fold, grouped or any complement-training splitter,
-  without retraining;
+- :class:`RLSCV`, :class:`IOKRCV`, :class:`MPIOKRCV`, :class:`RankRLSCV`: alpha grids (and kernel parameters)
+  chosen by exact leave-one-out (leave-query-out, leave-pair-out for ranking), k-fold, grouped or any
+  complement-training splitter, without retraining (MP-IOKR's approximated candidate inputs: by refits);
 - :class:`KronRLSCV`, :class:`ConditionalRankRLSCV`, :class:`TwoStepRLSCV`: the pairwise (Kronecker) estimators
   tuned under a prediction setting A-D (:func:`pairwise_splits`), in closed form where one exists;
 - :class:`AlignedKernelSum`: multiple kernel learning on inputs (UNIMKL, ALIGN, ALIGNF).
@@ -12,6 +12,7 @@ from ._conditional_rankcv import ConditionalRankRLSCV
 from ._iokrcv import IOKRCV
 from ._kroncv import KronRLSCV
 from ._mkl import MKL_METHODS, AlignedKernelSum, alignf_weights, learn_weights
+from ._mpiokrcv import MPIOKRCV
 from ._pairwise_splits import pairwise_splits
 from ._rankrlscv import RankRLSCV
 from ._scoring import HoldoutResult
@@ -22,6 +23,7 @@ from ._two_stepcv import TwoStepRLSCV
 __all__ = [
     "IOKRCV",
     "MKL_METHODS",
+    "MPIOKRCV",
     "RLSCV",
     "AlignedKernelSum",
     "ConditionalRankRLSCV",

@@ -5,10 +5,9 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg as sla
 from sklearn.base import BaseEstimator
-from sklearn.utils.validation import check_is_fitted
 
 from .._config import working_memory_bytes
-from ..decoding import CandidateSets, Scorer, as_candidate_sets, check_decoding, decoding_rule, set_scores
+from ..decoding import CandidateSets, as_candidate_sets, check_decoding, decoding_rule
 from ..estimators import IOKR, InputSide, OutputSide, check_output_features, gram_norms
 from ..linalg import (
     RegularizationPath,
@@ -23,10 +22,9 @@ from ._scoring import (
     check_scoring,
     needs_candidates,
     ranking_score,
-    ranks_of_truth,
     true_positions,
 )
-from ._search import DEFAULT_ALPHAS, PathSearchMixin, apply_setting, expand_grid
+from ._search import DEFAULT_ALPHAS, BestEstimatorMixin, PathSearchMixin, apply_setting, expand_grid, truth_ranks
 
 _NAMES = {"mse", "top1", "top10", "mrr"}
 
@@ -122,7 +120,19 @@ class _OutputTarget:
         return 3 * 8 * (width + n)
 
 
-class IOKRCV(PathSearchMixin, BaseEstimator):
+def _stored_values(record, n):
+    """Per-example arrays of one setting from the split-ordered hold-out values (rows never held out are NaN)."""
+    rows, predictions = record["rows"], record["predictions"]
+    out = np.full((n,) + predictions.shape[1:], np.nan)
+    out[rows] = predictions  # a row held out twice keeps its last split's value (fancy assignment order)
+    ranks = None
+    if record["ranks"] is not None:
+        ranks = np.full(n, np.nan)
+        ranks[rows] = record["ranks"]
+    return out, ranks
+
+
+class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
     """IOKR whose regularization (and kernel parameters) are chosen by exact closed-form cross-validation.
 
     For a hold-out set ``H`` the IOKR model trained on the other examples predicts the output-space point
@@ -159,6 +169,8 @@ class IOKRCV(PathSearchMixin, BaseEstimator):
         :class:`~iokr.linalg.RegularizationPath`).
     working_memory : float, optional
         Budget in MiB for temporaries of scoring; the global setting by default.
+    store_cv_results : bool, default=False
+        Keep every held-out example's hold-out values in ``cv_results_`` (below).
 
     Attributes
     ----------
@@ -168,7 +180,13 @@ class IOKRCV(PathSearchMixin, BaseEstimator):
     best_index_ : int
     cv_results_ : dict of arrays
         ``params``, ``param_alpha``, ``param_<name>``, ``mean_test_score``, ``std_test_score``,
-        ``rank_test_score``, ``split_test_scores`` (n_settings, n_splits).
+        ``rank_test_score``, ``split_test_scores`` (n_settings, n_splits). With ``store_cv_results=True`` also
+        ``holdout_predictions``: a list (one entry per setting, in ``params`` order) of arrays of shape (n, p),
+        the hold-out predictions as transformed output features (as ``HoldoutResult.features``), or of shape
+        (n, n), combinations of the training outputs (as ``HoldoutResult.coefficients``: kernel outputs and
+        explicit outputs wider than n); and, when ``candidate_sets`` are given, ``holdout_ranks``: a list of arrays
+        of shape (n,), the rank of each example's own output in its set (NaN where it is missing). Rows of
+        examples no split holds out are NaN; an example held out by several splits keeps its last split's values.
     best_estimator_ : IOKR
         Refit on all data with the best setting.
     path_methods_ : list of str
@@ -210,7 +228,7 @@ class IOKRCV(PathSearchMixin, BaseEstimator):
     def __init__(self, alphas=DEFAULT_ALPHAS, input_kernel="linear", output_kernel="linear",
                  center_input=True, normalize_input=True, center_output=True, normalize_output=True,
                  decoding="distance", cv=None, groups=None, scoring="mse", param_grid=None, path_method="auto",
-                 working_memory=None):
+                 working_memory=None, store_cv_results=False):
         self.alphas = alphas
         self.input_kernel = input_kernel
         self.output_kernel = output_kernel
@@ -225,6 +243,7 @@ class IOKRCV(PathSearchMixin, BaseEstimator):
         self.param_grid = param_grid
         self.path_method = path_method
         self.working_memory = working_memory
+        self.store_cv_results = store_cv_results
 
     def __sklearn_tags__(self):
         # Those of the IOKR it refits: Y is a required 2-D array of output features.
@@ -275,6 +294,7 @@ class IOKRCV(PathSearchMixin, BaseEstimator):
         alphas, holdouts, scheme = self._setup(n, groups, None)
         base = self._base_params()
         rows, scores, used, self.path_methods_, self.skeleton_alphas_ = [], [], [], [], []
+        stored = [] if self.store_cv_results else None
         for in_setting in input_grid:
             in_params = apply_setting(base, in_setting)
             input_side = InputSide(in_params["input_kernel"], self.center_input, self.normalize_input)
@@ -289,7 +309,8 @@ class IOKRCV(PathSearchMixin, BaseEstimator):
                                       intercept=intercept)
             results = {}
             skeleton = None
-            if scoring == "mse" and path.method == "eigen" and all(h.size == 1 for h in holdouts):
+            if (scoring == "mse" and stored is None and path.method == "eigen"
+                    and all(h.size == 1 for h in holdouts)):
                 # Squared errors for the whole grid at once: a few skeleton alphas carry the n x n x p products.
                 rows_all = np.concatenate(holdouts)
                 for k, (_, target) in enumerate(targets):
@@ -303,23 +324,37 @@ class IOKRCV(PathSearchMixin, BaseEstimator):
                     continue
                 shared = {}  # output-independent hold-out algebra at this alpha, shared by all output settings
                 for k, (out_setting, target) in enumerate(targets):
-                    results[(k, j)] = self._split_scores(solver, target, holdouts, scoring, sets, truth, shared)
+                    record = None if stored is None else {}
+                    results[(k, j)] = self._split_scores(solver, target, holdouts, scoring, sets, truth, shared,
+                                                         record)
+                    if record is not None:
+                        results[(k, j, "stored")] = record
             for k, (out_setting, _) in enumerate(targets):
                 for j, alpha in enumerate(alphas):
                     rows.append({**in_setting, **out_setting, "alpha": float(alpha)})
                     scores.append(results[(k, j)])
                     used.append(float(alpha))
+                    if stored is not None:
+                        stored.append(_stored_values(results[(k, j, "stored")], n))
             self.path_methods_.append(path.method)
         self._finish(rows, scores, used, scheme, len(holdouts))
+        if stored is not None:
+            self.cv_results_["holdout_predictions"] = [p for p, _ in stored]
+            if sets is not None:
+                self.cv_results_["holdout_ranks"] = [r for _, r in stored]
         self.best_estimator_ = IOKR(**apply_setting(base, self.best_params_)).fit(X, Y)
         self.n_features_in_ = self.best_estimator_.n_features_in_
         self.n_output_features_ = self.best_estimator_.n_output_features_
         return self
 
     # -- per-alpha hold-out evaluation -------------------------------------------------------------------------------
-    def _split_scores(self, solver, target, holdouts, scoring, sets, truth, shared):
-        """Per-split scores at one alpha; hold-out values are stacked in the order of ``concatenate(holdouts)``."""
-        want_predictions = needs_candidates(scoring) or callable(scoring)
+    def _split_scores(self, solver, target, holdouts, scoring, sets, truth, shared, record=None):
+        """Per-split scores at one alpha; hold-out values are stacked in the order of ``concatenate(holdouts)``.
+
+        ``record`` (a dict, optional) receives the rows, the hold-out predictions (features or coefficients, as
+        ``HoldoutResult``) and the ranks, for ``store_cv_results``.
+        """
+        want_predictions = needs_candidates(scoring) or callable(scoring) or record is not None
         rows = np.concatenate(holdouts)
         bounds = np.cumsum([0] + [h.size for h in holdouts])
         loo = rows.size == len(holdouts)  # singleton hold-outs: leave-one-out values, vectorized
@@ -348,6 +383,9 @@ class IOKRCV(PathSearchMixin, BaseEstimator):
         ranks = tops = None
         if sets is not None and predictions is not None:
             ranks, tops = self._ranks(target, rows, predictions, sets, truth)
+        if record is not None:
+            features = target.features(predictions)
+            record.update(rows=rows, predictions=features if features is not None else predictions, ranks=ranks)
         out = []
         for k, h in enumerate(holdouts):
             part = slice(bounds[k], bounds[k + 1])
@@ -367,95 +405,5 @@ class IOKRCV(PathSearchMixin, BaseEstimator):
         """Rank of each held-out example's own output among its candidates, scored with the hold-out prediction."""
         queries = target.query_representation(predictions, self.decoding)
         pool, candidate_block = target.cached_pool(sets.pool, self.decoding, queries.shape[1], self.working_memory)
-        subsets = CandidateSets(pool, [sets.indices[i] for i in rows])
-
-        def query_block(block):
-            return queries[block]
-
-        scorer = Scorer(rows.size, queries.shape[1], query_block, candidate_block,
-                        target.candidate_bytes_per_row(queries.shape[1]))
-        scores = set_scores(scorer, subsets, self.working_memory)
-        tops = np.array([subsets.indices[q][int(np.argmax(s))] if s.size else -1 for q, s in enumerate(scores)],
-                        dtype=np.intp)
-        return ranks_of_truth(scores, truth[rows]), tops
-
-    # -- prediction through the refitted model ----------------------------------------------------------------------
-    def predict(self, X, candidate_sets, *, input_diag=None):
-        """Predict the best candidate of each query with :attr:`best_estimator_` (see :meth:`iokr.IOKR.predict`).
-
-        Parameters
-        ----------
-        X : array-like of shape (m, d)
-            Query inputs (test-by-train Gram when the input kernel is precomputed).
-        candidate_sets : CandidateSets or list of m arrays of shape (n_q, p)
-            Candidate output features of each query.
-        input_diag : array-like of shape (m,), optional
-            ``k(x, x)`` of the test inputs; needed only with a precomputed, normalized input kernel.
-
-        Returns
-        -------
-        best : ndarray of shape (m, p)
-            Features of each query's best candidate (rows of NaN for queries without candidates).
-        """
-        check_is_fitted(self, "best_estimator_")
-        return self.best_estimator_.predict(X, candidate_sets, input_diag=input_diag)
-
-    def rank(self, X, candidate_sets, top_k=None, *, input_diag=None):
-        """Rank each query's candidates with :attr:`best_estimator_` (see :meth:`iokr.IOKR.rank`).
-
-        Parameters
-        ----------
-        X : array-like of shape (m, d)
-            Query inputs (test-by-train Gram when the input kernel is precomputed).
-        candidate_sets : CandidateSets or list of m arrays of shape (n_q, p)
-            Candidate output features of each query.
-        top_k : int, optional
-            Keep only the best ``top_k`` per query.
-        input_diag : array-like of shape (m,), optional
-            ``k(x, x)`` of the test inputs; needed only with a precomputed, normalized input kernel.
-
-        Returns
-        -------
-        rankings : list of QueryRanking
-            Per query: candidate positions best first, their scores and pool rows.
-        """
-        check_is_fitted(self, "best_estimator_")
-        return self.best_estimator_.rank(X, candidate_sets, top_k, input_diag=input_diag)
-
-    def decision_function(self, X, C, *, input_diag=None):
-        """Score shared candidates with :attr:`best_estimator_` (see :meth:`iokr.IOKR.decision_function`).
-
-        Parameters
-        ----------
-        X : array-like of shape (m, d)
-            Query inputs (test-by-train Gram when the input kernel is precomputed).
-        C : array-like of shape (c, p)
-            Candidate output features shared by all queries.
-        input_diag : array-like of shape (m,), optional
-            ``k(x, x)`` of the test inputs; needed only with a precomputed, normalized input kernel.
-
-        Returns
-        -------
-        S : ndarray of shape (m, c)
-            Score of every candidate for every query (higher is better).
-        """
-        check_is_fitted(self, "best_estimator_")
-        return self.best_estimator_.decision_function(X, C, input_diag=input_diag)
-
-    def predict_features(self, X, *, input_diag=None):
-        """Predict ``h(x)`` in the transformed output feature space with :attr:`best_estimator_`.
-
-        Parameters
-        ----------
-        X : array-like of shape (m, d)
-            Query inputs (test-by-train Gram when the input kernel is precomputed).
-        input_diag : array-like of shape (m,), optional
-            ``k(x, x)`` of the test inputs; needed only with a precomputed, normalized input kernel.
-
-        Returns
-        -------
-        H : ndarray of shape (m, p)
-            Predicted output features of each query.
-        """
-        check_is_fitted(self, "best_estimator_")
-        return self.best_estimator_.predict_features(X, input_diag=input_diag)
+        return truth_ranks(queries, CandidateSets(pool, [sets.indices[i] for i in rows]), candidate_block,
+                           target.candidate_bytes_per_row(queries.shape[1]), truth[rows], self.working_memory)

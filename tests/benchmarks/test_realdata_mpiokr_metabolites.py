@@ -3,10 +3,11 @@
 import numpy as np
 import pytest
 
-from benchmarks.realdata_mpiokr_metabolites import AlphaGridMPIOKR, SplitGram, standin_sets
+from benchmarks.realdata_mpiokr_metabolites import SplitGram, alpha_cv_search, standin_sets
 from iokr.decoding import CandidateSets
 from iokr.estimators.mpiokr import MPIOKR
 from iokr.kernels import Precomputed, Tanimoto, WeightedSum
+from iokr.metrics import true_candidate_rank
 
 
 def _grams(rng, n, m, n_kernels=3):
@@ -27,24 +28,29 @@ def test_split_gram_matches_precomputed(rng):
         split(a, a)
 
 
-@pytest.mark.parametrize("approximation, gamma", [("joint", 0.5), ("separate", [0.5, 2.0, 0.5])])
-def test_alpha_grid_mpiokr_equals_refits(rng, approximation, gamma):
-    """Reusing D_K B across alphas gives exactly MPIOKR's scores (kernelized outputs, one or several groups)."""
-    n, m = 30, 6
-    kernel = WeightedSum([SplitGram(G[:n, :n], G[n:, :n], np.diag(G)[n:]) for G in _grams(rng, n, m)],
-                         [0.5, 0.3, 0.2])
+@pytest.mark.parametrize("kind, gamma", [("joint", 0.5), ("separate", [0.5, 2.0, 0.5])])
+def test_alpha_cv_search_equals_refits(rng, kind, gamma):
+    """The benchmark's MPIOKRCV hold-out ranks equal MPIOKR refits per fold (kernelized outputs, 1 or 2 groups)."""
+    n = 30
+    kernel = WeightedSum([SplitGram(G[:n, :n]) for G in _grams(rng, n, 0)], [0.5, 0.3, 0.2])
     Y = (rng.random((n, 25)) < 0.3).astype(float)
-    sets = CandidateSets(Y, [rng.choice(n, 7, replace=False) for _ in range(n)])
-    X, X_test = np.arange(n)[:, None], (n + np.arange(m))[:, None]
-    C = (rng.random((10, 25)) < 0.3).astype(float)
-    stats = None
-    for alpha in (0.1, 1.0, 3.0):
-        params = {"alpha": alpha, "input_kernel": kernel, "output_kernel": Tanimoto(), "approximation": approximation,
-                      "gamma": gamma}
-        expected = MPIOKR(**params).fit(X, Y, sets).decision_function(X_test, C)
-        model = AlphaGridMPIOKR(**params).fit(X, Y, sets, candidate_stats=stats)
-        stats = model.candidate_stats_
-        np.testing.assert_allclose(model.decision_function(X_test, C), expected, rtol=1e-12, atol=1e-12)
+    train_sets = [rng.choice(n, 7, replace=False) for _ in range(n)]
+    eval_sets = CandidateSets(Y, [np.concatenate([[j], rng.choice(n, 6, replace=False)]) for j in range(n)])
+    folds = np.arange(n) % 3
+    splits = [(np.flatnonzero(folds != f), np.flatnonzero(folds == f)) for f in range(3)]
+    X = np.arange(n)[:, None]
+    alphas = [0.1, 1.0, 3.0]
+    ranks, rows = alpha_cv_search(kind, gamma, 1.0, alphas, kernel, Tanimoto(), X, Y, splits, train_sets,
+                                  eval_sets, 0)
+    for j, alpha in enumerate(alphas):
+        for tr, te in splits:
+            model = MPIOKR(alpha=alpha, input_kernel=kernel, output_kernel=Tanimoto(), approximation=kind,
+                           gamma=gamma).fit(X[tr], Y[tr], CandidateSets(Y, [train_sets[i] for i in tr]))
+            for i, r in zip(te, model.rank(X[te], CandidateSets(Y, [eval_sets.indices[i] for i in te]))):
+                s = np.full(r.n_candidates, -np.inf)
+                s[r.order] = r.scores
+                assert ranks[j][i] == true_candidate_rank(s, 0)
+        assert rows[j]["alpha"] == alpha and len(rows[j]["fold_scores"]) == 3
 
 
 def test_standin_sets_brute_force(rng):

@@ -249,34 +249,19 @@ def _formula_row(ranks):
 def _holdout_ranks(K, Y, alphas, splits, sets, output_kernel, working_memory, fold_score):
     """Exact hold-out ranks of every structure in its list, per alpha, from one IOKRCV eigendecomposition.
 
-    ``fold_score(indices, ranks)`` is IOKRCV's per-split score; it is recomputed here from the recorded ranks to
-    check that the calls were matched to the right alpha and split.
+    ``fold_score(indices, ranks)`` is IOKRCV's per-split score; the ranks are IOKRCV's stored hold-out ranks
+    (``store_cv_results=True``).
     """
     from ...model_selection import IOKRCV
 
-    n_folds, calls = len(splits), []
-
     def scoring(result):
-        idx, ranks = np.asarray(result.indices), np.asarray(result.ranks, dtype=np.float64)
-        calls.append((idx, ranks))
-        return fold_score(idx, ranks)
+        return fold_score(np.asarray(result.indices), np.asarray(result.ranks, dtype=np.float64))
 
     search = IOKRCV(alphas=list(alphas), input_kernel="precomputed", output_kernel=output_kernel, cv=splits,
-                    scoring=scoring, path_method="eigen", working_memory=working_memory)
+                    scoring=scoring, path_method="eigen", working_memory=working_memory, store_cv_results=True)
     search.fit(K, Y, candidate_sets=sets)
-    searched = search.cv_results_["param_alpha"]
-    if len(calls) != searched.size * n_folds:
-        raise RuntimeError("IOKRCV called the scoring an unexpected number of times.")
-    out = []
-    for j, alpha in enumerate(searched):
-        ranks = np.full(Y.shape[0], np.nan)
-        for idx, r in calls[j * n_folds:(j + 1) * n_folds]:
-            ranks[idx] = r
-        if not np.isclose(np.mean([fold_score(te, ranks[te]) for _, te in splits]),
-                          search.cv_results_["mean_test_score"][j]):
-            raise RuntimeError("Hold-out ranks and IOKRCV scores disagree.")
-        out.append((float(alpha), ranks))
-    return out
+    return [(float(alpha), ranks) for alpha, ranks in zip(search.cv_results_["param_alpha"],
+                                                          search.cv_results_["holdout_ranks"])]
 
 
 def _fold_holdout_ranks(model, base_grams, Y, alphas, splits, surrogates):
