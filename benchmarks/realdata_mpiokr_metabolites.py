@@ -63,9 +63,10 @@ from iokr.apps.metabolites._kernels import normalized_gram
 from iokr.apps.metabolites._model import MetaboliteIdentifier, make_output_kernel
 from iokr.apps.metabolites._pipeline import Cleaning, _fold_ids, _topk_row, evaluate_lists, training_set
 from iokr.decoding import CandidateSets
+from iokr.estimators import MPIOKR
+from iokr.estimators._mp_sides import _GroupedInput
 from iokr.estimators._sides import InputSide, OutputSide
 from iokr.estimators.iokr import IOKR
-from iokr.estimators.mpiokr import MPIOKR, _GroupedInput
 from iokr.kernels import Kernel, WeightedSum
 from iokr.linalg import cholesky_shifted
 from iokr.metrics import true_candidate_rank

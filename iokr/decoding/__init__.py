@@ -1,6 +1,7 @@
 """Candidate sets, decoding rules and chunked, streamed scoring of candidates (top-k), shared by every estimator."""
 
 from ._bits import BinaryTanimotoIndex
+from ._candidate_stats import CandidateStatistics, SetLayout, set_layout, stream_statistics, subsample_sets
 from ._candidates import CandidateSets, CountFeatures, PackedBinaryFeatures, as_candidate_sets
 from ._disk import CandidateFile, CandidateFileWriter, write_candidate_file
 from ._ranking import QueryRanking, rankings_from_scores, warn_empty
@@ -29,6 +30,11 @@ from ._scoring import (
 )
 
 __all__ = [
+    "CandidateStatistics",
+    "SetLayout",
+    "set_layout",
+    "stream_statistics",
+    "subsample_sets",
     "DECODINGS",
     "TIE_POLICY",
     "BinaryRule",

@@ -5,6 +5,7 @@
 """
 
 from ._base import Kernel
+from ._basis_transform import TransformedBasis
 from ._combination import Normalized, Precomputed, WeightedSum
 from ._fingerprint import GaussianTanimoto, Tanimoto
 from ._random_features import RandomFourierFeatures
@@ -40,6 +41,7 @@ def make_kernel(spec, name="kernel"):
 
 
 __all__ = [
+    "TransformedBasis",
     "FeatureTransform",
     "Gaussian",
     "GaussianTanimoto",

@@ -15,10 +15,10 @@ from scipy import optimize
 from scipy.linalg import block_diag
 from sklearn.base import clone
 
-from iokr.decoding import CandidateSets, PackedBinaryFeatures
-from iokr.estimators._candidate_stats import set_layout, stream_statistics, subsample_sets
+from iokr.decoding import CandidateSets, PackedBinaryFeatures, set_layout, stream_statistics, subsample_sets
+from iokr.estimators._mp_sides import _BlockDiagonal
 from iokr.estimators.iokr import IOKR
-from iokr.estimators.mpiokr import MPIOKR, _BlockDiagonal
+from iokr.estimators.mpiokr import MPIOKR
 from iokr.exceptions import EmptyCandidateSetWarning
 from iokr.kernels import Kernel, Polynomial, WeightedSum
 

@@ -28,8 +28,8 @@ from scipy import sparse
 from scipy.linalg import blas
 from sklearn.utils import check_random_state
 
-from ..decoding import CandidateSets
 from ..linalg import chunk_rows
+from ._candidates import CandidateSets
 
 
 @dataclass(frozen=True)
