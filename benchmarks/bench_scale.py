@@ -160,7 +160,7 @@ def stream_child(n_queries, n_candidates, top_k, path, working_memory=1024, n_ch
                                                             top_k=top_k))
                 indices = np.array([r.pool_indices for r in ranked])
             elif method == "direct":
-                scorer = replace(model._scorer(X_test, None), binary_rule=None)
+                scorer = replace(model.scorer(X_test), binary_rule=None)
                 seconds, (indices, _) = _timed(partial(top_k_scores, scorer, pool, top_k))
             else:
                 raise ValueError(f"unknown method {method!r}")

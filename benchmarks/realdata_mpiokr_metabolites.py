@@ -57,15 +57,25 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks._memory import peak_rss_mib
-from iokr.apps.metabolites._candidates import CandidateStore, read_candidate_lists
-from iokr.apps.metabolites._fingerprints import Fingerprinter, parse_structure
-from iokr.apps.metabolites._kernels import normalized_gram
-from iokr.apps.metabolites._model import MetaboliteIdentifier, make_output_kernel
-from iokr.apps.metabolites._pipeline import Cleaning, _fold_ids, _topk_row, evaluate_lists, training_set
+from iokr.apps.metabolites import (
+    CandidateStore,
+    Cleaning,
+    Fingerprinter,
+    MetaboliteIdentifier,
+    concatenate,
+    evaluate_lists,
+    fold_ids,
+    make_output_kernel,
+    normalized_gram,
+    parse_structure,
+    read_candidate_lists,
+    read_spectra,
+    topk_percentages,
+    training_set,
+)
 from iokr.decoding import CandidateSets
-from iokr.estimators import MPIOKR
+from iokr.estimators import MPIOKR, InputSide, OutputSide
 from iokr.estimators._mp_sides import _GroupedInput
-from iokr.estimators._sides import InputSide, OutputSide
 from iokr.estimators.iokr import IOKR
 from iokr.kernels import Kernel, WeightedSum
 from iokr.linalg import cholesky_shifted
@@ -84,6 +94,12 @@ N_FOLDS = 3
 #: top-1 / top-10 / top-20; MP-IOKR as (all candidates, 1%).
 PAPER_TABLE3 = {"IOKR": (30.7, 66.3, 73.9), "MP-IOKR (j)": ((30.7, 30.8), (67.0, 67.2), (74.6, 74.6)),
                 "MP-IOKR (s)": ((31.2, 31.2), (67.9, 67.8), (75.3, 75.3))}
+
+
+def _fold_row(ranks):
+    """Top-k percentages of fold lists and the app's fold score (mean of top-1, top-10 and top-20)."""
+    row = topk_percentages(ranks)
+    return row, (row["top1"] + row["top10"] + row["top20"]) / 3.0
 
 
 # -- kernels on precomputed Grams ----------------------------------------------------------------------------------
@@ -223,7 +239,6 @@ def load(data, store_path, cache):
         bundled = Path(__file__).resolve().parents[1] / "iokr/datasets/data/metabolites/candidate_fingerprints.npz"
         if bundled.exists():
             store.attach_cache(bundled)
-    from iokr.apps.metabolites._readers import read_spectra
 
     spectra, _ = read_spectra(data / "massbank_ms2_posMH_permissive.jsonl.gz", require_structure=True)
     lists = read_candidate_lists(data / "pubchem_candidate_sets_dev.tar.gz", store)
@@ -264,7 +279,6 @@ def cached_grams(train, queries, cache, log):
     grams, diags = model.base_grams(train.spectra)
     t_train = time.perf_counter() - t0
     all_queries = queries[0]
-    from iokr.apps.metabolites._spectra import concatenate
 
     all_queries = concatenate(list(queries))
     tests, test_diags = [], []
@@ -313,7 +327,7 @@ def make_estimator(kind, alpha, kernel, output, gamma, fraction, seed):
 
 def _fold_score(result):
     """MPIOKRCV split score: mean of top-1/10/20 (%) of the held-out structures' ranks."""
-    return _topk_row(result.ranks)[1]
+    return _fold_row(result.ranks)[1]
 
 
 def iokr_refit_ranks(alphas, kernel, output, X, Y, splits, eval_sets):
@@ -348,7 +362,7 @@ def alpha_cv_search(kind, gamma, fraction, alphas, kernel, output, X, Y, splits,
         ranks_per_alpha = search.cv_results_["holdout_ranks"]
     rows = []
     for alpha, ranks in zip(alphas, ranks_per_alpha):
-        per_fold = [_topk_row(ranks[te]) for _, te in splits]
+        per_fold = [_fold_row(ranks[te]) for _, te in splits]
         rows.append({"alpha": float(alpha), "score": float(np.mean([sc for _, sc in per_fold])),
                      **{k: float(np.mean([r[k] for r, _ in per_fold])) for k in per_fold[0][0]},
                      "fold_scores": [float(sc) for _, sc in per_fold]})
@@ -463,7 +477,7 @@ def main(argv=None):
     output = make_output_kernel(PARAMS["output_kernel"])
     log(f"ALIGNF weights {np.round(weights, 4).tolist()}")
 
-    folds = _fold_ids(n, N_FOLDS, args.seed)
+    folds = fold_ids(n, N_FOLDS, args.seed)
     splits = [(np.flatnonzero(folds != f), np.flatnonzero(folds == f)) for f in range(N_FOLDS)]
     X = np.arange(n)[:, None]
     names = list(PARAMS["kernels"])

@@ -39,11 +39,15 @@ import numpy as np
 from benchmarks._harness import best_time, peak_rss_mib, write_json, write_keeping_section
 from iokr import SketchedIOKR
 from iokr.apps.metabolites import (
+    DEFAULT_GRID,
+    DEFAULT_PARAMS,
     CandidateStore,
     Cleaning,
     Fingerprinter,
     MetaboliteIdentifier,
+    SpectrumKernel,
     evaluate_lists,
+    make_output_kernel,
     make_spectrum_kernel,
     normalized_gram,
     read_candidate_lists,
@@ -51,15 +55,10 @@ from iokr.apps.metabolites import (
     training_set,
 )
 
-# private: no public names yet for the app's default parameters and grid, its spectrum-kernel base class, the output
-# kernel factory, the Gram combination and the Nystrom whitening
-from iokr.apps.metabolites._jobs import DEFAULT_PARAMS
-from iokr.apps.metabolites._kernels import SpectrumKernel
-from iokr.apps.metabolites._model import _combine, make_output_kernel
-from iokr.apps.metabolites._pipeline import DEFAULT_GRID
+# private: the app's Gram combination (MetaboliteIdentifier's own formula, reproduced for the sketched route)
+from iokr.apps.metabolites._model import _combine
 from iokr.kernels import Kernel
-from iokr.linalg import row_slices
-from iokr.linalg._sketch import nystrom_whitening
+from iokr.linalg import nystrom_whitening, row_slices
 
 #: The app's model settings at the cross-validated defaults (alpha, output kernel and sigma_mz of DEFAULT_GRID).
 PARAMS = {**DEFAULT_PARAMS, "output_kernel": DEFAULT_GRID["output_kernel"][0],

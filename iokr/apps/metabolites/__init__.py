@@ -5,7 +5,7 @@ RDKit is needed for fingerprints and candidates, matchms for MGF/MSP files (``pi
 """
 
 from ._annotated_kernels import FormulaTokenKernel
-from ._annotation import AnnotationReport, AnnotationSettings, annotate, precursor_ion
+from ._annotation import AnnotationReport, AnnotationSettings, annotate, precursor_ion, subformulas
 from ._candidates import CandidateList, CandidateStore, read_candidate_lists
 from ._database import StructureDatabase
 from ._default_model import default_model_path, ensure_default_model
@@ -15,6 +15,7 @@ from ._identify import QUERY_COLUMNS, RESULT_COLUMNS, IdentifySettings
 from ._jobs import (
     DEFAULT_FINGERPRINT,
     DEFAULT_GRID,
+    DEFAULT_PARAMS,
     DEFAULT_SURROGATE,
     Feedback,
     TrainingConfig,
@@ -22,8 +23,8 @@ from ._jobs import (
     identify_job,
     train_job,
 )
-from ._kernels import BinnedKernel, PeakProductKernel, normalized_gram
-from ._model import MetaboliteIdentifier, alignf_weights, make_spectrum_kernel
+from ._kernels import BinnedKernel, PeakProductKernel, SpectrumKernel, normalized_gram
+from ._model import MetaboliteIdentifier, alignf_weights, make_output_kernel, make_spectrum_kernel
 from ._persist import load_fingerprinter, load_identifier, save_identifier
 from ._pipeline import (
     Cleaning,
@@ -32,12 +33,18 @@ from ._pipeline import (
     fold_candidate_sets,
     fold_ids,
     formula_candidate_sets,
+    topk_percentages,
     training_set,
 )
 from ._readers import ReadReport, read_massbank_jsonl, read_spectra
 from ._spectra import Spectra, clean_spectra, concatenate, merge_spectra
 
 __all__ = [
+    "DEFAULT_PARAMS",
+    "SpectrumKernel",
+    "make_output_kernel",
+    "subformulas",
+    "topk_percentages",
     "AnnotationReport",
     "AnnotationSettings",
     "FormulaTokenKernel",
