@@ -11,8 +11,9 @@ index; the test pairs are used once):
   It is the same model as KronRLS (the unit tests check equal predictions); the Gram matrix of ``q`` pairs takes
   ``8 q^2`` bytes and ``q^3 / 3`` flops to factor, so training pairs are subsampled to ``KRR_MAX_PAIRS`` (seeded).
 - ``random_forest`` / ``hist_gradient_boosting``: ``RandomForestRegressor`` / ``HistGradientBoostingRegressor`` on
-  the concatenated drug and target feature vectors of each pair (``n_jobs=1``); training pairs subsampled to
-  ``TREE_MAX_PAIRS`` (seeded) where there are more.
+  the concatenated drug and target feature vectors of each pair (``n_jobs=1``): each side's top-``EMBED_DIM``
+  kernel-PCA coordinates (see the task builders); training pairs subsampled to ``TREE_MAX_PAIRS`` (seeded) where
+  there are more.
 
 Verdict: KronRLS against the best baseline by test concordance index; a tie is a difference under two bootstrap
 standard errors, resampling the setting's held-out unit (pairs in A, test drugs in B, test targets in C, drugs and
@@ -35,15 +36,18 @@ from iokr.metrics import concordance_index
 METHODS = ("kronrls", "kernel_ridge", "random_forest", "hist_gradient_boosting")
 NAMES = {"kronrls": "KronRLS", "kernel_ridge": "KernelRidge (pair Gram)", "random_forest": "RandomForest",
          "hist_gradient_boosting": "HistGradientBoosting"}
-ALPHAS = tuple(2.0 ** np.arange(-6, 9, 2))
+ALPHAS = tuple(2.0 ** np.arange(-4, 5, 2))
+# Small grids: the machine is 2 shared cores (a RandomForest with max_features=0.3 on 510 similarity columns took
+# 200 s per fit there, HistGradientBoosting with 300 iterations 500 s), hence embedded features and these sizes.
 TREE_GRIDS = {
-    "random_forest": tuple({"max_features": f, "min_samples_leaf": leaf} for f in ("sqrt", 0.3) for leaf in (1, 5)),
-    "hist_gradient_boosting": tuple({"learning_rate": lr, "max_leaf_nodes": leaves}
-                                    for lr in (0.1, 0.3) for leaves in (31, 127)),
+    "random_forest": tuple({"max_features": "sqrt", "min_samples_leaf": leaf} for leaf in (1, 5)),
+    "hist_gradient_boosting": tuple({"learning_rate": lr, "max_leaf_nodes": 31} for lr in (0.1, 0.3)),
 }
 RF_TREES = 100
-HGB_ITER = 300
-KRR_MAX_PAIRS = 4000
+HGB_ITER = 200
+#: Dimension of each side's kernel-PCA embedding given to the trees.
+EMBED_DIM = 32
+KRR_MAX_PAIRS = 3000
 TREE_MAX_PAIRS = 20000
 #: Conjugate-gradient cap and tolerance of KronRLS on incomplete training pairs (the runner's KIBA settings).
 KRON_MAX_ITER = 100
@@ -258,7 +262,7 @@ def pairwise_verdict(task, results, predictions, tie_se=2.0):
     y = task.y[task.test]
     se = bootstrap_cindex_se(y, predictions["kronrls"], predictions[best], task.rows[task.test],
                              task.cols[task.test], task.unit)
-    word = "ties with" if abs(diff) < tie_se * se else ("wins over" if diff > 0 else "loses to")
+    word = "ties with" if abs(diff) <= tie_se * se else ("wins over" if diff > 0 else "loses to")
     ratio = ours["seconds"] / max(theirs["seconds"], 1e-9)
     return (f"KronRLS {word} {NAMES[best]} (cindex {ours['cindex']:.4f} vs {theirs['cindex']:.4f}, {diff:+.4f} +- "
             f"{se:.4f} bootstrap SE; MSE {ours['mse']:.3f} vs {theirs['mse']:.3f}) at {ratio:.2g}x its time "
@@ -308,10 +312,12 @@ def davis_tasks(XD, XT, Y, splits, deepdta, settings=("A", "B", "C", "D"), n_fol
 
     A: DeepDTA setting-1 folds (random pairs), validated on the fifth training fold (trained on the other four);
     B-D: the runner's ``davis_splits`` (RLScore's tutorial split), ``n_folds``-fold CV holding out the setting's unit.
-    Tree features: the similarity rows themselves (68 drug + 442 target columns), the inputs of the kernels.
+    Tree features: the top-``EMBED_DIM`` kernel-PCA coordinates of the linear kernel on each side's similarity rows
+    (all nodes, as the similarity rows themselves span all drugs and targets in RLScore's tutorial features).
     """
     rows, cols = np.nonzero(~np.isnan(Y))
     y = Y[rows, cols]
+    drug_features, target_features = nystrom_features(XD @ XD.T, EMBED_DIM), nystrom_features(XT @ XT.T, EMBED_DIM)
     tasks = {}
     for setting in settings:
         if setting == "A":
@@ -324,17 +330,56 @@ def davis_tasks(XD, XT, Y, splits, deepdta, settings=("A", "B", "C", "D"), n_fol
             train = np.flatnonzero(np.isin(rows, tr_d) & np.isin(cols, tr_t))
             test = np.flatnonzero(np.isin(rows, te_d) & np.isin(cols, te_t))
             cv = setting_folds(rows, cols, train, setting, n_folds, seed)
-        tasks[setting] = PairTask(davis_kernels(XD, XT, tr_d, tr_t), XD, XT, rows, cols, y, train, np.asarray(test),
-                                  cv, setting)
+        tasks[setting] = PairTask(davis_kernels(XD, XT, tr_d, tr_t), drug_features, target_features, rows, cols, y,
+                                  train, np.asarray(test), cv, setting)
     return tasks
 
 
-def kiba_task(Kd, Kt, Y, deepdta, embed_dim=100):
+def kiba_task(Kd, Kt, Y, deepdta, embed_dim=EMBED_DIM):
     """KIBA, setting A on the DeepDTA folds (as the runner's KIBA section): validation on the fifth training fold.
-    Tree features: a ``embed_dim``-dimensional kernel-PCA embedding of the drug kernel (2,111 rows are too many
-    columns), the target kernel's rows (229)."""
+    Tree features: ``embed_dim``-dimensional kernel-PCA embeddings of the drug and target kernels."""
     rows, cols = np.nonzero(~np.isnan(Y))
     folds, test = deepdta
     cv = ((np.concatenate(folds[:-1]), folds[-1]),)
-    return PairTask((("tanimoto x target-sim", Kd, Kt),), nystrom_features(Kd, embed_dim), Kt, rows, cols,
+    return PairTask((("tanimoto x target-sim", Kd, Kt),), nystrom_features(Kd, embed_dim),
+                    nystrom_features(Kt, embed_dim), rows, cols,
                     Y[rows, cols], np.concatenate(folds), np.asarray(test), cv, "A")
+
+
+# -- running and reporting ------------------------------------------------------------------------------------------
+def run_task(task, methods=METHODS, alphas=ALPHAS, log=print):
+    """Every method on one task; returns the JSON record (per-method results and the verdict line)."""
+    results, predictions = {}, {}
+    for method in methods:
+        predictions[method], results[method] = run_method(task, method, grid=method_grid(task, method, alphas))
+        r = results[method]
+        log(f"  {method}: cindex {r['cindex']:.4f} mse {r['mse']:.4f} chosen {r['chosen']} ({r['seconds']:.1f} s)")
+    return {"n_train": int(task.train.size), "n_test": int(task.test.size), "n_folds": len(task.folds),
+            "results": results, "verdict": pairwise_verdict(task, results, predictions)}
+
+
+def _chosen(value):
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {v}" for k, v in value.items())
+    return f"{value[0]}, log2(alpha) {np.log2(value[1]):g}"
+
+
+def baseline_markdown(section):
+    """Markdown lines of the runner's ``baselines`` section (tables, then one verdict line per data set/setting)."""
+    lines = ["", "## Baselines beside KronRLS (issue 19): same splits, same CV folds, pKd (Davis) / KIBA scores", "",
+             section["protocol"], "",
+             ("| data | setting | train / test pairs | method | chosen | CV cindex | test cindex | test MSE | "
+              "pairs fitted | seconds |"), "|---|---|---|---|---|---|---|---|---|---|"]
+    verdicts = []
+    for data, settings in section["datasets"].items():
+        for setting, entry in settings.items():
+            for method, r in entry["results"].items():
+                edge = " (grid edge)" if r["at_grid_edge"] else ""
+                lines.append(f"| {data} | {setting} | {entry['n_train']} / {entry['n_test']} | {NAMES[method]} | "
+                             f"{_chosen(r['chosen'])}{edge} | {max(r['cv_cindex']):.4f} | {r['cindex']:.4f} | "
+                             f"{r['mse']:.4f} | {r['n_train_pairs']} | {r['seconds']:.1f} |")
+            verdicts.append(f"- **{data} {setting}**: {entry['verdict']}")
+    lines += ["", "Verdicts (KronRLS against the best baseline by test cindex):", "", *verdicts]
+    if section.get("not_run"):
+        lines += ["", section["not_run"]]
+    return lines

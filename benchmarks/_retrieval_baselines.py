@@ -172,7 +172,7 @@ def run_cca_baseline(source, target, *, n_splits=10, train_fraction=0.5, seed=0,
     """
     rng = np.random.default_rng(seed)
     n = len(source)
-    n_train = int(round(train_fraction * n))
+    n_train = round(train_fraction * n)
     per_split = {"a-b": [], "b-a": []}
     seconds = []
     for split_number in range(n_splits):
@@ -180,8 +180,8 @@ def run_cca_baseline(source, target, *, n_splits=10, train_fraction=0.5, seed=0,
         result = run_split(source, target, permutation[:n_train], permutation[n_train:], grid=grid, cv=cv,
                            seed=seed)
         seconds.append(result["seconds"])
-        for direction in per_split:
-            per_split[direction].append(result[direction])
+        for direction, records in per_split.items():
+            records.append(result[direction])
         if progress is not None:
             progress(split_number + 1)
     summary = {"seconds_per_split": seconds, "grid": [[d, list(ks)] for d, ks in grid], "cv_folds": cv}
@@ -210,7 +210,7 @@ def retrieval_verdict(iokr, baseline, iokr_seconds, baseline_seconds, key="mrr",
     a = [r[key] for r in iokr["per_split"]]
     b = [r[key] for r in baseline["per_split"]]
     diff, se = corrected_paired_difference(a, b)
-    word = "ties with" if not abs(diff) >= tie_se * se else ("wins over" if diff > 0 else "loses to")
+    word = "ties with" if not abs(diff) > tie_se * se else ("wins over" if diff > 0 else "loses to")
     top1 = np.mean([r["top1"] for r in iokr["per_split"]]) - np.mean([r["top1"] for r in baseline["per_split"]])
     return (f"IOKR {word} LSA + CCA ({key.upper()} {np.mean(a):.3f} vs {np.mean(b):.3f}, {diff:+.3f} +- {se:.3f} "
             f"corrected SE; top-1 {top1:+.1f} points) at {iokr_seconds / max(baseline_seconds, 1e-9):.2g}x its time "
