@@ -28,12 +28,15 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks import _pairwise_baselines as baselines
+from benchmarks._report_file import write_keeping_section
 from iokr.estimators.kron import ConditionalRankRLS, KronRLS, TwoStepRLS
 from iokr.estimators.rankrls import PreferenceRankRLS, RankRLS
 from iokr.kernels import Gaussian, Linear
 from iokr.metrics import auc, concordance_index, pairwise_rank_loss
 
 SETTINGS = ("A", "B", "C", "D")
+#: Heading of the hand-written reading at the end of pairwise.md, kept when the report is regenerated.
+READING = "## Reading of the baselines (issue 19)"
 
 
 def _read_reference(path):
@@ -717,6 +720,8 @@ def main(argv=None):
                         help="data sets of the baselines section")
     parser.add_argument("--update", action="store_true",
                         help="keep the sections of an existing <output>/pairwise.json that are skipped in this run")
+    parser.add_argument("--report-only", action="store_true",
+                        help="rewrite <output>/pairwise.md from the existing pairwise.json (runs nothing)")
     parser.add_argument("--threads", type=int, default=1,
                         help="BLAS threads (1 by default: on a loaded shared machine more threads oversubscribe)")
     args = parser.parse_args(argv)
@@ -730,6 +735,10 @@ def _run(args):
     data = Path(args.data)
     report = {}
     previous = Path(args.output) / "pairwise.json"
+    if args.report_only:
+        write_keeping_section(Path(args.output) / "pairwise.md", _markdown(json.loads(previous.read_text())),
+                              READING)
+        return
     if args.update and previous.exists():
         report = json.loads(previous.read_text())
         report.pop("seconds_total", None)  # a total over the sections of an earlier run would mislead
@@ -762,7 +771,7 @@ def _run(args):
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     (out / "pairwise.json").write_text(json.dumps(report, indent=1, default=float))
-    (out / "pairwise.md").write_text(_markdown(report))
+    write_keeping_section(out / "pairwise.md", _markdown(report), READING)
     print(_markdown(report))
 
 
