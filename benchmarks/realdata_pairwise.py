@@ -534,14 +534,15 @@ BASELINE_PROTOCOL = (
     "test pairs). Davis B-D: RLScore's tutorial split (as above), 3-fold CV holding out the setting's unit (drugs, "
     "targets, or a drug-group x target-group block trained on the pairs sharing neither). KronRLS and KernelRidge: "
     "base kernels {{linear (unit mean diagonal), Gaussian at 1 and 0.1 / median squared distance}} on the similarity "
-    "rows (Davis) or the Morgan-Tanimoto and target-similarity kernels (KIBA) x alpha in 2^-4..2^4 (step 2^2; KIBA: "
-    "the section above's 0.1, 1, 10), labels centered on the training mean; KronRLS by closed form on complete "
+    "rows (Davis) or the Morgan-Tanimoto and target-similarity kernels (KIBA) x alpha in 2^-8..2^4 (step 2^2; KIBA: "
+    "0.01, 0.1, 1, 10), labels centered on the training mean; KronRLS by closed form on complete "
     "training grids, by CG (<= {kron_iter} iterations, tol {kron_tol:g}) otherwise. KernelRidge: scikit-learn "
-    "`KernelRidge(kernel='precomputed')` on the explicit Kronecker pair Gram `Kd[r, r'] * Kt[c, c']`, which does not "
-    "fit: its {n_train_max} training pairs would take {gram_gb:.1f} GB and ~1e12 flops per factorization, so it fits "
-    "a seeded subsample of {krr_cap} training pairs (in every CV fold as well). RandomForest ({rf_trees} trees, "
+    "`KernelRidge(kernel='precomputed')` on the explicit Kronecker pair Gram `Kd[r, r'] * Kt[c, c']`, beyond this shared "
+    "machine's budget: on Davis (up to {davis_max} training pairs) it would take {davis_gb:.1f} GB and {davis_flops:.0e} flops per "
+    "factorization, on KIBA ({kiba_n} pairs) {kiba_gb:.0f} GB and {kiba_flops:.0e} flops, per grid point and fold; so "
+    "it fits a seeded subsample of {krr_cap} training pairs (in every CV fold as well). RandomForest ({rf_trees} trees, "
     "max_features sqrt, min_samples_leaf in {{1, 5}}) and HistGradientBoosting ({hgb_iter} iterations, 31 leaves, "
-    "learning rate in {{0.1, 0.3}}) on the concatenated drug and target features: each side's top-{embed} kernel-PCA "
+    "learning rate in {{0.03, 0.1, 0.3}}) on the concatenated drug and target features: each side's top-{embed} kernel-PCA "
     "coordinates (the linear kernel on the similarity rows for Davis; the two kernels for KIBA), on at most "
     "{tree_cap} seeded training pairs (KIBA's are subsampled). All n_jobs=1, one BLAS thread. Verdict: KronRLS vs "
     "the best baseline by test cindex; a tie is a difference under 2 bootstrap standard errors ({n_boot} resamples "
@@ -552,7 +553,7 @@ BASELINE_PROTOCOL = (
 def pairwise_baselines(data, datasets=("davis", "kiba"), log=print):
     """KronRLS beside KernelRidge, RandomForest and HistGradientBoosting (``benchmarks/_pairwise_baselines.py``)."""
     section = {"datasets": {}}
-    n_train_max = 0
+    sizes = {"davis": 0, "kiba": 0}
     if "davis" in datasets:
         folder = data / "pairwise" / "davis"
         XD, XT, Y_kd = load_davis(folder)
@@ -562,17 +563,18 @@ def pairwise_baselines(data, datasets=("davis", "kiba"), log=print):
         for setting, task in tasks.items():
             log(f"Davis {setting}: {task.train.size} training / {task.test.size} test pairs")
             section["datasets"]["Davis"][setting] = baselines.run_task(task, log=log)
-            n_train_max = max(n_train_max, task.train.size)
+            sizes["davis"] = max(sizes["davis"], task.train.size)
     if "kiba" in datasets:
         folder = data / "pairwise" / "kiba"
         Y, Kd, Kt = kiba_inputs(folder)
         task = baselines.kiba_task(Kd, Kt, Y, baselines.deepdta_folds(folder))
         log(f"KIBA A: {task.train.size} training / {task.test.size} test pairs")
-        section["datasets"]["KIBA"] = {"A": baselines.run_task(task, alphas=(0.1, 1.0, 10.0), log=log)}
-        n_train_max = max(n_train_max, task.train.size)
+        section["datasets"]["KIBA"] = {"A": baselines.run_task(task, alphas=baselines.KIBA_ALPHAS, log=log)}
+        sizes["kiba"] = task.train.size
     section["protocol"] = BASELINE_PROTOCOL.format(
-        kron_iter=baselines.KRON_MAX_ITER, kron_tol=baselines.KRON_TOL, n_train_max=n_train_max,
-        gram_gb=8 * n_train_max ** 2 / 1e9, krr_cap=baselines.KRR_MAX_PAIRS, rf_trees=baselines.RF_TREES,
+        kron_iter=baselines.KRON_MAX_ITER, kron_tol=baselines.KRON_TOL, davis_max=sizes["davis"],
+        davis_gb=8 * sizes["davis"] ** 2 / 1e9, davis_flops=sizes["davis"] ** 3 / 3, kiba_n=sizes["kiba"],
+        kiba_gb=8 * sizes["kiba"] ** 2 / 1e9, kiba_flops=sizes["kiba"] ** 3 / 3, krr_cap=baselines.KRR_MAX_PAIRS, rf_trees=baselines.RF_TREES,
         hgb_iter=baselines.HGB_ITER, embed=baselines.EMBED_DIM, tree_cap=baselines.TREE_MAX_PAIRS,
         n_boot=baselines.N_BOOT)
     section["not_run"] = (
