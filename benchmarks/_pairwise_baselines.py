@@ -349,11 +349,16 @@ def kiba_task(Kd, Kt, Y, deepdta, embed_dim=EMBED_DIM):
 
 
 # -- running and reporting ------------------------------------------------------------------------------------------
-def run_task(task, methods=METHODS, alphas=ALPHAS, log=print):
-    """Every method on one task; returns the JSON record (per-method results and the verdict line)."""
+def run_task(task, methods=METHODS, alphas=ALPHAS, log=print, tree_max_pairs=None):
+    """Every method on one task; returns the JSON record (per-method results and the verdict line).
+
+    ``tree_max_pairs`` overrides ``TREE_MAX_PAIRS`` for the tree methods (KernelRidge keeps ``KRR_MAX_PAIRS``).
+    """
     results, predictions = {}, {}
     for method in methods:
-        predictions[method], results[method] = run_method(task, method, grid=method_grid(task, method, alphas))
+        cap = tree_max_pairs if method in TREE_GRIDS else None
+        predictions[method], results[method] = run_method(task, method, grid=method_grid(task, method, alphas),
+                                                          max_pairs=cap)
         r = results[method]
         log(f"  {method}: cindex {r['cindex']:.4f} mse {r['mse']:.4f} chosen {r['chosen']} ({r['seconds']:.1f} s)")
     return {"n_train": int(task.train.size), "n_test": int(task.test.size), "n_folds": len(task.folds),

@@ -105,3 +105,12 @@ def test_verdict_wins_and_ties(rng):
     assert line.startswith("KronRLS wins over RandomForest") and "2x its time" in line
     results["random_forest"] = dict(results["kronrls"])
     assert "ties with" in pb.pairwise_verdict(task, results, {"kronrls": y, "random_forest": y})
+
+
+def test_run_task_caps_only_the_tree_methods(rng):
+    task = _task(rng, n_drugs=10, n_targets=8)
+    record = pb.run_task(task, methods=("kronrls", "random_forest"), alphas=(1.0,), log=lambda m: None,
+                         tree_max_pairs=12)
+    assert record["results"]["random_forest"]["n_train_pairs"] == 12
+    assert record["results"]["kronrls"]["n_train_pairs"] == task.train.size
+    assert record["verdict"].startswith("KronRLS ")
