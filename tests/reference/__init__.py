@@ -307,3 +307,10 @@ SKLEARN_NOT_APPLICABLE = {
     "RankRLS": {"check_dtype_object": _OBJECT_ARRAYS},
     "RankRLSCV": {"check_dtype_object": _OBJECT_ARRAYS},
 }
+# The searches take the fit arguments of the estimator they tune, so the same checks cannot apply to them.
+SKLEARN_NOT_APPLICABLE.update({
+    "MPIOKRCV": SKLEARN_NOT_APPLICABLE["MPIOKR"],
+    "KronRLSCV": SKLEARN_NOT_APPLICABLE["KronRLS"],
+    "ConditionalRankRLSCV": SKLEARN_NOT_APPLICABLE["ConditionalRankRLS"],
+    "TwoStepRLSCV": SKLEARN_NOT_APPLICABLE["TwoStepRLS"],
+})
