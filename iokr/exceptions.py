@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 __all__ = [
     "ConvergenceWarning",
     "EmptyCandidateSetWarning",
+    "GridEdgeWarning",
     "IOKRDataError",
     "NotFittedError",
     "NumericalStabilityWarning",
@@ -38,6 +39,10 @@ def __dir__():
 
 class NumericalStabilityWarning(UserWarning):
     """A factorization needed jitter or fell back to a more stable route."""
+
+
+class GridEdgeWarning(UserWarning):
+    """A hyperparameter chosen by cross-validation lies at an edge of its grid: the grid may be too narrow."""
 
 
 class EmptyCandidateSetWarning(UserWarning):

@@ -31,6 +31,7 @@ from sklearn.preprocessing import StandardScaler
 
 from ...decoding import CandidateSets
 from ...estimators import IOKR, OutputSide  # OutputSide: the output transform IOKRCV applies, for hold-out scoring
+from ...exceptions import GridEdgeWarning
 from ...kernels import Gaussian
 from ...metrics import example_f1
 from ...model_selection import IOKRCV
@@ -42,10 +43,6 @@ DEFAULT_GAMMA_SCALES = (1 / 16, 1 / 4, 1.0, 4.0)
 SCALINGS = ("none", "standard")
 #: ``normalize_output`` arms: neither is better everywhere (training-split CV, reports/multilabel.md).
 OUTPUT_NORMALIZATIONS = (True, False)
-
-
-class GridEdgeWarning(UserWarning):
-    """A hyperparameter chosen by cross-validation lies at an edge of its grid: the grid may be too narrow."""
 
 
 def label_pool(Y):

@@ -17,6 +17,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from ...decoding import CandidateSets
 from ...estimators import IOKR
 from ...metrics import mean_reciprocal_rank, top_k_accuracy, true_candidate_rank
+from ._selection import DEFAULT_ALPHAS, select_alpha, warn_grid_edges
 
 TOP_K = (1, 5, 10)
 
@@ -92,7 +93,7 @@ def retrieval_ranks(model, split, timings=None):
 
 
 def evaluate_retrieval(source, target, *, n_splits=10, alpha=1.0, train_fraction=0.5, seed=0, model=None,
-                       progress=None):
+                       progress=None, alphas=DEFAULT_ALPHAS):
     """Mean and std of top-1/5/10 (%) and MRR over random splits.
 
     Parameters
@@ -100,8 +101,12 @@ def evaluate_retrieval(source, target, *, n_splits=10, alpha=1.0, train_fraction
     source, target : list of str
         Aligned documents.
     n_splits : int, default=10
-    alpha : float, default=1.0
-        IOKR regularization (ignored when ``model`` is given).
+    alpha : float or "cv", default=1.0
+        IOKR regularization (ignored when ``model`` is given); ``"cv"`` chooses it on every split's training
+        documents from ``alphas`` by closed-form k-fold MRR (:func:`~._selection.select_alpha`; the command line's
+        default), with a :class:`~iokr.exceptions.GridEdgeWarning` when a choice is at an end of the grid.
+    alphas : sequence of float, default=DEFAULT_ALPHAS
+        The grid of ``alpha="cv"``.
     train_fraction : float, default=0.5
     seed : int, default=0
     model : estimator, optional
@@ -115,32 +120,44 @@ def evaluate_retrieval(source, target, *, n_splits=10, alpha=1.0, train_fraction
     summary : dict
         ``{"top1": (mean, std), "top5": ..., "top10": ..., "mrr": ..., "per_split": [...], "ranks": [...],
         "timings_s": {...}}``: ``ranks`` holds every split's per-query ranks (one list per split), ``timings_s``
-        the seconds spent on features (TF-IDF and kernels), fitting and ranking, summed over splits.
+        the seconds spent on features (TF-IDF and kernels), model selection, fitting and ranking, summed over
+        splits; with ``alpha="cv"`` each ``per_split`` record also holds its ``alpha`` and ``cv_mrr``.
     """
     if len(source) != len(target):
         raise ValueError(f"'source' and 'target' must be aligned; got {len(source)} and {len(target)} documents.")
     if isinstance(n_splits, bool) or not isinstance(n_splits, numbers.Integral) or n_splits < 1:
         raise ValueError(f"'n_splits' must be a positive int, got {n_splits!r}.")
+    if isinstance(alpha, str) and alpha != "cv":
+        raise ValueError(f"'alpha' must be a positive float or 'cv', got {alpha!r}.")
     rng = np.random.default_rng(seed)
     n = len(source)
     n_train = int(round(train_fraction * n))
     per_split, all_ranks = [], []
-    timings = {"features_s": 0.0, "fit_s": 0.0, "rank_s": 0.0}
+    timings = {"features_s": 0.0, "selection_s": 0.0, "fit_s": 0.0, "rank_s": 0.0}
     for split_number in range(n_splits):
         permutation = rng.permutation(n)
         t0 = time.perf_counter()
         split = make_split(source, target, permutation[:n_train], permutation[n_train:])
         timings["features_s"] += time.perf_counter() - t0
-        estimator = model if model is not None else IOKR(alpha=alpha, input_kernel="precomputed")
+        chosen = {}
+        if model is None and alpha == "cv":
+            t0 = time.perf_counter()
+            chosen["alpha"], chosen["cv_mrr"] = select_alpha(split, alphas, seed=seed)
+            timings["selection_s"] += time.perf_counter() - t0
+        estimator = model if model is not None else IOKR(alpha=chosen.get("alpha", alpha),
+                                                          input_kernel="precomputed")
         ranks = retrieval_ranks(estimator, split, timings)
         record = {f"top{k}": top_k_accuracy(ranks, k) for k in TOP_K}
         record["mrr"] = mean_reciprocal_rank(ranks)
+        record.update(chosen)
         per_split.append(record)
         all_ranks.append(ranks.tolist())
         if progress is not None:
             progress(split_number + 1)
+    if model is None and alpha == "cv":
+        warn_grid_edges([r["alpha"] for r in per_split], alphas)
     summary = {key: (float(np.mean([r[key] for r in per_split])), float(np.std([r[key] for r in per_split])))
-               for key in per_split[0]}
+               for key in (*(f"top{k}" for k in TOP_K), "mrr")}
     summary["per_split"] = per_split
     summary["ranks"] = all_ranks
     summary["timings_s"] = timings
