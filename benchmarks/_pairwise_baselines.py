@@ -22,6 +22,7 @@ targets in D: test pairs that share a drug or target are not independent).
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 
@@ -30,7 +31,8 @@ from sklearn.ensemble import HistGradientBoostingRegressor, RandomForestRegresso
 from sklearn.kernel_ridge import KernelRidge
 from sklearn.model_selection import KFold
 
-from iokr.estimators.kron import KronRLS
+from iokr.estimators import KronRLS
+from iokr.kernels import Gaussian
 from iokr.metrics import concordance_index
 
 METHODS = ("kronrls", "kernel_ridge", "random_forest", "hist_gradient_boosting")
@@ -101,8 +103,8 @@ def setting_folds(rows, cols, train, setting, n_folds=3, seed=0):
         return tuple((train[f], train[v]) for f, v in KFold(n_folds, shuffle=True, random_state=seed).split(train))
     rng = np.random.default_rng(seed)
     drugs, targets = np.unique(rows[train]), np.unique(cols[train])
-    drug_fold = dict(zip(rng.permutation(drugs), np.arange(drugs.size) % n_folds))
-    target_fold = dict(zip(rng.permutation(targets), np.arange(targets.size) % n_folds))
+    drug_fold = dict(zip(rng.permutation(drugs), np.arange(drugs.size) % n_folds, strict=True))
+    target_fold = dict(zip(rng.permutation(targets), np.arange(targets.size) % n_folds, strict=True))
     fd = np.array([drug_fold[d] for d in rows[train]])
     ft = np.array([target_fold[t] for t in cols[train]])
     folds = []
@@ -274,8 +276,6 @@ def pairwise_verdict(task, results, predictions, tie_se=2.0):
 # -- tasks ----------------------------------------------------------------------------------------------------------
 def deepdta_folds(folder):
     """DeepDTA setting-1 folds: (five training folds, test fold), indices into ``np.nonzero(~isnan(Y))`` order."""
-    import json
-
     folds = json.loads((folder / "folds" / "train_fold_setting1.txt").read_text())
     test = np.array(json.loads((folder / "folds" / "test_fold_setting1.txt").read_text()))
     return [np.asarray(f) for f in folds], test
@@ -299,8 +299,6 @@ def _median_sqdist(X):
 def davis_kernels(XD, XT, train_drugs, train_targets):
     """Base-kernel candidates on the similarity rows: linear (scaled to unit mean diagonal) and two Gaussians,
     gamma = g / median squared distance between training rows, g in {1, 0.1} (the runner's selection chose these)."""
-    from iokr.kernels import Gaussian
-
     Kd, Kt = XD @ XD.T, XT @ XT.T
     kernels = [("linear", Kd / np.mean(np.diag(Kd)), Kt / np.mean(np.diag(Kt)))]
     sd, st = _median_sqdist(XD[train_drugs]), _median_sqdist(XT[train_targets])

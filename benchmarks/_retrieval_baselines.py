@@ -89,10 +89,10 @@ def aligned_ranks(S):
 
     The convention of :func:`iokr.metrics.true_candidate_rank` with ``ties="average"``, for all queries at once.
     """
-    S = np.asarray(S, dtype=np.float64)
-    own = np.diag(S)[:, None]
-    greater = (S > own).sum(axis=1)
-    equal = (S == own).sum(axis=1)  # includes the aligned candidate itself
+    scores = np.asarray(S, dtype=np.float64)
+    own = np.diag(scores)[:, None]
+    greater = (scores > own).sum(axis=1)
+    equal = (scores == own).sum(axis=1)  # includes the aligned candidate itself
     return 1.0 + greater + (equal - 1) / 2.0
 
 

@@ -1,7 +1,7 @@
 """Real-data results of the core engine (issue 2): cross-lingual retrieval and bibtex multi-label.
 
     python -m benchmarks.realdata_core --data /path/to/shared/data [--output reports] [--skip bibtex] [--update]
-        [--no-baselines] [--report-only]
+        [--no-baselines] [--report-only] [--splits 10]
 
 Retrieval: IOKR (linear kernels on TF-IDF, centered and normalized, alpha=1.0 fixed a priori), EN->ES and ES->EN,
 10 random 50/50 splits of the 1,189 aligned chapters, candidates = all test chapters of the other language.
@@ -15,15 +15,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 from sklearn.model_selection import KFold
 
-from benchmarks._report_file import write_keeping_section
+from benchmarks._harness import measure, write_json, write_keeping_section
 from benchmarks._retrieval_baselines import CV_FOLDS, retrieval_verdict, run_cca_baseline
-from benchmarks.realdata_model_selection import _fold_candidates
+from benchmarks.realdata_model_selection import fold_candidates
 from iokr import IOKR
 from iokr.apps.multilabel import evaluate_multilabel
 from iokr.apps.retrieval import make_split, retrieval_ranks
@@ -39,16 +39,16 @@ READING = "## Reading of the retrieval baseline (issue 19)"
 BASELINE_DIRECTION = {"en-es": "a-b", "es-en": "b-a"}
 
 
-def _retrieval(data, baselines):
-    start = time.perf_counter()
-    n_docs, retrieval = run_retrieval(data / "parallel_text", list(DIRECTIONS), splits=10, alpha=1.0, seed=0)
+def _retrieval(data, baselines, n_splits=10):
+    timing = measure(lambda: run_retrieval(data / "parallel_text", list(DIRECTIONS), splits=n_splits, alpha=1.0,
+                                           seed=0))
+    n_docs, retrieval = timing.result
     for r in retrieval.values():
         r.pop("ranks", None)  # per-query ranks: 6,000 numbers per direction, not needed by the report
-    section = {"n_documents": n_docs, "splits": 10, "alpha": 1.0, "seconds": time.perf_counter() - start,
-               "results": retrieval}
+    section = {"n_documents": n_docs, "splits": n_splits, "alpha": 1.0, "seconds": timing.wall, "results": retrieval}
     if baselines:
         _, english, spanish = load_parallel_text(data / "parallel_text")
-        section["cca_baseline"] = run_cca_baseline(english, spanish, n_splits=10, seed=0)
+        section["cca_baseline"] = run_cca_baseline(english, spanish, n_splits=n_splits, seed=0)
     return section
 
 
@@ -71,14 +71,9 @@ def _retrieval_cv(data, n_splits=10, seed=0):
         records, seconds = [], 0.0
         for _ in range(n_splits):
             permutation = rng.permutation(n)
-            start = time.perf_counter()
-            split = make_split(source, target, permutation[:n_train], permutation[n_train:])
-            folds = list(KFold(CV_FOLDS, shuffle=True, random_state=seed).split(np.arange(n_train)))
-            search = IOKRCV(alphas=CV_ALPHAS, input_kernel="precomputed", output_kernel="linear", cv=folds,
-                            scoring="mrr").fit(split.gram_train, split.Y_train,
-                                               candidate_sets=_fold_candidates(split.Y_train, folds))
-            ranks = retrieval_ranks(IOKR(alpha=search.alpha_, input_kernel="precomputed"), split)
-            seconds += time.perf_counter() - start
+            timing = measure(partial(_cv_split, source, target, permutation[:n_train], permutation[n_train:], seed))
+            search, ranks = timing.result
+            seconds += timing.wall
             records.append({**{f"top{k}": top_k_accuracy(ranks, k) for k in (1, 5, 10)},
                             "mrr": mean_reciprocal_rank(ranks), "alpha": float(search.alpha_),
                             "cv_mrr": float(search.best_score_)})
@@ -88,21 +83,33 @@ def _retrieval_cv(data, n_splits=10, seed=0):
     return out
 
 
-def _bibtex(data):
-    start = time.perf_counter()
-    bib = data / "multilabel" / "bibtex"
+def _cv_split(source, target, train, test, seed):
+    """One split of :func:`_retrieval_cv`: alpha by IOKRCV on the training pairs, then the test ranks at that alpha."""
+    split = make_split(source, target, train, test)
+    folds = list(KFold(CV_FOLDS, shuffle=True, random_state=seed).split(np.arange(len(train))))
+    search = IOKRCV(alphas=CV_ALPHAS, input_kernel="precomputed", output_kernel="linear", cv=folds,
+                    scoring="mrr").fit(split.gram_train, split.Y_train,
+                                       candidate_sets=fold_candidates(split.Y_train, folds))
+    return search, retrieval_ranks(IOKR(alpha=search.alpha_, input_kernel="precomputed"), split)
+
+
+def _bibtex_fit(bib):
     X_train, Y_train = load_arff(bib / "bibtex-train.arff.gz", 159)
     X_test, Y_test = load_arff(bib / "bibtex-test.arff.gz", 159)
     X_train, X_test = X_train.toarray(), X_test.toarray()
     kernels = ["linear"] + [Gaussian(g / X_train.shape[1]) for g in (1.0, 5.0)]
-    result = evaluate_multilabel(X_train, Y_train, X_test, Y_test, alphas=(0.1, 1.0, 10.0), input_kernels=kernels)
-    return {**result, "seconds": time.perf_counter() - start,
+    return evaluate_multilabel(X_train, Y_train, X_test, Y_test, alphas=(0.1, 1.0, 10.0), input_kernels=kernels)
+
+
+def _bibtex(data):
+    timing = measure(lambda: _bibtex_fit(data / "multilabel" / "bibtex"))
+    return {**timing.result, "seconds": timing.wall,
             "published_example_f1": {"IOKR": 44.9, "SISOKR": 44.1, "SPEN": 42.2, "DVN": 44.7}}
 
 
 def _retrieval_lines(section, cv=None):
     lines = ["## Cross-lingual retrieval (1,189 chapters)", "",
-             "| direction | method | top-1 % | top-5 % | top-10 % | MRR | seconds (10 splits) |",
+             f"| direction | method | top-1 % | top-5 % | top-10 % | MRR | seconds ({section['splits']} splits) |",
              "|---|---|---|---|---|---|---|"]
     base = section.get("cca_baseline")
     for direction, r in section["results"].items():
@@ -171,6 +178,7 @@ def main(argv=None):
     parser.add_argument("--no-baselines", dest="baselines", action="store_false",
                         help="skip the LSA + CCA retrieval baseline (run by default)")
     parser.add_argument("--report-only", action="store_true", help="rewrite core.md from the existing core.json")
+    parser.add_argument("--splits", type=int, default=10, help="retrieval splits (fewer for a smoke run)")
     args = parser.parse_args(argv)
     data = Path(args.data)
     out = Path(args.output)
@@ -179,13 +187,13 @@ def main(argv=None):
     report = json.loads(previous.read_text()) if keep else {}
     if not args.report_only:
         if "retrieval" not in args.skip:
-            report["retrieval"] = _retrieval(data, args.baselines)
+            report["retrieval"] = _retrieval(data, args.baselines, args.splits)
         if "retrieval_cv" not in args.skip:
-            report["retrieval_cv"] = _retrieval_cv(data)
+            report["retrieval_cv"] = _retrieval_cv(data, args.splits)
         if "bibtex" not in args.skip:
             report["bibtex"] = _bibtex(data)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "core.json").write_text(json.dumps(report, indent=2, default=float) + "\n")
+        write_json(out / "core.json", report, newline=True)
     lines = ["# Core engine on real data (issue 2)", "", "Command: `python -m benchmarks.realdata_core --data DATA`", "",
              (__doc__ or "").strip().split("\n\n", 2)[-1], ""]
     if "retrieval" in report:

@@ -76,8 +76,23 @@ def _refit_fold_scores(split, folds, alpha):
     return top1, mrr
 
 
-def _fold_candidates(Y, folds):
-    """Candidate set of every example: the outputs of its own held-out fold (the example's output among them)."""
+def fold_candidates(Y, folds):
+    """Candidate set of every example: the outputs of its own held-out fold (the example's output among them).
+
+    Shared by the runners whose ranking CV mirrors the test protocol (each held-out example ranks its fold's outputs).
+
+    Parameters
+    ----------
+    Y : array-like or sparse matrix of shape (n_samples, n_output_features)
+        Training outputs.
+    folds : sequence of (train_indices, test_indices)
+        CV folds whose test parts cover every example once.
+
+    Returns
+    -------
+    CandidateSets
+        Pool ``Y``; example ``i``'s candidates are the test indices of the fold holding ``i`` out.
+    """
     indices = [None] * Y.shape[0]
     for _, test in folds:
         for i in test:
@@ -108,7 +123,7 @@ def run_retrieval(data, n_splits, log):
             search = IOKRCV(alphas=ALPHAS, input_kernel="precomputed", output_kernel="linear", cv=folds,
                             scoring=scoring)
             search.fit(split.gram_train, split.Y_train,
-                       candidate_sets=None if folds is None else _fold_candidates(split.Y_train, folds))
+                       candidate_sets=None if folds is None else fold_candidates(split.Y_train, folds))
             selections[name] = {"alpha": search.alpha_, "best_score": search.best_score_, "curve": _curve(search),
                                 "path": search.path_methods_[0], "seconds": time.perf_counter() - start}
             log(f"retrieval split {s} {name}: alpha {search.alpha_:.3g} score {search.best_score_:.4f} "
@@ -126,7 +141,7 @@ def run_retrieval(data, n_splits, log):
                 closed = {}
                 for scoring in ("top1", "mrr"):
                     search = IOKRCV(alphas=[alpha], input_kernel="precomputed", cv=folds, scoring=scoring)
-                    search.fit(split.gram_train, split.Y_train, candidate_sets=_fold_candidates(split.Y_train, folds))
+                    search.fit(split.gram_train, split.Y_train, candidate_sets=fold_candidates(split.Y_train, folds))
                     closed[scoring] = [float(v) for v in search.cv_results_["split_test_scores"][0]]
                 top1, mrr = _refit_fold_scores(split, folds, alpha)
                 comparison.append({"alpha": float(alpha), "closed_form_top1": closed["top1"], "refit_top1": top1,
