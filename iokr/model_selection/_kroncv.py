@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from .._docstrings import fill_doc, parameters
 from ..estimators.kron import KronRLS
-from ._pairwise_search import PairwiseSearchBase
+from ._pairwise_search import ESTIMATOR_PARAMETERS, PairwiseSearchBase
 
 __all__ = ["KronRLSCV"]
 
 
+@fill_doc(estimator_parameters=parameters(KronRLS, *ESTIMATOR_PARAMETERS))
 class KronRLSCV(PairwiseSearchBase):
     """KronRLS whose regularization (and kernel parameters) are chosen by cross-validation in a prediction setting.
 
@@ -38,16 +40,7 @@ class KronRLSCV(PairwiseSearchBase):
         predicted pairs.
     store_cv_results : bool, default=False
         Keep every setting's hold-out predictions in ``cv_results_["holdout_predictions"]``.
-    kernel1, kernel2 : Kernel or str, default="precomputed"
-        Kernels of the row and column domains, as in :class:`~iokr.estimators.KronRLS`.
-    symmetry : {None, "symmetric", "reciprocal"}, default=None
-        One-domain pairwise kernels, as in :class:`~iokr.estimators.KronRLS`.
-    max_iter : int, optional
-        Iteration cap of the iterative solver on incomplete labels.
-    tol : float, default=1e-10
-        Stopping tolerance of the iterative solver.
-    solver : {"cg", "minres"}, default="cg"
-        Iterative solver on incomplete labels.
+    %(estimator_parameters)s
 
     Attributes
     ----------
