@@ -7,6 +7,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from .._config import working_memory_bytes
+from .._docstrings import fill_doc
 from .._validation import check_positive_scalar
 from ..decoding import (
     QueryRanking,
@@ -26,6 +27,16 @@ from ._sides import InputSide, OutputSide, check_output_features
 
 #: Relative rounding level of ``||h(x)||`` under which cosine decoding scores a query 0 (see ``_cosine_norm_floor``).
 COSINE_NORM_RTOL = 1e-10
+
+#: The query parameters of every prediction method (and of the searches that predict through an IOKR).
+_QUERY_DOCS = {
+    "X": """
+        X : array-like of shape (m, d), or (m, n) test-by-train Gram when precomputed
+            Query inputs.""",
+    "input_diag": """
+        input_diag : array-like of shape (m,), optional
+            ``k(x, x)`` of the test inputs; needed only with a precomputed, normalized input kernel.""",
+}
 
 
 class IOKR(BaseEstimator):
@@ -193,6 +204,7 @@ class IOKR(BaseEstimator):
                       self.output_.candidate_bytes_per_row(self.input_.n_train),
                       binary_rule=self.output_.binary_rule(rule))
 
+    @fill_doc(**_QUERY_DOCS)
     def scorer(self, X, *, input_diag=None, candidates_name="candidates"):
         """Return the bilinear scoring rule of the fitted model for the queries ``X``.
 
@@ -201,10 +213,8 @@ class IOKR(BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (m, d), or (m, n) test-by-train Gram when precomputed
-            Query inputs.
-        input_diag : array-like of shape (m,), optional
-            ``k(x, x)`` of the test inputs; needed only with a precomputed, normalized input kernel.
+        %(X)s
+        %(input_diag)s
         candidates_name : str, default="candidates"
             Name of the candidates in error messages.
 
@@ -239,6 +249,7 @@ class IOKR(BaseEstimator):
         gram_norm = float(np.abs(self.output_.train_gram).sum(axis=1).max()) if self.output_.train_gram.size else 0.0
         return lambda block, coefficients: np.sqrt(COSINE_NORM_RTOL * gram_norm) * row_norms(coefficients)
 
+    @fill_doc(**_QUERY_DOCS)
     def predict_features(self, X, *, input_diag=None):
         """Predict ``h(x)`` in the (transformed) output feature space.
 
@@ -247,14 +258,12 @@ class IOKR(BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_queries, d), or (n_queries, n) test-by-train Gram when precomputed
-            Query inputs.
-        input_diag : array-like of shape (n_queries,), optional
-            ``k(x, x)`` of the test inputs; needed only with a precomputed, normalized input kernel.
+        %(X)s
+        %(input_diag)s
 
         Returns
         -------
-        H : ndarray of shape (n_queries, p)
+        H : ndarray of shape (m, p)
             Predicted output features of each query.
         """
         check_is_fitted(self, "output_")
@@ -266,17 +275,16 @@ class IOKR(BaseEstimator):
         X, input_diag = self.input_.check_test(X, input_diag)
         return self._coefficients(self.input_.test_block(X, slice(None), input_diag))
 
+    @fill_doc(**_QUERY_DOCS)
     def decision_function(self, X, C, *, input_diag=None):
         """Score candidates ``C`` shared by all queries (higher is better).
 
         Parameters
         ----------
-        X : array-like of shape (m, d), or (m, n) test-by-train Gram when precomputed
-            Query inputs.
+        %(X)s
         C : array-like of shape (c, p)
             Candidate output features (ndarray, memmap or :class:`~iokr.decoding.PackedBinaryFeatures`).
-        input_diag : array-like of shape (m,), optional
-            ``k(x, x)`` of the test inputs; needed only with a precomputed, normalized input kernel.
+        %(input_diag)s
 
         Returns
         -------
@@ -293,19 +301,18 @@ class IOKR(BaseEstimator):
         if C.ndim != 2 or C.shape[1] != self.n_output_features_:
             raise ValueError(f"'C' must have shape (n_candidates, {self.n_output_features_}), got {C.shape}.")
 
+    @fill_doc(**_QUERY_DOCS)
     def rank(self, X, candidate_sets, top_k=None, *, input_diag=None):
         """Rank each query's candidates.
 
         Parameters
         ----------
-        X : array-like of shape (m, d)
-            Query inputs (test-by-train Gram when precomputed).
+        %(X)s
         candidate_sets : CandidateSets or list of m arrays of shape (n_q, p)
             Candidate output features of each query.
         top_k : int, optional
             Keep only the best ``top_k`` per query.
-        input_diag : array-like of shape (m,), optional
-            ``k(x, x)`` of the test inputs; needed only with a precomputed, normalized input kernel.
+        %(input_diag)s
 
         Returns
         -------
@@ -326,17 +333,16 @@ class IOKR(BaseEstimator):
             return [QueryRanking(indices[q], scores[q], indices[q], n_pool) for q in range(n_queries)]
         return rankings_from_scores(set_scores(scorer, sets, self.working_memory), sets, top_k)
 
+    @fill_doc(**_QUERY_DOCS)
     def predict(self, X, candidate_sets, *, input_diag=None):
         """Predict the best candidate of each query.
 
         Parameters
         ----------
-        X : array-like of shape (m, d)
-            Query inputs (test-by-train Gram when precomputed).
+        %(X)s
         candidate_sets : CandidateSets or list of m arrays of shape (n_q, p)
             Candidate output features of each query.
-        input_diag : array-like of shape (m,), optional
-            ``k(x, x)`` of the test inputs; needed only with a precomputed, normalized input kernel.
+        %(input_diag)s
 
         Returns
         -------

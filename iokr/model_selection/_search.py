@@ -15,6 +15,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ..decoding import Scorer, set_scores
+from ..estimators import IOKR
 from ..estimators.rls import RLS, check_targets, check_y_given, n_samples
 from ..kernels import make_kernel
 from ..linalg import (
@@ -133,85 +134,27 @@ class BestEstimatorMixin:
     """Prediction of the structured-output CV estimators (:class:`IOKRCV`, :class:`MPIOKRCV`) through the refitted
     :attr:`best_estimator_` (an :class:`~iokr.IOKR` or one of its subclasses)."""
 
+    # Each method's contract is IOKR's (MPIOKR inherits them), served by best_estimator_.
     def predict(self, X, candidate_sets, *, input_diag=None):
-        """Best candidate of each query with :attr:`best_estimator_` (see :meth:`iokr.IOKR.predict`).
-
-        Parameters
-        ----------
-        X : array-like of shape (m, d)
-            Query inputs (test-by-train Gram when the input kernel is precomputed).
-        candidate_sets : CandidateSets or list of m arrays of shape (n_q, p)
-            Candidate output features of each query.
-        input_diag : array-like of shape (m,), optional
-            ``k(x, x)`` of the test inputs; needed only with a precomputed, normalized input kernel.
-
-        Returns
-        -------
-        best : ndarray of shape (m, p)
-            Features of each query's best candidate (rows of NaN for queries without candidates).
-        """
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict(X, candidate_sets, input_diag=input_diag)
 
     def rank(self, X, candidate_sets, top_k=None, *, input_diag=None):
-        """Rank each query's candidates with :attr:`best_estimator_` (see :meth:`iokr.IOKR.rank`).
-
-        Parameters
-        ----------
-        X : array-like of shape (m, d)
-            Query inputs (test-by-train Gram when the input kernel is precomputed).
-        candidate_sets : CandidateSets or list of m arrays of shape (n_q, p)
-            Candidate output features of each query.
-        top_k : int, optional
-            Keep only the best ``top_k`` per query.
-        input_diag : array-like of shape (m,), optional
-            ``k(x, x)`` of the test inputs; needed only with a precomputed, normalized input kernel.
-
-        Returns
-        -------
-        rankings : list of QueryRanking
-            Per query: candidate positions best first, their scores and pool rows.
-        """
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.rank(X, candidate_sets, top_k, input_diag=input_diag)
 
     def decision_function(self, X, C, *, input_diag=None):
-        """Score shared candidates with :attr:`best_estimator_` (see :meth:`iokr.IOKR.decision_function`).
-
-        Parameters
-        ----------
-        X : array-like of shape (m, d)
-            Query inputs (test-by-train Gram when the input kernel is precomputed).
-        C : array-like of shape (c, p)
-            Candidate output features shared by all queries.
-        input_diag : array-like of shape (m,), optional
-            ``k(x, x)`` of the test inputs; needed only with a precomputed, normalized input kernel.
-
-        Returns
-        -------
-        S : ndarray of shape (m, c)
-            Score of every candidate for every query (higher is better).
-        """
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.decision_function(X, C, input_diag=input_diag)
 
     def predict_features(self, X, *, input_diag=None):
-        """Predict ``h(x)`` in the transformed output feature space with :attr:`best_estimator_`.
-
-        Parameters
-        ----------
-        X : array-like of shape (m, d)
-            Query inputs (test-by-train Gram when the input kernel is precomputed).
-        input_diag : array-like of shape (m,), optional
-            ``k(x, x)`` of the test inputs; needed only with a precomputed, normalized input kernel.
-
-        Returns
-        -------
-        H : ndarray of shape (m, p)
-            Predicted output features of each query.
-        """
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict_features(X, input_diag=input_diag)
+
+    predict.__doc__ = IOKR.predict.__doc__
+    rank.__doc__ = IOKR.rank.__doc__
+    decision_function.__doc__ = IOKR.decision_function.__doc__
+    predict_features.__doc__ = IOKR.predict_features.__doc__
 
 
 def truth_ranks(queries, subsets, candidate_block, bytes_per_row, truth, working_memory):
