@@ -7,6 +7,7 @@ from scipy import linalg as sla
 from sklearn.base import BaseEstimator
 
 from .._config import working_memory_bytes
+from .._docstrings import fill_doc, parameters
 from ..decoding import CandidateSets, as_candidate_sets, check_decoding, decoding_rule
 from ..estimators import IOKR, InputSide, OutputSide, check_output_features, gram_norms
 from ..linalg import (
@@ -24,7 +25,15 @@ from ._scoring import (
     ranking_score,
     true_positions,
 )
-from ._search import DEFAULT_ALPHAS, BestEstimatorMixin, PathSearchMixin, apply_setting, expand_grid, truth_ranks
+from ._search import (
+    DEFAULT_ALPHAS,
+    SEARCH_DOCS,
+    BestEstimatorMixin,
+    PathSearchMixin,
+    apply_setting,
+    expand_grid,
+    truth_ranks,
+)
 
 _NAMES = {"mse", "top1", "top10", "mrr"}
 
@@ -132,6 +141,7 @@ def _stored_values(record, n):
     return out, ranks
 
 
+@fill_doc(best_attributes=SEARCH_DOCS["best_attributes"])
 class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
     """IOKR whose regularization (and kernel parameters) are chosen by exact closed-form cross-validation.
 
@@ -174,10 +184,7 @@ class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
 
     Attributes
     ----------
-    alpha_ : float
-    best_params_ : dict
-    best_score_ : float
-    best_index_ : int
+    %(best_attributes)s
     cv_results_ : dict of arrays
         ``params``, ``param_alpha``, ``param_<name>``, ``mean_test_score``, ``std_test_score``,
         ``rank_test_score``, ``split_test_scores`` (n_settings, n_splits). With ``store_cv_results=True`` also
@@ -255,26 +262,20 @@ class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
                     normalize_output=self.normalize_output, decoding=self.decoding,
                     working_memory=self.working_memory)
 
+    @fill_doc(parameters=parameters(IOKR.fit), **SEARCH_DOCS)
     def fit(self, X, Y, candidate_sets=None, groups=None):
         """Search the grid by closed-form hold-out, then refit :attr:`best_estimator_` on all data.
 
         Parameters
         ----------
-        X : array-like of shape (n, d), or (n, n) Gram when ``input_kernel="precomputed"``
-            Training inputs.
-        Y : array-like of shape (n, p)
-            Output features.
+        %(parameters)s
         candidate_sets : CandidateSets or list of n arrays of shape (n_i, p), optional
             One candidate set per training example, containing that example's own output row (exact match);
             needed by the ranking scores. With a callable scoring the sets may lack the own output (its rank is then
             NaN) and the best candidate of each set is passed on (``HoldoutResult.top_candidates``).
-        groups : array-like of shape (n,), optional
-            Only if not given to the constructor.
+        %(groups)s
 
-        Returns
-        -------
-        self : IOKRCV
-            The fitted search, with :attr:`best_estimator_` refitted on all data.
+        %(returns)s
         """
         owner = type(self).__name__
         scoring = check_scoring(self.scoring, owner, _NAMES)

@@ -5,11 +5,13 @@ from __future__ import annotations
 from .._docstrings import fill_doc, parameters
 from ..estimators.kron import KronRLS
 from ._pairwise_search import ESTIMATOR_PARAMETERS, PairwiseSearchBase
+from ._search import SEARCH_DOCS
 
 __all__ = ["KronRLSCV"]
 
 
-@fill_doc(estimator_parameters=parameters(KronRLS, *ESTIMATOR_PARAMETERS))
+@fill_doc(estimator_parameters=parameters(KronRLS, *ESTIMATOR_PARAMETERS),
+          best_attributes=SEARCH_DOCS["best_attributes"])
 class KronRLSCV(PairwiseSearchBase):
     """KronRLS whose regularization (and kernel parameters) are chosen by cross-validation in a prediction setting.
 
@@ -44,10 +46,7 @@ class KronRLSCV(PairwiseSearchBase):
 
     Attributes
     ----------
-    alpha_ : float
-    best_params_ : dict
-    best_score_ : float
-    best_index_ : int
+    %(best_attributes)s
     cv_results_ : dict
         ``params``, ``param_alpha``, ``param_<name>``, ``mean_test_score``, ``std_test_score`` (0: one pooled
         score), ``rank_test_score``, ``split_test_scores`` of shape (n_settings, 1), and with

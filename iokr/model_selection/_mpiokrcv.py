@@ -6,17 +6,19 @@ import numpy as np
 from scipy import sparse
 from sklearn.base import BaseEstimator
 
+from .._docstrings import fill_doc, parameters
 from ..decoding import CandidateSets, as_candidate_sets, check_decoding
 from ..estimators import MPIOKR, check_output_features
 from ..linalg import mixing_holdout_coefficients
 from ._scoring import HoldoutResult, check_scoring, needs_candidates, ranking_score, true_positions
-from ._search import DEFAULT_ALPHAS, BestEstimatorMixin, PathSearchMixin, truth_ranks
+from ._search import DEFAULT_ALPHAS, SEARCH_DOCS, BestEstimatorMixin, PathSearchMixin, truth_ranks
 
 _NAMES = {"mse", "top1", "top10", "mrr"}
 #: ``path_method`` of the CV estimators -> route of :class:`~iokr.linalg.ProductShiftPath`.
 _ROUTES = {"auto": "auto", "eigen": "eigen", "cholesky": "lu"}
 
 
+@fill_doc(best_attributes=SEARCH_DOCS["best_attributes"])
 class MPIOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
     """MP-IOKR whose ``alpha`` (and ``gamma``) are chosen by hold-out, one factorization serving each alpha path.
 
@@ -72,10 +74,7 @@ class MPIOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
 
     Attributes
     ----------
-    alpha_ : float
-    best_params_ : dict
-    best_score_ : float
-    best_index_ : int
+    %(best_attributes)s
     cv_results_ : dict
         ``params``, ``param_alpha``, ``param_gamma`` (approximated inputs), ``mean_test_score``, ``std_test_score``,
         ``rank_test_score``, ``split_test_scores``. With ``store_cv_results=True`` also ``holdout_predictions``, a
@@ -157,29 +156,19 @@ class MPIOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
                              f"Got {self.gammas!r} instead.")
         return [{"gamma": g} for g in values]
 
+    @fill_doc(parameters=parameters(MPIOKR.fit, "X", "Y", "candidate_sets", "candidate_inputs"), **SEARCH_DOCS)
     def fit(self, X, Y, candidate_sets, candidate_inputs=None, *, scoring_sets=None, groups=None):
         """Search the grid by hold-out, then refit :attr:`best_estimator_` on all data.
 
         Parameters
         ----------
-        X : array-like of shape (n, d), or (n, n) Gram when ``input_kernel="precomputed"``
-            Training inputs.
-        Y : array-like of shape (n, p)
-            Training output features.
-        candidate_sets : CandidateSets or list of n arrays of shape (n_i, p)
-            Training candidate sets, as in :meth:`iokr.MPIOKR.fit`.
-        candidate_inputs : list of arrays or array of shape (n_pool, d), optional
-            As in :meth:`iokr.MPIOKR.fit` (``approximation="known"``).
+        %(parameters)s
         scoring_sets : CandidateSets or list of n arrays of shape (m_i, p), optional
             The sets the ranking scores rank each held-out example's own output in (it must be in its set);
             default: the training candidate sets.
-        groups : array-like of shape (n,), optional
-            Only if not given to the constructor.
+        %(groups)s
 
-        Returns
-        -------
-        self : MPIOKRCV
-            The fitted search, with :attr:`best_estimator_` refitted on all data.
+        %(returns)s
         """
         owner = type(self).__name__
         scoring = check_scoring(self.scoring, owner, _NAMES)

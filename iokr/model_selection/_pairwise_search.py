@@ -19,7 +19,7 @@ from ..estimators.kron import KronRLS
 from ..linalg import check_alphas
 from ..metrics import concordance_index, pairwise_rank_loss
 from ._pairwise_splits import check_setting, count_pairwise_splits, scheme_name
-from ._search import DEFAULT_ALPHAS, PathSearchMixin, apply_setting, expand_grid
+from ._search import DEFAULT_ALPHAS, SEARCH_DOCS, PathSearchMixin, apply_setting, expand_grid
 
 #: The estimator's own parameters a search forwards to it (documented by the estimator, shown again by the search).
 ESTIMATOR_PARAMETERS = ("kernel1, kernel2", "symmetry", "max_iter", "tol", "solver")
@@ -130,7 +130,8 @@ class PairwiseSearchBase(PathSearchMixin, BaseEstimator):
         return {"kernel1": self.kernel1, "kernel2": self.kernel2, "symmetry": self.symmetry,
                 "max_iter": self.max_iter, "tol": self.tol, "solver": self.solver}
 
-    @fill_doc(parameters=parameters(KronRLS.fit))  # the fit of ConditionalRankRLS too (shared base class)
+    # KronRLS.fit is ConditionalRankRLS.fit too (their shared base class).
+    @fill_doc(parameters=parameters(KronRLS.fit), returns=SEARCH_DOCS["returns"])
     def fit(self, X1, X2, Y):
         """Score every (kernel setting, alpha) by pooled hold-out predictions, then refit the best on all data.
 
@@ -138,10 +139,7 @@ class PairwiseSearchBase(PathSearchMixin, BaseEstimator):
         ----------
         %(parameters)s
 
-        Returns
-        -------
-        self : object
-            The fitted search, with :attr:`best_estimator_` refitted on all data.
+        %(returns)s
         """
         owner = type(self).__name__
         alphas = check_alphas(self.alphas, "alphas", owner)

@@ -14,6 +14,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
+from .._docstrings import fill_doc, parameters
 from ..decoding import Scorer, set_scores
 from ..estimators import IOKR
 from ..estimators.rls import RLS, check_targets, check_y_given, n_samples
@@ -28,6 +29,28 @@ from ..linalg import (
 )
 from ._scoring import check_scoring, ranks_of_truth
 from ._splits import holdout_splits, resolve_groups
+
+#: Docstring entries every search shares (substituted by :func:`~iokr._docstrings.fill_doc`): the first attributes
+#: set by :meth:`PathSearchMixin._finish`, the ``groups`` parameter of ``fit`` and its Returns section.
+SEARCH_DOCS = {
+    "best_attributes": """
+        alpha_ : float
+            Regularization value of the best setting.
+        best_params_ : dict
+            The best setting: ``"alpha"`` and the values of the searched parameters.
+        best_score_ : float
+            Mean hold-out score of the best setting (greater is better).
+        best_index_ : int
+            Row of the best setting in ``cv_results_``.""",
+    "groups": """
+        groups : array-like of shape (n,), optional
+            Only if not given to the constructor.""",
+    "returns": """
+        Returns
+        -------
+        self : object
+            The fitted search, with :attr:`best_estimator_` refitted on all data.""",
+}
 
 #: 31 values from 1e-6 to 1e2, log-spaced (``np.logspace(-6, 2, 31)``), as a tuple so the default is immutable.
 DEFAULT_ALPHAS = tuple(np.logspace(-6, 2, 31).tolist())
@@ -170,6 +193,7 @@ def truth_ranks(queries, subsets, candidate_block, bytes_per_row, truth, working
     return ranks_of_truth(scores, truth), tops
 
 
+@fill_doc(best_attributes=SEARCH_DOCS["best_attributes"])
 class RLSCV(PathSearchMixin, RegressorMixin, BaseEstimator):
     """Kernel RLS with the regularization (and kernel parameters) chosen by closed-form cross-validation.
 
@@ -208,11 +232,7 @@ class RLSCV(PathSearchMixin, RegressorMixin, BaseEstimator):
 
     Attributes
     ----------
-    alpha_ : float
-    best_params_ : dict
-    best_score_ : float
-        Mean hold-out score of the best setting (greater is better).
-    best_index_ : int
+    %(best_attributes)s
     cv_results_ : dict of arrays
         ``params``, ``param_alpha``, ``param_<name>``, ``mean_test_score``, ``std_test_score``,
         ``rank_test_score`` and ``split_test_scores`` (n_settings, n_splits). With ``store_cv_results``, also
@@ -258,22 +278,16 @@ class RLSCV(PathSearchMixin, RegressorMixin, BaseEstimator):
     def __sklearn_tags__(self):
         return RLS(kernel=self.kernel).__sklearn_tags__()
 
+    @fill_doc(parameters=parameters(RLS.fit), **SEARCH_DOCS)
     def fit(self, X, y, groups=None):
         """Search the grid, then refit :attr:`best_estimator_` on all of ``X, y``.
 
         Parameters
         ----------
-        X : array-like of shape (n, d), or (n, n) Gram when ``kernel="precomputed"``
-            Training inputs.
-        y : array-like of shape (n,) or (n, n_targets)
-            Training targets.
-        groups : array-like of shape (n,), optional
-            Only if not given to the constructor.
+        %(parameters)s
+        %(groups)s
 
-        Returns
-        -------
-        self : RLSCV
-            The fitted search, with :attr:`best_estimator_` refitted on all data.
+        %(returns)s
         """
         owner = type(self).__name__
         scoring = check_scoring(self.scoring, owner, {"mse"})

@@ -11,7 +11,7 @@ from ..estimators.two_step import TwoStepRLS
 from ..linalg import check_alphas
 from ._pairwise_search import kernel_settings, pooled_score, resolve_pair_scoring
 from ._pairwise_splits import check_setting, count_pairwise_splits, scheme_name
-from ._search import DEFAULT_ALPHAS, PathSearchMixin, apply_setting
+from ._search import DEFAULT_ALPHAS, SEARCH_DOCS, PathSearchMixin, apply_setting
 
 __all__ = ["TwoStepRLSCV"]
 
@@ -66,7 +66,7 @@ class TwoStepRLSCV(PathSearchMixin, BaseEstimator):
         self.kernel1 = kernel1
         self.kernel2 = kernel2
 
-    @fill_doc(parameters=parameters(TwoStepRLS.fit))
+    @fill_doc(parameters=parameters(TwoStepRLS.fit), returns=SEARCH_DOCS["returns"])
     def fit(self, X1, X2, Y):
         """Score the grid by closed-form hold-out, then refit :attr:`best_estimator_` on all data.
 
@@ -74,10 +74,7 @@ class TwoStepRLSCV(PathSearchMixin, BaseEstimator):
         ----------
         %(parameters)s
 
-        Returns
-        -------
-        self : TwoStepRLSCV
-            The fitted search, with :attr:`best_estimator_` refitted on all data.
+        %(returns)s
         """
         owner = type(self).__name__
         alphas1 = check_alphas(self.alphas, "alphas", owner)
