@@ -219,8 +219,6 @@ class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
     side centered there is no intercept form; the values are those of retraining with the global transforms held
     fixed (and carry the leak above).
 
-    Ties in the mean score go to the first setting in grid order.
-
     Examples
     --------
     >>> import numpy as np
@@ -251,10 +249,6 @@ class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
         self.path_method = path_method
         self.working_memory = working_memory
         self.store_cv_results = store_cv_results
-
-    def __sklearn_tags__(self):
-        # Those of the IOKR it refits: Y is a required 2-D array of output features.
-        return IOKR(input_kernel=self.input_kernel).__sklearn_tags__()
 
     def _base_params(self):
         return dict(input_kernel=self.input_kernel, output_kernel=self.output_kernel, center_input=self.center_input,

@@ -62,8 +62,7 @@ class KronRLSCV(PairwiseSearchBase):
     Notes
     -----
     The score is computed once on all pooled hold-out predictions (module notes of
-    :mod:`iokr.model_selection._pairwise_search`); it equals :meth:`KronRLS.cv_path`. Ties go to the first setting
-    in grid order.
+    :mod:`iokr.model_selection._pairwise_search`); it equals :meth:`KronRLS.cv_path`.
 
     Examples
     --------

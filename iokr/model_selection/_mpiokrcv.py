@@ -95,7 +95,6 @@ class MPIOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
     with those transforms and candidates held fixed (with ``center_*=normalize_*=False`` and
     ``candidate_fraction=1``, plain refits). The refit variants refit everything per split, transforms and
     subsampling included. Training candidate sets of the training side are the given sets of its examples.
-    Ties in the mean score go to the first setting in grid order.
 
     Examples
     --------
@@ -134,9 +133,6 @@ class MPIOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
         self.gamma = gamma
         self.candidate_fraction = candidate_fraction
         self.random_state = random_state
-
-    def __sklearn_tags__(self):
-        return MPIOKR(input_kernel=self.input_kernel).__sklearn_tags__()
 
     def _base_params(self):
         names = ("input_kernel", "output_kernel", "center_input", "normalize_input", "center_output",

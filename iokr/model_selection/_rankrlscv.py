@@ -99,7 +99,6 @@ class RankRLSCV(PathSearchMixin, BaseEstimator):
     The hold-out predictions are exact: with queries, those of the ranker retrained without the held-out queries
     (centered within each query, which no within-query ranking sees); for global ranking, those of the ranker
     retrained without the held-out examples up to one offset per hold-out set (see :class:`~iokr.estimators.RankRLS`).
-    Ties in the mean score go to the first setting in grid order.
 
     Examples
     --------

@@ -41,7 +41,8 @@ SEARCH_DOCS = {
         best_score_ : float
             Mean hold-out score of the best setting (greater is better).
         best_index_ : int
-            Row of the best setting in ``cv_results_``.""",
+            Row of the best setting in ``cv_results_``; ties in the mean score go to the first setting in grid order
+            (alphas in the given order).""",
     "groups": """
         groups : array-like of shape (n,), optional
             Only if not given to the constructor.""",
@@ -154,8 +155,12 @@ class PathSearchMixin:
 
 
 class BestEstimatorMixin:
-    """Prediction of the structured-output CV estimators (:class:`IOKRCV`, :class:`MPIOKRCV`) through the refitted
+    """Tags and prediction of the structured-output CV estimators (:class:`IOKRCV`, :class:`MPIOKRCV`) through the refitted
     :attr:`best_estimator_` (an :class:`~iokr.IOKR` or one of its subclasses)."""
+
+    def __sklearn_tags__(self):
+        # Those of the IOKR it refits (MPIOKR keeps them): Y is a required 2-D array of output features.
+        return IOKR(input_kernel=self.input_kernel).__sklearn_tags__()
 
     # Each method's contract is IOKR's (MPIOKR inherits them), served by best_estimator_.
     def predict(self, X, candidate_sets, *, input_diag=None):
@@ -256,8 +261,7 @@ class RLSCV(PathSearchMixin, RegressorMixin, BaseEstimator):
     on that side's own means, so with ``normalize=False`` every hold-out value equals that of
     ``RLS(center=True)`` retrained on the training side (no statistic of a held-out example is used). Normalization
     statistics are those of the whole training set (each example's norm after global centering): the hold-out
-    value is then that of retraining with the normalization held fixed. Ties in the mean score go to the first setting
-    in grid order (alphas in the given order).
+    value is then that of retraining with the normalization held fixed.
     """
 
     def __init__(self, alphas=DEFAULT_ALPHAS, param_grid=None, cv=None, groups=None, scoring="mse",
