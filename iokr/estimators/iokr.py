@@ -64,6 +64,8 @@ class IOKR(BaseEstimator):
     center_output, normalize_output : bool, default=True
         The same for output features; candidates are transformed with the training statistics.
     decoding : {"distance", "inner", "cosine"}, default="distance"
+        Score of a candidate ``c`` for the prediction ``h(x)``: ``-||h(x) - psi(c)||^2``, ``<h(x), psi(c)>`` or their
+        cosine (see :mod:`iokr.decoding._rules`).
     working_memory : float, optional
         Budget in MiB for temporaries of scoring; the global setting by default.
 

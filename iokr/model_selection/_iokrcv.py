@@ -8,8 +8,8 @@ from sklearn.base import BaseEstimator
 
 from .._config import working_memory_bytes
 from .._docstrings import fill_doc, parameters
-from ..decoding import CandidateSets, as_candidate_sets, check_decoding, decoding_rule
-from ..estimators import IOKR, InputSide, OutputSide, check_output_features, gram_norms
+from ..decoding import CandidateSets, as_candidate_sets, decoding_rule
+from ..estimators import IOKR, InputSide, OutputSide, gram_norms
 from ..linalg import (
     RegularizationPath,
     holdout_residual_coefficients,
@@ -20,7 +20,6 @@ from ..linalg import (
 )
 from ._scoring import (
     HoldoutResult,
-    check_scoring,
     needs_candidates,
     ranking_score,
     true_positions,
@@ -34,8 +33,6 @@ from ._search import (
     expand_grid,
     truth_ranks,
 )
-
-_NAMES = {"mse", "top1", "top10", "mrr"}
 
 
 class _OutputTarget:
@@ -141,7 +138,9 @@ def _stored_values(record, n):
     return out, ranks
 
 
-@fill_doc(best_attributes=SEARCH_DOCS["best_attributes"])
+@fill_doc(estimator_parameters=parameters(IOKR, "input_kernel", "output_kernel", "center_input, normalize_input",
+                                          "center_output, normalize_output", "decoding"),
+          best_attributes=SEARCH_DOCS["best_attributes"])
 class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
     """IOKR whose regularization (and kernel parameters) are chosen by exact closed-form cross-validation.
 
@@ -155,12 +154,7 @@ class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
     ----------
     alphas : array-like of shape (n_alphas,), default=DEFAULT_ALPHAS
         Grid of regularization values ``alpha`` searched by closed-form hold-out.
-    input_kernel, output_kernel : Kernel or str, default="linear"
-        As in :class:`~iokr.IOKR`.
-    center_input, normalize_input, center_output, normalize_output : bool, default=True
-        As in :class:`~iokr.IOKR`.
-    decoding : {"distance", "inner", "cosine"}, default="distance"
-        As in :class:`~iokr.IOKR`.
+    %(estimator_parameters)s
     cv : None, int, splitter or iterable, default=None
         ``None``: exact leave-one-out (leave-one-group-out with groups); int: ``KFold`` (``GroupKFold`` with
         groups); or any scikit-learn splitter whose training side is the complement of the test side.
@@ -224,7 +218,8 @@ class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
     >>> import numpy as np
     >>> from iokr.model_selection import IOKRCV
     >>> rng = np.random.default_rng(0)
-    >>> X, Y = rng.normal(size=(30, 4)), rng.normal(size=(30, 3))
+    >>> X = rng.normal(size=(30, 4))
+    >>> Y = np.tanh(X @ rng.normal(size=(4, 3)))  # outputs that depend on the inputs
     >>> cv = IOKRCV(alphas=[0.1, 1.0, 10.0]).fit(X, Y)
     >>> cv.alpha_ in (0.1, 1.0, 10.0)
     True
@@ -271,10 +266,7 @@ class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
 
         %(returns)s
         """
-        owner = type(self).__name__
-        scoring = check_scoring(self.scoring, owner, _NAMES)
-        check_decoding(self.decoding, owner)
-        Y = check_output_features(Y, owner)
+        owner, scoring, Y = self._check_scoring_outputs(Y)
         if needs_candidates(scoring) and candidate_sets is None:
             raise ValueError(f"{owner}: scoring={scoring!r} ranks each example's own output among its candidates; "
                              "pass candidate_sets to fit (one set per training example).")

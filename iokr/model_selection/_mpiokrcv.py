@@ -7,18 +7,20 @@ from scipy import sparse
 from sklearn.base import BaseEstimator
 
 from .._docstrings import fill_doc, parameters
-from ..decoding import CandidateSets, as_candidate_sets, check_decoding
-from ..estimators import MPIOKR, check_output_features
+from ..decoding import CandidateSets, as_candidate_sets
+from ..estimators import MPIOKR
 from ..linalg import mixing_holdout_coefficients
-from ._scoring import HoldoutResult, check_scoring, needs_candidates, ranking_score, true_positions
+from ._scoring import HoldoutResult, needs_candidates, ranking_score, true_positions
 from ._search import DEFAULT_ALPHAS, SEARCH_DOCS, BestEstimatorMixin, PathSearchMixin, truth_ranks
 
-_NAMES = {"mse", "top1", "top10", "mrr"}
 #: ``path_method`` of the CV estimators -> route of :class:`~iokr.linalg.ProductShiftPath`.
 _ROUTES = {"auto": "auto", "eigen": "eigen", "cholesky": "lu"}
 
 
-@fill_doc(best_attributes=SEARCH_DOCS["best_attributes"])
+@fill_doc(estimator_parameters=parameters(MPIOKR, "input_kernel, output_kernel",
+                                          "center_input, normalize_input, center_output, normalize_output", "decoding"),
+          subsampling_parameters=parameters(MPIOKR, "candidate_fraction", "random_state"),
+          best_attributes=SEARCH_DOCS["best_attributes"])
 class MPIOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
     """MP-IOKR whose ``alpha`` (and ``gamma``) are chosen by hold-out, one factorization serving each alpha path.
 
@@ -55,22 +57,14 @@ class MPIOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
     path_method : {"auto", "eigen", "cholesky"}, default="auto"
         Route of the alpha path: two symmetric eigendecompositions for the whole grid, or one LU factorization of
         ``alpha I + D_K B`` per alpha (``"cholesky"``); ``"auto"`` as :class:`~iokr.linalg.RegularizationPath`.
-    input_kernel, output_kernel : Kernel or str, default="linear"
-        As in :class:`~iokr.MPIOKR`.
-    center_input, normalize_input, center_output, normalize_output : bool, default=True
-        As in :class:`~iokr.MPIOKR`.
-    decoding : {"distance", "inner", "cosine"}, default="distance"
-        As in :class:`~iokr.MPIOKR`.
+    %(estimator_parameters)s
     working_memory : float, optional
         Budget in MiB for temporaries of scoring; the global setting by default.
     approximation : {"known", "joint", "separate"}, default="known"
         As in :class:`~iokr.MPIOKR`; decides the hold-out route (closed form or refits).
     gamma : float or sequence of float, default=1.0
         As in :class:`~iokr.MPIOKR`, when ``gammas`` is None.
-    candidate_fraction : float in (0, 1], default=1.0
-        As in :class:`~iokr.MPIOKR`.
-    random_state : int, RandomState or None, default=None
-        As in :class:`~iokr.MPIOKR`.
+    %(subsampling_parameters)s
 
     Attributes
     ----------
@@ -101,7 +95,8 @@ class MPIOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
     >>> import numpy as np
     >>> from iokr.model_selection import MPIOKRCV
     >>> rng = np.random.default_rng(0)
-    >>> X, Y = rng.normal(size=(20, 3)), rng.normal(size=(20, 4))
+    >>> X = rng.normal(size=(20, 3))
+    >>> Y = X @ rng.normal(size=(3, 4))
     >>> sets = [Y[rng.choice(20, 4, replace=False)] for _ in range(20)]
     >>> inputs = [X[rng.choice(20, 4, replace=False)] for _ in range(20)]
     >>> cv = MPIOKRCV(alphas=[0.1, 1.0], cv=4).fit(X, Y, sets, inputs)
@@ -166,10 +161,7 @@ class MPIOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
 
         %(returns)s
         """
-        owner = type(self).__name__
-        scoring = check_scoring(self.scoring, owner, _NAMES)
-        check_decoding(self.decoding, owner)
-        Y = check_output_features(Y, owner)
+        owner, scoring, Y = self._check_scoring_outputs(Y)
         n = Y.shape[0]
         settings = self._gamma_grid(owner)
         alphas, holdouts, scheme = self._setup(n, groups, None)

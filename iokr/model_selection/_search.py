@@ -15,8 +15,8 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .._docstrings import fill_doc, parameters
-from ..decoding import Scorer, set_scores
-from ..estimators import IOKR
+from ..decoding import Scorer, check_decoding, set_scores
+from ..estimators import IOKR, check_output_features
 from ..estimators.rls import RLS, check_targets, check_y_given, n_samples
 from ..kernels import make_kernel
 from ..linalg import (
@@ -155,12 +155,19 @@ class PathSearchMixin:
 
 
 class BestEstimatorMixin:
-    """Tags and prediction of the structured-output CV estimators (:class:`IOKRCV`, :class:`MPIOKRCV`) through the refitted
+    """Tags, first checks and prediction of the structured-output CV estimators (:class:`IOKRCV`, :class:`MPIOKRCV`) through the refitted
     :attr:`best_estimator_` (an :class:`~iokr.IOKR` or one of its subclasses)."""
 
     def __sklearn_tags__(self):
         # Those of the IOKR it refits (MPIOKR keeps them): Y is a required 2-D array of output features.
         return IOKR(input_kernel=self.input_kernel).__sklearn_tags__()
+
+    def _check_scoring_outputs(self, Y):
+        """``(owner, scoring, Y)``: the scoring and decoding names and the output features, checked before any fit."""
+        owner = type(self).__name__
+        scoring = check_scoring(self.scoring, owner, {"mse", "top1", "top10", "mrr"})
+        check_decoding(self.decoding, owner)
+        return owner, scoring, check_output_features(Y, owner)
 
     # Each method's contract is IOKR's (MPIOKR inherits them), served by best_estimator_.
     def predict(self, X, candidate_sets, *, input_diag=None):
