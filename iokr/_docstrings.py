@@ -2,11 +2,11 @@
 common entries in every search.
 
 A docstring names a fragment on a line of its own, ``%(name)s``, indented as the fragment's lines should stand;
-:func:`fill_doc` substitutes it when the function or class is defined (import time), so ``help()``, Sphinx and
-numpydoc read the full text. :func:`parameters` takes entries from another docstring's Parameters section, so the
-owner of a parameter (the estimator) keeps its docstring whole where it is written, and the search that forwards the
-parameter shows the same words. Where a method's whole contract is another's (a search predicting through its
-``best_estimator_``), the code base assigns ``__doc__`` directly instead.
+:func:`fill_doc` substitutes it when the function or class is defined (import time; on a class, in its methods'
+docstrings too), so ``help()``, Sphinx and numpydoc read the full text. :func:`parameters` takes entries from
+another docstring's Parameters section, so the owner of a parameter (the estimator) keeps its docstring whole where
+it is written, and the search that forwards the parameter shows the same words. Where a method's whole contract is
+another's (a search predicting through its ``best_estimator_``), the code base assigns ``__doc__`` directly instead.
 """
 
 from __future__ import annotations
@@ -32,8 +32,9 @@ def fill_doc(**fragments):
     Returns
     -------
     decorate : callable
-        Takes a function or class, substitutes its ``__doc__`` in place and returns it. A placeholder without a
-        fragment raises a ``KeyError`` naming it; docstrings stripped by ``python -OO`` are left as they are.
+        Takes a function or class, substitutes its ``__doc__`` in place and returns it; for a class, also the
+        docstrings of the functions and properties its body defines. A placeholder without a fragment raises a
+        ``KeyError`` naming it; docstrings stripped by ``python -OO`` are left as they are.
     """
 
     def replace(match):
@@ -44,9 +45,17 @@ def fill_doc(**fragments):
         text = textwrap.dedent(fragments[name]).strip("\n")
         return textwrap.indent(text, match["indent"])
 
-    def decorate(obj):
+    def fill(obj):
         if obj.__doc__ is not None:
             obj.__doc__ = _FIELD.sub(replace, obj.__doc__)
+
+    def decorate(obj):
+        fill(obj)
+        if inspect.isclass(obj):
+            for member in vars(obj).values():
+                member = member.fget if isinstance(member, property) else member
+                if inspect.isfunction(member):
+                    fill(member)
         return obj
 
     return decorate

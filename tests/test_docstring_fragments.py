@@ -65,3 +65,33 @@ def test_search_class_docstrings_have_no_placeholder_left():
     for search in (KronRLSCV, ConditionalRankRLSCV, TwoStepRLSCV):
         assert "%(" not in search.__doc__ and "%(" not in search.fit.__doc__
     assert parameters(KronRLSCV, "tol") == parameters(KronRLS, "tol")
+
+
+def test_fill_doc_on_a_class_fills_its_methods_and_properties():
+    @fill_doc(x="x : int\n    The x.")
+    class C:
+        """Class.
+
+        Parameters
+        ----------
+        %(x)s
+        """
+
+        def f(self, x):
+            """Method.
+
+            Parameters
+            ----------
+            %(x)s
+            """
+
+        @property
+        def p(self):
+            """Property.
+
+            %(x)s
+            """
+
+    assert "\n        x : int\n            The x.\n" in C.__doc__
+    assert "\n            x : int\n                The x.\n" in C.f.__doc__
+    assert "\n            x : int\n                The x.\n" in C.p.__doc__

@@ -39,6 +39,7 @@ _QUERY_DOCS = {
 }
 
 
+@fill_doc(**_QUERY_DOCS)
 class IOKR(BaseEstimator):
     """Input Output Kernel Regression: kernel ridge regression into an output RKHS, decoded over candidates.
 
@@ -206,7 +207,6 @@ class IOKR(BaseEstimator):
                       self.output_.candidate_bytes_per_row(self.input_.n_train),
                       binary_rule=self.output_.binary_rule(rule))
 
-    @fill_doc(**_QUERY_DOCS)
     def scorer(self, X, *, input_diag=None, candidates_name="candidates"):
         """Return the bilinear scoring rule of the fitted model for the queries ``X``.
 
@@ -251,7 +251,6 @@ class IOKR(BaseEstimator):
         gram_norm = float(np.abs(self.output_.train_gram).sum(axis=1).max()) if self.output_.train_gram.size else 0.0
         return lambda block, coefficients: np.sqrt(COSINE_NORM_RTOL * gram_norm) * row_norms(coefficients)
 
-    @fill_doc(**_QUERY_DOCS)
     def predict_features(self, X, *, input_diag=None):
         """Predict ``h(x)`` in the (transformed) output feature space.
 
@@ -277,7 +276,6 @@ class IOKR(BaseEstimator):
         X, input_diag = self.input_.check_test(X, input_diag)
         return self._coefficients(self.input_.test_block(X, slice(None), input_diag))
 
-    @fill_doc(**_QUERY_DOCS)
     def decision_function(self, X, C, *, input_diag=None):
         """Score candidates ``C`` shared by all queries (higher is better).
 
@@ -303,7 +301,6 @@ class IOKR(BaseEstimator):
         if C.ndim != 2 or C.shape[1] != self.n_output_features_:
             raise ValueError(f"'C' must have shape (n_candidates, {self.n_output_features_}), got {C.shape}.")
 
-    @fill_doc(**_QUERY_DOCS)
     def rank(self, X, candidate_sets, top_k=None, *, input_diag=None):
         """Rank each query's candidates.
 
@@ -335,7 +332,6 @@ class IOKR(BaseEstimator):
             return [QueryRanking(indices[q], scores[q], indices[q], n_pool) for q in range(n_queries)]
         return rankings_from_scores(set_scores(scorer, sets, self.working_memory), sets, top_k)
 
-    @fill_doc(**_QUERY_DOCS)
     def predict(self, X, candidate_sets, *, input_diag=None):
         """Predict the best candidate of each query.
 
