@@ -53,9 +53,8 @@ def fill_doc(**fragments):
         fill(obj)
         if inspect.isclass(obj):
             for member in vars(obj).values():
-                member = member.fget if isinstance(member, property) else member
-                if inspect.isfunction(member):
-                    fill(member)
+                if isinstance(member, property) or inspect.isfunction(member):
+                    fill(member)  # a property holds its own copy of its getter's docstring
         return obj
 
     return decorate
