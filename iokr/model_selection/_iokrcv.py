@@ -140,7 +140,7 @@ def _stored_values(record, n):
 
 @fill_doc(estimator_parameters=parameters(IOKR, "input_kernel", "output_kernel", "center_input, normalize_input",
                                           "center_output, normalize_output", "decoding"),
-          best_attributes=SEARCH_DOCS["best_attributes"])
+          fit_parameters=parameters(IOKR.fit), **SEARCH_DOCS)
 class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
     """IOKR whose regularization (and kernel parameters) are chosen by exact closed-form cross-validation.
 
@@ -251,13 +251,12 @@ class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
                     normalize_output=self.normalize_output, decoding=self.decoding,
                     working_memory=self.working_memory)
 
-    @fill_doc(parameters=parameters(IOKR.fit), **SEARCH_DOCS)
     def fit(self, X, Y, candidate_sets=None, groups=None):
         """Search the grid by closed-form hold-out, then refit :attr:`best_estimator_` on all data.
 
         Parameters
         ----------
-        %(parameters)s
+        %(fit_parameters)s
         candidate_sets : CandidateSets or list of n arrays of shape (n_i, p), optional
             One candidate set per training example, containing that example's own output row (exact match);
             needed by the ranking scores. With a callable scoring the sets may lack the own output (its rank is then

@@ -20,7 +20,7 @@ _ROUTES = {"auto": "auto", "eigen": "eigen", "cholesky": "lu"}
 @fill_doc(estimator_parameters=parameters(MPIOKR, "input_kernel, output_kernel",
                                           "center_input, normalize_input, center_output, normalize_output", "decoding"),
           subsampling_parameters=parameters(MPIOKR, "candidate_fraction", "random_state"),
-          best_attributes=SEARCH_DOCS["best_attributes"])
+          fit_parameters=parameters(MPIOKR.fit, "X", "Y", "candidate_sets", "candidate_inputs"), **SEARCH_DOCS)
 class MPIOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
     """MP-IOKR whose ``alpha`` (and ``gamma``) are chosen by hold-out, one factorization serving each alpha path.
 
@@ -147,13 +147,12 @@ class MPIOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
                              f"Got {self.gammas!r} instead.")
         return [{"gamma": g} for g in values]
 
-    @fill_doc(parameters=parameters(MPIOKR.fit, "X", "Y", "candidate_sets", "candidate_inputs"), **SEARCH_DOCS)
     def fit(self, X, Y, candidate_sets, candidate_inputs=None, *, scoring_sets=None, groups=None):
         """Search the grid by hold-out, then refit :attr:`best_estimator_` on all data.
 
         Parameters
         ----------
-        %(parameters)s
+        %(fit_parameters)s
         scoring_sets : CandidateSets or list of n arrays of shape (m_i, p), optional
             The sets the ranking scores rank each held-out example's own output in (it must be in its set);
             default: the training candidate sets.

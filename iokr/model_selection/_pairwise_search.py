@@ -54,6 +54,14 @@ def resolve_pair_scoring(scoring, default, owner):
                      f"scoring(y, p). Got {scoring!r} instead.")
 
 
+def check_pair_search(search, n_folds=None):
+    """``(owner, alphas, scorer)`` of a pairwise search: its ``alphas``, ``setting`` and ``scoring``, checked."""
+    owner = type(search).__name__
+    alphas = check_alphas(search.alphas, "alphas", owner)
+    check_setting(search.setting, n_folds)
+    return owner, alphas, resolve_pair_scoring(search.scoring, "concordance", owner)
+
+
 def kernel_settings(param_grid, owner):
     """Every combination of the ``kernel1`` and ``kernel2`` settings of ``param_grid`` (one empty dict without)."""
     rows, cols = expand_grid(param_grid, ("kernel1", "kernel2"), owner)
@@ -104,6 +112,7 @@ def pairwise_cv_scores(model, alphas, setting, scoring=None, n_folds=None, rando
     return np.array(scores), predictions
 
 
+@fill_doc(fit_parameters=parameters(KronRLS.fit), **SEARCH_DOCS)  # KronRLS.fit is ConditionalRankRLS.fit too
 class PairwiseSearchBase(PathSearchMixin, BaseEstimator):
     """Shared fit/predict of :class:`KronRLSCV` and :class:`ConditionalRankRLSCV`; subclasses set ``_estimator``."""
 
@@ -130,21 +139,16 @@ class PairwiseSearchBase(PathSearchMixin, BaseEstimator):
         return {"kernel1": self.kernel1, "kernel2": self.kernel2, "symmetry": self.symmetry,
                 "max_iter": self.max_iter, "tol": self.tol, "solver": self.solver}
 
-    # KronRLS.fit is ConditionalRankRLS.fit too (their shared base class).
-    @fill_doc(parameters=parameters(KronRLS.fit), returns=SEARCH_DOCS["returns"])
     def fit(self, X1, X2, Y):
         """Score every (kernel setting, alpha) by pooled hold-out predictions, then refit the best on all data.
 
         Parameters
         ----------
-        %(parameters)s
+        %(fit_parameters)s
 
         %(returns)s
         """
-        owner = type(self).__name__
-        alphas = check_alphas(self.alphas, "alphas", owner)
-        check_setting(self.setting, self.n_folds)
-        resolve_pair_scoring(self.scoring, "concordance", owner)  # fail before any fit
+        owner, alphas, _ = check_pair_search(self, self.n_folds)  # fail before any fit
         rows, scores, used, predictions = [], [], [], []
         best = (-np.inf, None)  # (score, model): the refit reuses the best kernel setting's factorizations
         for kernels in kernel_settings(self.param_grid, owner):

@@ -47,7 +47,7 @@ def _ranks_within(values, groups):
     return ranks
 
 
-@fill_doc(best_attributes=SEARCH_DOCS["best_attributes"])
+@fill_doc(**SEARCH_DOCS)
 class RankRLSCV(PathSearchMixin, BaseEstimator):
     """RankRLS whose regularization (and kernel parameters) are chosen by exact closed-form cross-validation.
 
@@ -121,13 +121,13 @@ class RankRLSCV(PathSearchMixin, BaseEstimator):
         self.kernel = kernel
         self.normalize_queries = normalize_queries
 
-    @fill_doc(parameters=parameters(RankRLS.fit), returns=SEARCH_DOCS["returns"])
+    @fill_doc(fit_parameters=parameters(RankRLS.fit, "X", "y", "qids"), **SEARCH_DOCS)
     def fit(self, X, y, qids=None):
         """Search the grid by closed-form hold-out, then refit :attr:`best_estimator_` on all data.
 
         Parameters
         ----------
-        %(parameters)s
+        %(fit_parameters)s
 
         %(returns)s
         """

@@ -205,7 +205,7 @@ def truth_ranks(queries, subsets, candidate_block, bytes_per_row, truth, working
     return ranks_of_truth(scores, truth), tops
 
 
-@fill_doc(best_attributes=SEARCH_DOCS["best_attributes"])
+@fill_doc(fit_parameters=parameters(RLS.fit), **SEARCH_DOCS)
 class RLSCV(PathSearchMixin, RegressorMixin, BaseEstimator):
     """Kernel RLS with the regularization (and kernel parameters) chosen by closed-form cross-validation.
 
@@ -289,13 +289,12 @@ class RLSCV(PathSearchMixin, RegressorMixin, BaseEstimator):
     def __sklearn_tags__(self):
         return RLS(kernel=self.kernel).__sklearn_tags__()
 
-    @fill_doc(parameters=parameters(RLS.fit), **SEARCH_DOCS)
     def fit(self, X, y, groups=None):
         """Search the grid, then refit :attr:`best_estimator_` on all of ``X, y``.
 
         Parameters
         ----------
-        %(parameters)s
+        %(fit_parameters)s
         %(groups)s
 
         %(returns)s

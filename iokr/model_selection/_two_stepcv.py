@@ -9,8 +9,8 @@ from sklearn.utils.validation import check_is_fitted
 from .._docstrings import fill_doc, parameters
 from ..estimators.two_step import TwoStepRLS
 from ..linalg import check_alphas
-from ._pairwise_search import kernel_settings, pooled_score, resolve_pair_scoring
-from ._pairwise_splits import check_setting, count_pairwise_splits, scheme_name
+from ._pairwise_search import check_pair_search, kernel_settings, pooled_score
+from ._pairwise_splits import count_pairwise_splits, scheme_name
 from ._search import DEFAULT_ALPHAS, SEARCH_DOCS, PathSearchMixin, apply_setting
 
 __all__ = ["TwoStepRLSCV"]
@@ -66,21 +66,18 @@ class TwoStepRLSCV(PathSearchMixin, BaseEstimator):
         self.kernel1 = kernel1
         self.kernel2 = kernel2
 
-    @fill_doc(parameters=parameters(TwoStepRLS.fit), returns=SEARCH_DOCS["returns"])
+    @fill_doc(fit_parameters=parameters(TwoStepRLS.fit), **SEARCH_DOCS)
     def fit(self, X1, X2, Y):
         """Score the grid by closed-form hold-out, then refit :attr:`best_estimator_` on all data.
 
         Parameters
         ----------
-        %(parameters)s
+        %(fit_parameters)s
 
         %(returns)s
         """
-        owner = type(self).__name__
-        alphas1 = check_alphas(self.alphas, "alphas", owner)
+        owner, alphas1, scorer = check_pair_search(self)
         alphas2 = alphas1 if self.alphas2 is None else check_alphas(self.alphas2, "alphas2", owner)
-        check_setting(self.setting)
-        scorer = resolve_pair_scoring(self.scoring, "concordance", owner)
         rows, scores, predictions = [], [], []
         best = (-np.inf, None)  # (score, model): the refit reuses the best kernel setting's eigendecompositions
         for kernels in kernel_settings(self.param_grid, owner):
