@@ -150,6 +150,9 @@ class IOKR(BaseEstimator):
     def fit(self, X, Y):
         """Fit the regression from inputs to the output feature space.
 
+        ``K_x + alpha I`` is factored once (Cholesky); explicit output features keep the dual coefficients
+        ``(K_x + alpha I)^{-1} Psi``, kernel outputs the factor itself.
+
         Parameters
         ----------
         X : array-like of shape (n, d), or (n, n) Gram when ``input_kernel="precomputed"``

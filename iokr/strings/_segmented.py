@@ -279,6 +279,8 @@ class SegmentedStringKDE(BaseEstimator):
     def predict(self, X):
         """Predict strings, one symbol per segment.
 
+        The segments are scored by :meth:`segment_scores` and the strings decoded from the scores by :meth:`decode`.
+
         Parameters
         ----------
         %(X)s
