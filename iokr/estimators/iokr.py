@@ -96,7 +96,8 @@ class IOKR(BaseEstimator):
     >>> import numpy as np
     >>> from iokr import IOKR
     >>> rng = np.random.default_rng(0)
-    >>> X, Y = rng.normal(size=(20, 3)), rng.normal(size=(20, 4))
+    >>> X = rng.normal(size=(20, 3))
+    >>> Y = X @ rng.normal(size=(3, 4))  # outputs that depend on the inputs
     >>> model = IOKR(alpha=0.1).fit(X, Y)
     >>> model.decision_function(X[:2], Y).shape
     (2, 20)
