@@ -155,8 +155,9 @@ class PathSearchMixin:
 
 
 class BestEstimatorMixin:
-    """Tags, first checks and prediction of the structured-output CV estimators (:class:`IOKRCV`, :class:`MPIOKRCV`) through the refitted
-    :attr:`best_estimator_` (an :class:`~iokr.IOKR` or one of its subclasses)."""
+    """Tags, first checks and prediction of the structured-output CV estimators (:class:`IOKRCV`,
+    :class:`MPIOKRCV`); prediction goes through the refitted :attr:`best_estimator_` (an :class:`~iokr.IOKR` or one
+    of its subclasses)."""
 
     def __sklearn_tags__(self):
         # Those of the IOKR it refits (MPIOKR keeps them): Y is a required 2-D array of output features.
