@@ -225,6 +225,8 @@ class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
     True
     """
 
+    _estimator = IOKR
+
     def __init__(self, alphas=DEFAULT_ALPHAS, input_kernel="linear", output_kernel="linear",
                  center_input=True, normalize_input=True, center_output=True, normalize_output=True,
                  decoding="distance", cv=None, groups=None, scoring="mse", param_grid=None, path_method="auto",
@@ -244,12 +246,6 @@ class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
         self.path_method = path_method
         self.working_memory = working_memory
         self.store_cv_results = store_cv_results
-
-    def _base_params(self):
-        return dict(input_kernel=self.input_kernel, output_kernel=self.output_kernel, center_input=self.center_input,
-                    normalize_input=self.normalize_input, center_output=self.center_output,
-                    normalize_output=self.normalize_output, decoding=self.decoding,
-                    working_memory=self.working_memory)
 
     def fit(self, X, Y, candidate_sets=None, groups=None):
         """Search the grid by closed-form hold-out, then refit :attr:`best_estimator_` on all data.

@@ -104,6 +104,8 @@ class MPIOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
     True
     """
 
+    _estimator = MPIOKR
+
     def __init__(self, alphas=DEFAULT_ALPHAS, gammas=None, cv=None, groups=None, scoring="mse",
                  store_cv_results=False, path_method="auto", input_kernel="linear", output_kernel="linear",
                  center_input=True, normalize_input=True, center_output=True, normalize_output=True,
@@ -128,12 +130,6 @@ class MPIOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
         self.gamma = gamma
         self.candidate_fraction = candidate_fraction
         self.random_state = random_state
-
-    def _base_params(self):
-        names = ("input_kernel", "output_kernel", "center_input", "normalize_input", "center_output",
-                 "normalize_output", "decoding", "working_memory", "approximation", "gamma", "candidate_fraction",
-                 "random_state")
-        return {name: getattr(self, name) for name in names}
 
     def _gamma_grid(self, owner):
         if self.gammas is None:

@@ -155,13 +155,17 @@ class PathSearchMixin:
 
 
 class BestEstimatorMixin:
-    """Tags, first checks and prediction of the structured-output CV estimators (:class:`IOKRCV`,
-    :class:`MPIOKRCV`); prediction goes through the refitted :attr:`best_estimator_` (an :class:`~iokr.IOKR` or one
-    of its subclasses)."""
+    """Tags, first checks, forwarded parameters and prediction of the structured-output CV estimators
+    (:class:`IOKRCV`, :class:`MPIOKRCV`); subclasses set ``_estimator``, the class they refit (:class:`~iokr.IOKR`
+    or one of its subclasses), and prediction goes through the refitted :attr:`best_estimator_`."""
 
     def __sklearn_tags__(self):
         # Those of the IOKR it refits (MPIOKR keeps them): Y is a required 2-D array of output features.
         return IOKR(input_kernel=self.input_kernel).__sklearn_tags__()
+
+    def _base_params(self):
+        """The parameters of the refitted estimator (``_estimator``) as the search holds them: all but ``alpha``."""
+        return {name: getattr(self, name) for name in self._estimator._get_param_names() if name != "alpha"}
 
     def _check_scoring_outputs(self, Y):
         """``(owner, scoring, Y)``: the scoring and decoding names and the output features, checked before any fit."""
