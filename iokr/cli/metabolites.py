@@ -92,6 +92,8 @@ examples:
 """
 
 ADDUCT_POLICIES = ("refuse", "assume")
+#: The spectra files the commands read (:func:`iokr.apps.metabolites.read_spectra`), as the help texts name them.
+SPECTRA_FORMATS = ".mgf, .msp, .mzML, .mzXML, .json or MassBank .jsonl, each optionally .gz"
 
 
 def register(subparsers):
@@ -108,9 +110,8 @@ def register(subparsers):
 
     train = actions.add_parser("train", help="train a model on spectra of known structures")
     train.add_argument("--spectra", required=True,
-                       help="training spectra with structures (InChIKey, or SMILES/InChI): .mgf, .msp, .mzML, "
-                            ".mzXML, .json or MassBank .jsonl, each optionally .gz; the model records their "
-                            "precursor types")
+                       help=f"training spectra with structures (InChIKey, or SMILES/InChI): {SPECTRA_FORMATS}; the "
+                            "model records their precursor types")
     train.add_argument("--output", required=True, help="model file to write (.npz)")
     train.add_argument("--exclude-candidates", default=None,
                        help="candidate lists whose true structures must not be trained on (default: none)")
@@ -126,8 +127,7 @@ def register(subparsers):
                                "$IOKR_CACHE_DIR, else $XDG_CACHE_HOME/iokr, else ~/.cache/iokr; it ranks positive "
                                "[M+H]+ queries only: others get status 'unsupported adduct')")
     identify.add_argument("--spectra", required=True,
-                          help="query spectra: .mgf, .msp, .mzML, .mzXML, .json or MassBank .jsonl, each "
-                               "optionally .gz")
+                          help=f"query spectra: {SPECTRA_FORMATS}")
     identify.add_argument("--candidates", required=True,
                           help="a structure database built by 'index' (.sqlite), one CSV/TSV/SDF of structures "
                                "(indexed in memory), or a folder / .tar.gz of per-formula lists")

@@ -7,6 +7,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from .._config import working_memory_bytes
+from .._docstrings import fill_doc
 from .._validation import check_positive_scalar
 from ..decoding import (
     QueryRanking,
@@ -27,7 +28,18 @@ from ._sides import InputSide, OutputSide, check_output_features
 #: Relative rounding level of ``||h(x)||`` under which cosine decoding scores a query 0 (see ``_cosine_norm_floor``).
 COSINE_NORM_RTOL = 1e-10
 
+#: The query parameters of every prediction method (and of the searches that predict through an IOKR).
+_QUERY_DOCS = {
+    "X": """
+        X : array-like of shape (m, d), or (m, n) test-by-train Gram when precomputed
+            Query inputs.""",
+    "input_diag": """
+        input_diag : array-like of shape (m,), optional
+            ``k(x, x)`` of the test inputs; needed only with a precomputed, normalized input kernel.""",
+}
 
+
+@fill_doc(**_QUERY_DOCS)
 class IOKR(BaseEstimator):
     """Input Output Kernel Regression: kernel ridge regression into an output RKHS, decoded over candidates.
 
@@ -53,6 +65,8 @@ class IOKR(BaseEstimator):
     center_output, normalize_output : bool, default=True
         The same for output features; candidates are transformed with the training statistics.
     decoding : {"distance", "inner", "cosine"}, default="distance"
+        Score of a candidate ``c`` for the prediction ``h(x)``: ``-||h(x) - psi(c)||^2``, ``<h(x), psi(c)>`` or their
+        cosine (see :mod:`iokr.decoding._rules`).
     working_memory : float, optional
         Budget in MiB for temporaries of scoring; the global setting by default.
 
@@ -82,7 +96,8 @@ class IOKR(BaseEstimator):
     >>> import numpy as np
     >>> from iokr import IOKR
     >>> rng = np.random.default_rng(0)
-    >>> X, Y = rng.normal(size=(20, 3)), rng.normal(size=(20, 4))
+    >>> X = rng.normal(size=(20, 3))
+    >>> Y = X @ rng.normal(size=(3, 4))  # outputs that depend on the inputs
     >>> model = IOKR(alpha=0.1).fit(X, Y)
     >>> model.decision_function(X[:2], Y).shape
     (2, 20)
@@ -135,6 +150,9 @@ class IOKR(BaseEstimator):
 
     def fit(self, X, Y):
         """Fit the regression from inputs to the output feature space.
+
+        ``K_x + alpha I`` is factored once (Cholesky); explicit output features keep the dual coefficients
+        ``(K_x + alpha I)^{-1} Psi``, kernel outputs the factor itself.
 
         Parameters
         ----------
@@ -201,10 +219,8 @@ class IOKR(BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (m, d), or (m, n) test-by-train Gram when precomputed
-            Query inputs.
-        input_diag : array-like of shape (m,), optional
-            ``k(x, x)`` of the test inputs; needed only with a precomputed, normalized input kernel.
+        %(X)s
+        %(input_diag)s
         candidates_name : str, default="candidates"
             Name of the candidates in error messages.
 
@@ -247,14 +263,12 @@ class IOKR(BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_queries, d), or (n_queries, n) test-by-train Gram when precomputed
-            Query inputs.
-        input_diag : array-like of shape (n_queries,), optional
-            ``k(x, x)`` of the test inputs; needed only with a precomputed, normalized input kernel.
+        %(X)s
+        %(input_diag)s
 
         Returns
         -------
-        H : ndarray of shape (n_queries, p)
+        H : ndarray of shape (m, p)
             Predicted output features of each query.
         """
         check_is_fitted(self, "output_")
@@ -271,12 +285,10 @@ class IOKR(BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (m, d), or (m, n) test-by-train Gram when precomputed
-            Query inputs.
+        %(X)s
         C : array-like of shape (c, p)
             Candidate output features (ndarray, memmap or :class:`~iokr.decoding.PackedBinaryFeatures`).
-        input_diag : array-like of shape (m,), optional
-            ``k(x, x)`` of the test inputs; needed only with a precomputed, normalized input kernel.
+        %(input_diag)s
 
         Returns
         -------
@@ -298,14 +310,12 @@ class IOKR(BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (m, d)
-            Query inputs (test-by-train Gram when precomputed).
+        %(X)s
         candidate_sets : CandidateSets or list of m arrays of shape (n_q, p)
             Candidate output features of each query.
         top_k : int, optional
             Keep only the best ``top_k`` per query.
-        input_diag : array-like of shape (m,), optional
-            ``k(x, x)`` of the test inputs; needed only with a precomputed, normalized input kernel.
+        %(input_diag)s
 
         Returns
         -------
@@ -331,12 +341,10 @@ class IOKR(BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (m, d)
-            Query inputs (test-by-train Gram when precomputed).
+        %(X)s
         candidate_sets : CandidateSets or list of m arrays of shape (n_q, p)
             Candidate output features of each query.
-        input_diag : array-like of shape (m,), optional
-            ``k(x, x)`` of the test inputs; needed only with a precomputed, normalized input kernel.
+        %(input_diag)s
 
         Returns
         -------

@@ -48,7 +48,7 @@ class KronRLS(_PairwiseRLS):
         Iteration cap of the iterative solver on incomplete labels (early stopping).
     tol : float, default=1e-10
         The iterative solver stops when the true relative residual ``||b - M a|| / ||b||`` of the pair system is
-        at most ``tol`` (reported in ``cg_info_``); see Notes.
+        at most ``tol`` (reported in ``cg_info_``); see the Notes of :class:`KronRLS`.
     solver : {"cg", "minres"}, default="cg"
         Iterative solver on incomplete labels. MINRES minimizes the residual over the same Krylov space, so it
         reaches ``tol`` in at most as many operator products (``benchmarks/bench_kron_solvers.py``).

@@ -225,13 +225,13 @@ class MPIOKR(IOKR):
 
         Parameters
         ----------
-        X : array-like of shape (l, d), or (l, l) Gram when ``input_kernel="precomputed"`` (approximated inputs)
+        X : array-like of shape (n, d), or (n, n) Gram when ``input_kernel="precomputed"`` (approximated inputs)
             Training inputs.
-        Y : array-like of shape (l, p)
+        Y : array-like of shape (n, p)
             Training output features.
-        candidate_sets : list of l arrays of shape (n_i, p), or CandidateSets with l sets
+        candidate_sets : list of n arrays of shape (n_i, p), or CandidateSets with n sets
             Candidates of each training example (a candidate may appear in several sets).
-        candidate_inputs : list of l arrays of shape (n_i, d), or array of shape (n_pool, d), optional
+        candidate_inputs : list of n arrays of shape (n_i, d), or array of shape (n_pool, d), optional
             Inputs of the candidates, matched one to one (required for ``approximation="known"``).
         candidate_stats : CandidateStatistics, optional
             ``candidate_stats_`` of an earlier fit on the same data and candidate settings (other ``alpha`` /

@@ -121,7 +121,7 @@ def kron_ranking_leave_row_and_column_out(K1, K2, eig2, Y, alpha):
     eig2 : EigenPath
         Eigendecomposition of ``C K2 C``.
     Y : ndarray of shape (n1, n2)
-        Labels.
+        Labels (not centered; each training row is centered here).
     alpha : float
         Regularization > 0.
 

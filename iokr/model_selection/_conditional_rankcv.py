@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from .._docstrings import fill_doc, parameters
 from ..estimators.conditional_ranking import ConditionalRankRLS
-from ._pairwise_search import PairwiseSearchBase
+from ._pairwise_search import ESTIMATOR_PARAMETERS, PairwiseSearchBase
 
 __all__ = ["ConditionalRankRLSCV"]
 
 
+@fill_doc(estimator_parameters=parameters(ConditionalRankRLS, *ESTIMATOR_PARAMETERS))
 class ConditionalRankRLSCV(PairwiseSearchBase):
     """ConditionalRankRLS whose regularization (and kernel parameters) are chosen by cross-validation in a setting.
 
@@ -33,16 +35,7 @@ class ConditionalRankRLSCV(PairwiseSearchBase):
         callable gets ``(y, p)``.
     store_cv_results : bool, default=False
         Keep every setting's hold-out predictions in ``cv_results_["holdout_predictions"]``.
-    kernel1, kernel2 : Kernel or str, default="precomputed"
-        Kernels of the row and column domains, as in :class:`~iokr.estimators.ConditionalRankRLS`.
-    symmetry : {None, "symmetric", "reciprocal"}, default=None
-        One-domain pairwise kernels, as in :class:`~iokr.estimators.ConditionalRankRLS`.
-    max_iter : int, optional
-        Iteration cap of the iterative solver on incomplete labels.
-    tol : float, default=1e-10
-        Stopping tolerance of the iterative solver.
-    solver : {"cg", "minres"}, default="cg"
-        Iterative solver on incomplete labels.
+    %(estimator_parameters)s
 
     Attributes
     ----------

@@ -7,8 +7,9 @@ from scipy import linalg as sla
 from sklearn.base import BaseEstimator
 
 from .._config import working_memory_bytes
-from ..decoding import CandidateSets, as_candidate_sets, check_decoding, decoding_rule
-from ..estimators import IOKR, InputSide, OutputSide, check_output_features, gram_norms
+from .._docstrings import fill_doc, parameters
+from ..decoding import CandidateSets, as_candidate_sets, decoding_rule
+from ..estimators import IOKR, InputSide, OutputSide, gram_norms
 from ..linalg import (
     RegularizationPath,
     holdout_residual_coefficients,
@@ -19,14 +20,19 @@ from ..linalg import (
 )
 from ._scoring import (
     HoldoutResult,
-    check_scoring,
     needs_candidates,
     ranking_score,
     true_positions,
 )
-from ._search import DEFAULT_ALPHAS, BestEstimatorMixin, PathSearchMixin, apply_setting, expand_grid, truth_ranks
-
-_NAMES = {"mse", "top1", "top10", "mrr"}
+from ._search import (
+    DEFAULT_ALPHAS,
+    SEARCH_DOCS,
+    BestEstimatorMixin,
+    PathSearchMixin,
+    apply_setting,
+    expand_grid,
+    truth_ranks,
+)
 
 
 class _OutputTarget:
@@ -132,6 +138,9 @@ def _stored_values(record, n):
     return out, ranks
 
 
+@fill_doc(estimator_parameters=parameters(IOKR, "input_kernel", "output_kernel", "center_input, normalize_input",
+                                          "center_output, normalize_output", "decoding"),
+          fit_parameters=parameters(IOKR.fit), **SEARCH_DOCS)
 class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
     """IOKR whose regularization (and kernel parameters) are chosen by exact closed-form cross-validation.
 
@@ -145,12 +154,7 @@ class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
     ----------
     alphas : array-like of shape (n_alphas,), default=DEFAULT_ALPHAS
         Grid of regularization values ``alpha`` searched by closed-form hold-out.
-    input_kernel, output_kernel : Kernel or str, default="linear"
-        As in :class:`~iokr.IOKR`.
-    center_input, normalize_input, center_output, normalize_output : bool, default=True
-        As in :class:`~iokr.IOKR`.
-    decoding : {"distance", "inner", "cosine"}, default="distance"
-        As in :class:`~iokr.IOKR`.
+    %(estimator_parameters)s
     cv : None, int, splitter or iterable, default=None
         ``None``: exact leave-one-out (leave-one-group-out with groups); int: ``KFold`` (``GroupKFold`` with
         groups); or any scikit-learn splitter whose training side is the complement of the test side.
@@ -174,10 +178,7 @@ class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
 
     Attributes
     ----------
-    alpha_ : float
-    best_params_ : dict
-    best_score_ : float
-    best_index_ : int
+    %(best_attributes)s
     cv_results_ : dict of arrays
         ``params``, ``param_alpha``, ``param_<name>``, ``mean_test_score``, ``std_test_score``,
         ``rank_test_score``, ``split_test_scores`` (n_settings, n_splits). With ``store_cv_results=True`` also
@@ -212,18 +213,19 @@ class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
     side centered there is no intercept form; the values are those of retraining with the global transforms held
     fixed (and carry the leak above).
 
-    Ties in the mean score go to the first setting in grid order.
-
     Examples
     --------
     >>> import numpy as np
     >>> from iokr.model_selection import IOKRCV
     >>> rng = np.random.default_rng(0)
-    >>> X, Y = rng.normal(size=(30, 4)), rng.normal(size=(30, 3))
+    >>> X = rng.normal(size=(30, 4))
+    >>> Y = np.tanh(X @ rng.normal(size=(4, 3)))  # outputs that depend on the inputs
     >>> cv = IOKRCV(alphas=[0.1, 1.0, 10.0]).fit(X, Y)
     >>> cv.alpha_ in (0.1, 1.0, 10.0)
     True
     """
+
+    _estimator = IOKR
 
     def __init__(self, alphas=DEFAULT_ALPHAS, input_kernel="linear", output_kernel="linear",
                  center_input=True, normalize_input=True, center_output=True, normalize_output=True,
@@ -245,41 +247,21 @@ class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
         self.working_memory = working_memory
         self.store_cv_results = store_cv_results
 
-    def __sklearn_tags__(self):
-        # Those of the IOKR it refits: Y is a required 2-D array of output features.
-        return IOKR(input_kernel=self.input_kernel).__sklearn_tags__()
-
-    def _base_params(self):
-        return dict(input_kernel=self.input_kernel, output_kernel=self.output_kernel, center_input=self.center_input,
-                    normalize_input=self.normalize_input, center_output=self.center_output,
-                    normalize_output=self.normalize_output, decoding=self.decoding,
-                    working_memory=self.working_memory)
-
     def fit(self, X, Y, candidate_sets=None, groups=None):
         """Search the grid by closed-form hold-out, then refit :attr:`best_estimator_` on all data.
 
         Parameters
         ----------
-        X : array-like of shape (n, d), or (n, n) Gram when ``input_kernel="precomputed"``
-            Training inputs.
-        Y : array-like of shape (n, p)
-            Output features.
+        %(fit_parameters)s
         candidate_sets : CandidateSets or list of n arrays of shape (n_i, p), optional
             One candidate set per training example, containing that example's own output row (exact match);
             needed by the ranking scores. With a callable scoring the sets may lack the own output (its rank is then
             NaN) and the best candidate of each set is passed on (``HoldoutResult.top_candidates``).
-        groups : array-like of shape (n,), optional
-            Only if not given to the constructor.
+        %(groups)s
 
-        Returns
-        -------
-        self : IOKRCV
-            The fitted search, with :attr:`best_estimator_` refitted on all data.
+        %(returns)s
         """
-        owner = type(self).__name__
-        scoring = check_scoring(self.scoring, owner, _NAMES)
-        check_decoding(self.decoding, owner)
-        Y = check_output_features(Y, owner)
+        owner, scoring, Y = self._check_scoring_outputs(Y)
         if needs_candidates(scoring) and candidate_sets is None:
             raise ValueError(f"{owner}: scoring={scoring!r} ranks each example's own output among its candidates; "
                              "pass candidate_sets to fit (one set per training example).")

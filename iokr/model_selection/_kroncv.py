@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from .._docstrings import fill_doc, parameters
 from ..estimators.kron import KronRLS
-from ._pairwise_search import PairwiseSearchBase
+from ._pairwise_search import ESTIMATOR_PARAMETERS, PairwiseSearchBase
+from ._search import SEARCH_DOCS
 
 __all__ = ["KronRLSCV"]
 
 
+@fill_doc(estimator_parameters=parameters(KronRLS, *ESTIMATOR_PARAMETERS),
+          best_attributes=SEARCH_DOCS["best_attributes"])
 class KronRLSCV(PairwiseSearchBase):
     """KronRLS whose regularization (and kernel parameters) are chosen by cross-validation in a prediction setting.
 
@@ -38,23 +42,11 @@ class KronRLSCV(PairwiseSearchBase):
         predicted pairs.
     store_cv_results : bool, default=False
         Keep every setting's hold-out predictions in ``cv_results_["holdout_predictions"]``.
-    kernel1, kernel2 : Kernel or str, default="precomputed"
-        Kernels of the row and column domains, as in :class:`~iokr.estimators.KronRLS`.
-    symmetry : {None, "symmetric", "reciprocal"}, default=None
-        One-domain pairwise kernels, as in :class:`~iokr.estimators.KronRLS`.
-    max_iter : int, optional
-        Iteration cap of the iterative solver on incomplete labels.
-    tol : float, default=1e-10
-        Stopping tolerance of the iterative solver.
-    solver : {"cg", "minres"}, default="cg"
-        Iterative solver on incomplete labels.
+    %(estimator_parameters)s
 
     Attributes
     ----------
-    alpha_ : float
-    best_params_ : dict
-    best_score_ : float
-    best_index_ : int
+    %(best_attributes)s
     cv_results_ : dict
         ``params``, ``param_alpha``, ``param_<name>``, ``mean_test_score``, ``std_test_score`` (0: one pooled
         score), ``rank_test_score``, ``split_test_scores`` of shape (n_settings, 1), and with
@@ -70,8 +62,7 @@ class KronRLSCV(PairwiseSearchBase):
     Notes
     -----
     The score is computed once on all pooled hold-out predictions (module notes of
-    :mod:`iokr.model_selection._pairwise_search`); it equals :meth:`KronRLS.cv_path`. Ties go to the first setting
-    in grid order.
+    :mod:`iokr.model_selection._pairwise_search`); it equals :meth:`KronRLS.cv_path`.
 
     Examples
     --------

@@ -6,17 +6,21 @@ import numpy as np
 from scipy import sparse
 from sklearn.base import BaseEstimator
 
-from ..decoding import CandidateSets, as_candidate_sets, check_decoding
-from ..estimators import MPIOKR, check_output_features
+from .._docstrings import fill_doc, parameters
+from ..decoding import CandidateSets, as_candidate_sets
+from ..estimators import MPIOKR
 from ..linalg import mixing_holdout_coefficients
-from ._scoring import HoldoutResult, check_scoring, needs_candidates, ranking_score, true_positions
-from ._search import DEFAULT_ALPHAS, BestEstimatorMixin, PathSearchMixin, truth_ranks
+from ._scoring import HoldoutResult, needs_candidates, ranking_score, true_positions
+from ._search import DEFAULT_ALPHAS, SEARCH_DOCS, BestEstimatorMixin, PathSearchMixin, truth_ranks
 
-_NAMES = {"mse", "top1", "top10", "mrr"}
 #: ``path_method`` of the CV estimators -> route of :class:`~iokr.linalg.ProductShiftPath`.
 _ROUTES = {"auto": "auto", "eigen": "eigen", "cholesky": "lu"}
 
 
+@fill_doc(estimator_parameters=parameters(MPIOKR, "input_kernel, output_kernel",
+                                          "center_input, normalize_input, center_output, normalize_output", "decoding"),
+          subsampling_parameters=parameters(MPIOKR, "candidate_fraction", "random_state"),
+          fit_parameters=parameters(MPIOKR.fit, "X", "Y", "candidate_sets", "candidate_inputs"), **SEARCH_DOCS)
 class MPIOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
     """MP-IOKR whose ``alpha`` (and ``gamma``) are chosen by hold-out, one factorization serving each alpha path.
 
@@ -53,29 +57,18 @@ class MPIOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
     path_method : {"auto", "eigen", "cholesky"}, default="auto"
         Route of the alpha path: two symmetric eigendecompositions for the whole grid, or one LU factorization of
         ``alpha I + D_K B`` per alpha (``"cholesky"``); ``"auto"`` as :class:`~iokr.linalg.RegularizationPath`.
-    input_kernel, output_kernel : Kernel or str, default="linear"
-        As in :class:`~iokr.MPIOKR`.
-    center_input, normalize_input, center_output, normalize_output : bool, default=True
-        As in :class:`~iokr.MPIOKR`.
-    decoding : {"distance", "inner", "cosine"}, default="distance"
-        As in :class:`~iokr.MPIOKR`.
+    %(estimator_parameters)s
     working_memory : float, optional
         Budget in MiB for temporaries of scoring; the global setting by default.
     approximation : {"known", "joint", "separate"}, default="known"
         As in :class:`~iokr.MPIOKR`; decides the hold-out route (closed form or refits).
     gamma : float or sequence of float, default=1.0
         As in :class:`~iokr.MPIOKR`, when ``gammas`` is None.
-    candidate_fraction : float in (0, 1], default=1.0
-        As in :class:`~iokr.MPIOKR`.
-    random_state : int, RandomState or None, default=None
-        As in :class:`~iokr.MPIOKR`.
+    %(subsampling_parameters)s
 
     Attributes
     ----------
-    alpha_ : float
-    best_params_ : dict
-    best_score_ : float
-    best_index_ : int
+    %(best_attributes)s
     cv_results_ : dict
         ``params``, ``param_alpha``, ``param_gamma`` (approximated inputs), ``mean_test_score``, ``std_test_score``,
         ``rank_test_score``, ``split_test_scores``. With ``store_cv_results=True`` also ``holdout_predictions``, a
@@ -96,20 +89,22 @@ class MPIOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
     with those transforms and candidates held fixed (with ``center_*=normalize_*=False`` and
     ``candidate_fraction=1``, plain refits). The refit variants refit everything per split, transforms and
     subsampling included. Training candidate sets of the training side are the given sets of its examples.
-    Ties in the mean score go to the first setting in grid order.
 
     Examples
     --------
     >>> import numpy as np
     >>> from iokr.model_selection import MPIOKRCV
     >>> rng = np.random.default_rng(0)
-    >>> X, Y = rng.normal(size=(20, 3)), rng.normal(size=(20, 4))
+    >>> X = rng.normal(size=(20, 3))
+    >>> Y = X @ rng.normal(size=(3, 4))
     >>> sets = [Y[rng.choice(20, 4, replace=False)] for _ in range(20)]
     >>> inputs = [X[rng.choice(20, 4, replace=False)] for _ in range(20)]
     >>> cv = MPIOKRCV(alphas=[0.1, 1.0], cv=4).fit(X, Y, sets, inputs)
     >>> cv.alpha_ in (0.1, 1.0)
     True
     """
+
+    _estimator = MPIOKR
 
     def __init__(self, alphas=DEFAULT_ALPHAS, gammas=None, cv=None, groups=None, scoring="mse",
                  store_cv_results=False, path_method="auto", input_kernel="linear", output_kernel="linear",
@@ -136,15 +131,6 @@ class MPIOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
         self.candidate_fraction = candidate_fraction
         self.random_state = random_state
 
-    def __sklearn_tags__(self):
-        return MPIOKR(input_kernel=self.input_kernel).__sklearn_tags__()
-
-    def _base_params(self):
-        names = ("input_kernel", "output_kernel", "center_input", "normalize_input", "center_output",
-                 "normalize_output", "decoding", "working_memory", "approximation", "gamma", "candidate_fraction",
-                 "random_state")
-        return {name: getattr(self, name) for name in names}
-
     def _gamma_grid(self, owner):
         if self.gammas is None:
             return [{}]
@@ -162,29 +148,15 @@ class MPIOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n, d), or (n, n) Gram when ``input_kernel="precomputed"``
-            Training inputs.
-        Y : array-like of shape (n, p)
-            Training output features.
-        candidate_sets : CandidateSets or list of n arrays of shape (n_i, p)
-            Training candidate sets, as in :meth:`iokr.MPIOKR.fit`.
-        candidate_inputs : list of arrays or array of shape (n_pool, d), optional
-            As in :meth:`iokr.MPIOKR.fit` (``approximation="known"``).
+        %(fit_parameters)s
         scoring_sets : CandidateSets or list of n arrays of shape (m_i, p), optional
             The sets the ranking scores rank each held-out example's own output in (it must be in its set);
             default: the training candidate sets.
-        groups : array-like of shape (n,), optional
-            Only if not given to the constructor.
+        %(groups)s
 
-        Returns
-        -------
-        self : MPIOKRCV
-            The fitted search, with :attr:`best_estimator_` refitted on all data.
+        %(returns)s
         """
-        owner = type(self).__name__
-        scoring = check_scoring(self.scoring, owner, _NAMES)
-        check_decoding(self.decoding, owner)
-        Y = check_output_features(Y, owner)
+        owner, scoring, Y = self._check_scoring_outputs(Y)
         n = Y.shape[0]
         settings = self._gamma_grid(owner)
         alphas, holdouts, scheme = self._setup(n, groups, None)

@@ -14,10 +14,15 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from .._docstrings import fill_doc, parameters
+from ..estimators.kron import KronRLS
 from ..linalg import check_alphas
 from ..metrics import concordance_index, pairwise_rank_loss
 from ._pairwise_splits import check_setting, count_pairwise_splits, scheme_name
-from ._search import DEFAULT_ALPHAS, PathSearchMixin, apply_setting, expand_grid
+from ._search import DEFAULT_ALPHAS, SEARCH_DOCS, PathSearchMixin, apply_setting, expand_grid
+
+#: The estimator's own parameters a search forwards to it (documented by the estimator, shown again by the search).
+ESTIMATOR_PARAMETERS = ("kernel1, kernel2", "symmetry", "max_iter", "tol", "solver")
 
 
 def _neg_mse(y, p, rows):
@@ -47,6 +52,14 @@ def resolve_pair_scoring(scoring, default, owner):
         return PAIR_SCORERS[scoring]
     raise ValueError(f"The 'scoring' parameter of {owner} must be None, one of {sorted(PAIR_SCORERS)} or a callable "
                      f"scoring(y, p). Got {scoring!r} instead.")
+
+
+def check_pair_search(search, n_folds=None):
+    """``(owner, alphas, scorer)`` of a pairwise search: its ``alphas``, ``setting`` and ``scoring``, checked."""
+    owner = type(search).__name__
+    alphas = check_alphas(search.alphas, "alphas", owner)
+    check_setting(search.setting, n_folds)
+    return owner, alphas, resolve_pair_scoring(search.scoring, "concordance", owner)
 
 
 def kernel_settings(param_grid, owner):
@@ -99,6 +112,7 @@ def pairwise_cv_scores(model, alphas, setting, scoring=None, n_folds=None, rando
     return np.array(scores), predictions
 
 
+@fill_doc(fit_parameters=parameters(KronRLS.fit), **SEARCH_DOCS)  # KronRLS.fit is ConditionalRankRLS.fit too
 class PairwiseSearchBase(PathSearchMixin, BaseEstimator):
     """Shared fit/predict of :class:`KronRLSCV` and :class:`ConditionalRankRLSCV`; subclasses set ``_estimator``."""
 
@@ -130,22 +144,11 @@ class PairwiseSearchBase(PathSearchMixin, BaseEstimator):
 
         Parameters
         ----------
-        X1 : ndarray of shape (n1, n1) if ``kernel1="precomputed"``, else (n1, n_features1)
-            Row objects.
-        X2 : ndarray of shape (n2, n2) or (n2, n_features2), or None
-            Column objects; None (or equal to ``X1``) in one-domain mode (``symmetry`` set).
-        Y : ndarray of shape (n1, n2), or tuple (rows, cols, values) of 1-D arrays of length q
-            Complete label matrix, or labels of observed pairs (repeated pairs allowed).
+        %(fit_parameters)s
 
-        Returns
-        -------
-        self : object
-            The fitted search, with :attr:`best_estimator_` refitted on all data.
+        %(returns)s
         """
-        owner = type(self).__name__
-        alphas = check_alphas(self.alphas, "alphas", owner)
-        check_setting(self.setting, self.n_folds)
-        resolve_pair_scoring(self.scoring, "concordance", owner)  # fail before any fit
+        owner, alphas, _ = check_pair_search(self, self.n_folds)  # fail before any fit
         rows, scores, used, predictions = [], [], [], []
         best = (-np.inf, None)  # (score, model): the refit reuses the best kernel setting's factorizations
         for kernels in kernel_settings(self.param_grid, owner):
@@ -176,21 +179,7 @@ class PairwiseSearchBase(PathSearchMixin, BaseEstimator):
         return self._estimator(alpha=self.alpha_, **params).fit(X1, X2, Y)
 
     def predict(self, X1_test, X2_test=None, pairs=None):
-        """Score test pairs with :attr:`best_estimator_`.
-
-        Parameters
-        ----------
-        X1_test : ndarray of shape (m1, n1) if precomputed (test-by-train), else (m1, n_features1)
-            Test row objects.
-        X2_test : ndarray of shape (m2, n2) or (m2, n_features2), optional
-            Test column objects; defaults to ``X1_test`` in one-domain mode.
-        pairs : tuple (rows, cols) of int arrays of length p, optional
-            Score only these (row of ``X1_test``, row of ``X2_test``) pairs.
-
-        Returns
-        -------
-        scores : ndarray of shape (m1, m2), or (p,) when ``pairs`` is given
-            Predicted score of every test pair (or of the given pairs).
-        """
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict(X1_test, X2_test, pairs=pairs)
+
+    predict.__doc__ = KronRLS.predict.__doc__  # the same contract (both estimators'), served by best_estimator_

@@ -14,11 +14,12 @@ from scipy.stats import rankdata
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from .._docstrings import fill_doc, parameters
 from ..estimators import RankRLS
 from ..estimators.rankrls import comparable_pairs, pair_accuracy
 from ..linalg import check_alphas
 from ._scoring import check_scoring
-from ._search import DEFAULT_ALPHAS, PathSearchMixin, apply_setting, expand_grid, per_example
+from ._search import DEFAULT_ALPHAS, SEARCH_DOCS, PathSearchMixin, apply_setting, expand_grid, per_example
 from ._splits import holdout_splits
 
 
@@ -46,6 +47,7 @@ def _ranks_within(values, groups):
     return ranks
 
 
+@fill_doc(**SEARCH_DOCS)
 class RankRLSCV(PathSearchMixin, BaseEstimator):
     """RankRLS whose regularization (and kernel parameters) are chosen by exact closed-form cross-validation.
 
@@ -75,11 +77,7 @@ class RankRLSCV(PathSearchMixin, BaseEstimator):
 
     Attributes
     ----------
-    alpha_ : float
-    best_params_ : dict
-    best_score_ : float
-        Mean hold-out score of the best setting (greater is better).
-    best_index_ : int
+    %(best_attributes)s
     cv_results_ : dict
         ``params``, ``param_alpha``, ``param_<name>``, ``mean_test_score``, ``std_test_score``,
         ``rank_test_score``, ``split_test_scores`` (n_settings, n_splits). With ``store_cv_results``, also
@@ -101,7 +99,6 @@ class RankRLSCV(PathSearchMixin, BaseEstimator):
     The hold-out predictions are exact: with queries, those of the ranker retrained without the held-out queries
     (centered within each query, which no within-query ranking sees); for global ranking, those of the ranker
     retrained without the held-out examples up to one offset per hold-out set (see :class:`~iokr.estimators.RankRLS`).
-    Ties in the mean score go to the first setting in grid order.
 
     Examples
     --------
@@ -124,22 +121,15 @@ class RankRLSCV(PathSearchMixin, BaseEstimator):
         self.kernel = kernel
         self.normalize_queries = normalize_queries
 
+    @fill_doc(fit_parameters=parameters(RankRLS.fit, "X", "y", "qids"), **SEARCH_DOCS)
     def fit(self, X, y, qids=None):
         """Search the grid by closed-form hold-out, then refit :attr:`best_estimator_` on all data.
 
         Parameters
         ----------
-        X : array-like of shape (n, d), or (n, n) Gram when ``kernel="precomputed"``
-            Training inputs.
-        y : array-like of shape (n,)
-            Scores to rank by (higher ranks first).
-        qids : array-like of shape (n,), optional
-            Query id of each example (pairs are compared within a query only); one global query by default.
+        %(fit_parameters)s
 
-        Returns
-        -------
-        self : RankRLSCV
-            The fitted search, with :attr:`best_estimator_` refitted on all data.
+        %(returns)s
         """
         owner = type(self).__name__
         scoring = check_scoring(self.scoring, owner, {"concordance"})

@@ -14,7 +14,9 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ..decoding import Scorer, set_scores
+from .._docstrings import fill_doc, parameters
+from ..decoding import Scorer, check_decoding, set_scores
+from ..estimators import IOKR, check_output_features
 from ..estimators.rls import RLS, check_targets, check_y_given, n_samples
 from ..kernels import make_kernel
 from ..linalg import (
@@ -27,6 +29,29 @@ from ..linalg import (
 )
 from ._scoring import check_scoring, ranks_of_truth
 from ._splits import holdout_splits, resolve_groups
+
+#: Docstring entries every search shares (substituted by :func:`~iokr._docstrings.fill_doc`): the first attributes
+#: set by :meth:`PathSearchMixin._finish`, the ``groups`` parameter of ``fit`` and its Returns section.
+SEARCH_DOCS = {
+    "best_attributes": """
+        alpha_ : float
+            Regularization value of the best setting.
+        best_params_ : dict
+            The best setting: ``"alpha"`` and the values of the searched parameters.
+        best_score_ : float
+            Mean hold-out score of the best setting (greater is better).
+        best_index_ : int
+            Row of the best setting in ``cv_results_``; ties in the mean score go to the first setting in grid order
+            (alphas in the given order).""",
+    "groups": """
+        groups : array-like of shape (n,), optional
+            Only if not given to the constructor.""",
+    "returns": """
+        Returns
+        -------
+        self : object
+            The fitted search, with :attr:`best_estimator_` refitted on all data.""",
+}
 
 #: 31 values from 1e-6 to 1e2, log-spaced (``np.logspace(-6, 2, 31)``), as a tuple so the default is immutable.
 DEFAULT_ALPHAS = tuple(np.logspace(-6, 2, 31).tolist())
@@ -130,88 +155,46 @@ class PathSearchMixin:
 
 
 class BestEstimatorMixin:
-    """Prediction of the structured-output CV estimators (:class:`IOKRCV`, :class:`MPIOKRCV`) through the refitted
-    :attr:`best_estimator_` (an :class:`~iokr.IOKR` or one of its subclasses)."""
+    """Tags, first checks, forwarded parameters and prediction of the structured-output CV estimators
+    (:class:`IOKRCV`, :class:`MPIOKRCV`); subclasses set ``_estimator``, the class they refit (:class:`~iokr.IOKR`
+    or one of its subclasses), and prediction goes through the refitted :attr:`best_estimator_`."""
 
+    def __sklearn_tags__(self):
+        # Those of the IOKR it refits (MPIOKR keeps them): Y is a required 2-D array of output features.
+        return IOKR(input_kernel=self.input_kernel).__sklearn_tags__()
+
+    def _base_params(self):
+        """The parameters of the refitted estimator (``_estimator``) as the search holds them: all but ``alpha``."""
+        return {name: getattr(self, name) for name in self._estimator._get_param_names() if name != "alpha"}
+
+    def _check_scoring_outputs(self, Y):
+        """``(owner, scoring, Y)``: the scoring and decoding names and the output features, checked before any fit."""
+        owner = type(self).__name__
+        scoring = check_scoring(self.scoring, owner, {"mse", "top1", "top10", "mrr"})
+        check_decoding(self.decoding, owner)
+        return owner, scoring, check_output_features(Y, owner)
+
+    # Each method's contract is IOKR's (MPIOKR inherits them), served by best_estimator_.
     def predict(self, X, candidate_sets, *, input_diag=None):
-        """Best candidate of each query with :attr:`best_estimator_` (see :meth:`iokr.IOKR.predict`).
-
-        Parameters
-        ----------
-        X : array-like of shape (m, d)
-            Query inputs (test-by-train Gram when the input kernel is precomputed).
-        candidate_sets : CandidateSets or list of m arrays of shape (n_q, p)
-            Candidate output features of each query.
-        input_diag : array-like of shape (m,), optional
-            ``k(x, x)`` of the test inputs; needed only with a precomputed, normalized input kernel.
-
-        Returns
-        -------
-        best : ndarray of shape (m, p)
-            Features of each query's best candidate (rows of NaN for queries without candidates).
-        """
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict(X, candidate_sets, input_diag=input_diag)
 
     def rank(self, X, candidate_sets, top_k=None, *, input_diag=None):
-        """Rank each query's candidates with :attr:`best_estimator_` (see :meth:`iokr.IOKR.rank`).
-
-        Parameters
-        ----------
-        X : array-like of shape (m, d)
-            Query inputs (test-by-train Gram when the input kernel is precomputed).
-        candidate_sets : CandidateSets or list of m arrays of shape (n_q, p)
-            Candidate output features of each query.
-        top_k : int, optional
-            Keep only the best ``top_k`` per query.
-        input_diag : array-like of shape (m,), optional
-            ``k(x, x)`` of the test inputs; needed only with a precomputed, normalized input kernel.
-
-        Returns
-        -------
-        rankings : list of QueryRanking
-            Per query: candidate positions best first, their scores and pool rows.
-        """
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.rank(X, candidate_sets, top_k, input_diag=input_diag)
 
     def decision_function(self, X, C, *, input_diag=None):
-        """Score shared candidates with :attr:`best_estimator_` (see :meth:`iokr.IOKR.decision_function`).
-
-        Parameters
-        ----------
-        X : array-like of shape (m, d)
-            Query inputs (test-by-train Gram when the input kernel is precomputed).
-        C : array-like of shape (c, p)
-            Candidate output features shared by all queries.
-        input_diag : array-like of shape (m,), optional
-            ``k(x, x)`` of the test inputs; needed only with a precomputed, normalized input kernel.
-
-        Returns
-        -------
-        S : ndarray of shape (m, c)
-            Score of every candidate for every query (higher is better).
-        """
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.decision_function(X, C, input_diag=input_diag)
 
     def predict_features(self, X, *, input_diag=None):
-        """Predict ``h(x)`` in the transformed output feature space with :attr:`best_estimator_`.
-
-        Parameters
-        ----------
-        X : array-like of shape (m, d)
-            Query inputs (test-by-train Gram when the input kernel is precomputed).
-        input_diag : array-like of shape (m,), optional
-            ``k(x, x)`` of the test inputs; needed only with a precomputed, normalized input kernel.
-
-        Returns
-        -------
-        H : ndarray of shape (m, p)
-            Predicted output features of each query.
-        """
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict_features(X, input_diag=input_diag)
+
+    predict.__doc__ = IOKR.predict.__doc__
+    rank.__doc__ = IOKR.rank.__doc__
+    decision_function.__doc__ = IOKR.decision_function.__doc__
+    predict_features.__doc__ = IOKR.predict_features.__doc__
 
 
 def truth_ranks(queries, subsets, candidate_block, bytes_per_row, truth, working_memory):
@@ -227,6 +210,7 @@ def truth_ranks(queries, subsets, candidate_block, bytes_per_row, truth, working
     return ranks_of_truth(scores, truth), tops
 
 
+@fill_doc(fit_parameters=parameters(RLS.fit), **SEARCH_DOCS)
 class RLSCV(PathSearchMixin, RegressorMixin, BaseEstimator):
     """Kernel RLS with the regularization (and kernel parameters) chosen by closed-form cross-validation.
 
@@ -265,11 +249,7 @@ class RLSCV(PathSearchMixin, RegressorMixin, BaseEstimator):
 
     Attributes
     ----------
-    alpha_ : float
-    best_params_ : dict
-    best_score_ : float
-        Mean hold-out score of the best setting (greater is better).
-    best_index_ : int
+    %(best_attributes)s
     cv_results_ : dict of arrays
         ``params``, ``param_alpha``, ``param_<name>``, ``mean_test_score``, ``std_test_score``,
         ``rank_test_score`` and ``split_test_scores`` (n_settings, n_splits). With ``store_cv_results``, also
@@ -293,8 +273,7 @@ class RLSCV(PathSearchMixin, RegressorMixin, BaseEstimator):
     on that side's own means, so with ``normalize=False`` every hold-out value equals that of
     ``RLS(center=True)`` retrained on the training side (no statistic of a held-out example is used). Normalization
     statistics are those of the whole training set (each example's norm after global centering): the hold-out
-    value is then that of retraining with the normalization held fixed. Ties in the mean score go to the first setting
-    in grid order (alphas in the given order).
+    value is then that of retraining with the normalization held fixed.
     """
 
     def __init__(self, alphas=DEFAULT_ALPHAS, param_grid=None, cv=None, groups=None, scoring="mse",
@@ -320,17 +299,10 @@ class RLSCV(PathSearchMixin, RegressorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n, d), or (n, n) Gram when ``kernel="precomputed"``
-            Training inputs.
-        y : array-like of shape (n,) or (n, n_targets)
-            Training targets.
-        groups : array-like of shape (n,), optional
-            Only if not given to the constructor.
+        %(fit_parameters)s
+        %(groups)s
 
-        Returns
-        -------
-        self : RLSCV
-            The fitted search, with :attr:`best_estimator_` refitted on all data.
+        %(returns)s
         """
         owner = type(self).__name__
         scoring = check_scoring(self.scoring, owner, {"mse"})

@@ -6,11 +6,12 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from .._docstrings import fill_doc, parameters
 from ..estimators.two_step import TwoStepRLS
 from ..linalg import check_alphas
-from ._pairwise_search import kernel_settings, pooled_score, resolve_pair_scoring
-from ._pairwise_splits import check_setting, count_pairwise_splits, scheme_name
-from ._search import DEFAULT_ALPHAS, PathSearchMixin, apply_setting
+from ._pairwise_search import check_pair_search, kernel_settings, pooled_score
+from ._pairwise_splits import count_pairwise_splits, scheme_name
+from ._search import DEFAULT_ALPHAS, SEARCH_DOCS, PathSearchMixin, apply_setting
 
 __all__ = ["TwoStepRLSCV"]
 
@@ -65,28 +66,18 @@ class TwoStepRLSCV(PathSearchMixin, BaseEstimator):
         self.kernel1 = kernel1
         self.kernel2 = kernel2
 
+    @fill_doc(fit_parameters=parameters(TwoStepRLS.fit), **SEARCH_DOCS)
     def fit(self, X1, X2, Y):
         """Score the grid by closed-form hold-out, then refit :attr:`best_estimator_` on all data.
 
         Parameters
         ----------
-        X1 : ndarray of shape (n1, n1) if ``kernel1="precomputed"``, else (n1, n_features1)
-            Row objects.
-        X2 : ndarray of shape (n2, n2) if ``kernel2="precomputed"``, else (n2, n_features2)
-            Column objects.
-        Y : ndarray of shape (n1, n2)
-            Complete label matrix.
+        %(fit_parameters)s
 
-        Returns
-        -------
-        self : TwoStepRLSCV
-            The fitted search, with :attr:`best_estimator_` refitted on all data.
+        %(returns)s
         """
-        owner = type(self).__name__
-        alphas1 = check_alphas(self.alphas, "alphas", owner)
+        owner, alphas1, scorer = check_pair_search(self)
         alphas2 = alphas1 if self.alphas2 is None else check_alphas(self.alphas2, "alphas2", owner)
-        check_setting(self.setting)
-        scorer = resolve_pair_scoring(self.scoring, "concordance", owner)
         rows, scores, predictions = [], [], []
         best = (-np.inf, None)  # (score, model): the refit reuses the best kernel setting's eigendecompositions
         for kernels in kernel_settings(self.param_grid, owner):
@@ -112,19 +103,7 @@ class TwoStepRLSCV(PathSearchMixin, BaseEstimator):
         return self
 
     def predict(self, X1_test, X2_test):
-        """Score all test pairs with :attr:`best_estimator_`.
-
-        Parameters
-        ----------
-        X1_test : ndarray of shape (m1, n1) if precomputed (test-by-train), else (m1, n_features1)
-            Test row objects.
-        X2_test : ndarray of shape (m2, n2) if precomputed (test-by-train), else (m2, n_features2)
-            Test column objects.
-
-        Returns
-        -------
-        scores : ndarray of shape (m1, m2)
-            Predicted score of every (row, column) test pair.
-        """
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict(X1_test, X2_test)
+
+    predict.__doc__ = TwoStepRLS.predict.__doc__  # the same contract, served by best_estimator_

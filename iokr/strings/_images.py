@@ -110,10 +110,12 @@ class ImageBlur:
         Parameters
         ----------
         X : ndarray of shape (n, rows * columns)
+            Flattened images, one per row.
 
         Returns
         -------
         X_blurred : ndarray of shape (n, rows * columns)
+            Each image blurred by the Gaussian filter of :meth:`matrix`.
         """
         B = self.matrix()
         X = _check_images(X, _check_shape(self.shape, "ImageBlur"), "ImageBlur")
@@ -177,6 +179,7 @@ class ImageShifts:
         Parameters
         ----------
         X : ndarray of shape (n, rows * columns)
+            Flattened training images, one per row.
 
         Returns
         -------

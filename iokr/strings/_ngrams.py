@@ -42,16 +42,21 @@ def check_orders(orders, name="orders", owner=None):
     return values
 
 
+def _converted(obj, convert, name, expected):
+    """``convert(obj)`` (``tuple`` or ``list``), or a TypeError naming ``name`` and ``expected`` if it fails."""
+    try:
+        return convert(obj)
+    except TypeError:
+        raise TypeError(f"'{name}' must be {expected}. Got {type(obj).__name__} instead.") from None
+
+
 def as_symbols(s, name="string"):
     """Return the string ``s`` as a tuple of symbols (characters of a ``str``, items of a sequence)."""
     if isinstance(s, str):
         return tuple(s)
     if isinstance(s, (bytes, bytearray)):
         raise TypeError(f"'{name}' must be a str or a sequence of symbols, got bytes; decode it first.")
-    try:
-        symbols = tuple(s)
-    except TypeError:
-        raise TypeError(f"'{name}' must be a str or a sequence of symbols. Got {type(s).__name__} instead.") from None
+    symbols = _converted(s, tuple, name, "a str or a sequence of symbols")
     for symbol in symbols:
         try:
             hash(symbol)
@@ -67,10 +72,7 @@ def check_strings(strings, name, *, reserved=(), allow_empty_list=False):
     """
     if isinstance(strings, (str, bytes)):
         raise TypeError(f"'{name}' must be a sequence of strings, got a single {type(strings).__name__}.")
-    try:
-        items = list(strings)
-    except TypeError:
-        raise TypeError(f"'{name}' must be a sequence of strings. Got {type(strings).__name__} instead.") from None
+    items = _converted(strings, list, name, "a sequence of strings")
     if not items and not allow_empty_list:
         raise ValueError(f"'{name}' must hold at least one string, got an empty sequence.")
     out = []

@@ -8,6 +8,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from .._docstrings import fill_doc
 from .._validation import check_nonnegative_scalar, check_positive_scalar
 from ..kernels import Polynomial
 from ._calibration import LogisticCalibration
@@ -18,7 +19,17 @@ from ._ngrams import check_order, check_strings
 from ._regression import KernelRidgeOutputs
 from ._viterbi import viterbi_decode
 
+#: Entries shared by the docstrings of the methods: the input sequences and the predicted strings.
+_DOCS = {
+    "X": """
+        X : list of ndarray of shape (L_i, n_features)
+            Segment feature vectors of each input sequence.""",
+    "y_pred": """
+        y_pred : list of str (or tuples of symbols)
+            One predicted string per sequence, one symbol per segment.""",
+}
 
+@fill_doc(**_DOCS)
 class SegmentedStringKDE(BaseEstimator):
     """String prediction when each input segment maps to one output symbol (perfect segmentation).
 
@@ -146,8 +157,7 @@ class SegmentedStringKDE(BaseEstimator):
 
         Parameters
         ----------
-        X : list of ndarray of shape (L_i, n_features)
-            Segment feature vectors of each input sequence.
+        %(X)s
         y : sequence of str (or sequences of symbols)
             Output strings, ``len(y[i]) == L_i``.
 
@@ -205,8 +215,7 @@ class SegmentedStringKDE(BaseEstimator):
 
         Parameters
         ----------
-        X : list of ndarray of shape (L_i, n_features)
-            Segment feature vectors of each input sequence.
+        %(X)s
 
         Returns
         -------
@@ -253,8 +262,7 @@ class SegmentedStringKDE(BaseEstimator):
 
         Returns
         -------
-        y_pred : list of str (or tuples of symbols)
-            One predicted string per sequence, one symbol per segment.
+        %(y_pred)s
         """
         w = self.lm_weight if lm_weight is None else lm_weight
         out = []
@@ -271,15 +279,15 @@ class SegmentedStringKDE(BaseEstimator):
     def predict(self, X):
         """Predict strings, one symbol per segment.
 
+        The segments are scored by :meth:`segment_scores` and the strings decoded from the scores by :meth:`decode`.
+
         Parameters
         ----------
-        X : list of ndarray of shape (L_i, n_features)
-            Segment feature vectors of each input sequence.
+        %(X)s
 
         Returns
         -------
-        y_pred : list of str (or tuples of symbols)
-            One predicted string per sequence, one symbol per segment.
+        %(y_pred)s
         """
         return self.decode(self.segment_scores(X))
 
@@ -288,8 +296,7 @@ class SegmentedStringKDE(BaseEstimator):
 
         Parameters
         ----------
-        X : list of ndarray of shape (L_i, n_features)
-            Segment feature vectors of each input sequence.
+        %(X)s
         y : sequence of str (or sequences of symbols)
             True output strings.
 

@@ -21,9 +21,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..._validation import check_positive_scalar
-from ...linalg import row_slices
 from ._annotation import AnnotationSettings, annotate, decode
-from ._kernels import SpectrumKernel
+from ._kernels import SpectrumKernel, sparse_gram, sparse_sq_norms
 from ._spectra import _ranges
 
 TOKENS = ("fragments", "losses", "pair_losses")
@@ -156,16 +155,11 @@ class FormulaTokenKernel(SpectrumKernel):
         # tokens absent from A contribute nothing to K(A, B): A's vocabulary is enough
         vocabulary = np.unique(keys_a)
         FA = self.sparse_features(A, vocabulary)
-        FBt = (FA if B is A else self.sparse_features(B, vocabulary)).T.tocsc()
-        out = np.empty((len(A), len(B)))
-        for rows in row_slices(len(A), max(len(B), 1) * 16, working_memory):
-            out[rows] = (FA[rows] @ FBt).toarray()
-        return out
+        return sparse_gram(FA, FA if B is A else self.sparse_features(B, vocabulary), working_memory)
 
     def compute(self, A, B):
         return self(A, B)
 
     def compute_diag(self, A):
         A = self.validate(A, "A")
-        F = self.sparse_features(A, np.unique(self.token_weights(A)[1]))
-        return np.asarray(F.multiply(F).sum(axis=1)).ravel()
+        return sparse_sq_norms(self.sparse_features(A, np.unique(self.token_weights(A)[1])))

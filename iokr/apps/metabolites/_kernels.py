@@ -230,19 +230,30 @@ class BinnedKernel(SpectrumKernel):
         A = self.validate(A, "A")
         B = A if B is None else self.validate(B, "B")
         FA = self.sparse_features(A)
-        FB = FA if B is A else self.sparse_features(B)
-        out = np.empty((len(A), len(B)))
-        FBt = FB.T.tocsc()
-        for rows in row_slices(len(A), max(len(B), 1) * 16, working_memory):
-            out[rows] = (FA[rows] @ FBt).toarray()
-        return out
+        return sparse_gram(FA, FA if B is A else self.sparse_features(B), working_memory)
 
     def compute(self, A, B):
         return self(A, B)
 
     def compute_diag(self, A):
-        F = self.sparse_features(self.validate(A, "A"))
-        return np.asarray(F.multiply(F).sum(axis=1)).ravel()
+        return sparse_sq_norms(self.sparse_features(self.validate(A, "A")))
+
+
+def sparse_gram(FA, FB, working_memory=None):
+    """Dense ``FA @ FB.T`` of two sparse feature matrices (rows: spectra), in row blocks under the memory budget.
+
+    Only one block of the sparse product is dense at a time (16 bytes per entry: the product and its dense copy).
+    """
+    out = np.empty((FA.shape[0], FB.shape[0]))
+    FBt = FB.T.tocsc()
+    for rows in row_slices(FA.shape[0], max(FB.shape[0], 1) * 16, working_memory):
+        out[rows] = (FA[rows] @ FBt).toarray()
+    return out
+
+
+def sparse_sq_norms(F):
+    """Squared norm of every row of a sparse feature matrix: the kernel diagonal ``k(a, a)``."""
+    return np.asarray(F.multiply(F).sum(axis=1)).ravel()
 
 
 def normalized_gram(kernel, A, B=None, diag_a=None, diag_b=None, working_memory=None):

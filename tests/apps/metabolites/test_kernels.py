@@ -1,9 +1,11 @@
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from metab_helpers import random_spectra
 
 from iokr import config_context
 from iokr.apps.metabolites import BinnedKernel, PeakProductKernel, normalized_gram
+from iokr.apps.metabolites._kernels import sparse_gram, sparse_sq_norms
 
 
 def _naive_ppk(S, T, sigma_mz, sigma_int, neutral_loss):
@@ -85,3 +87,15 @@ def test_normalized_gram_unit_diagonal_and_empty_spectra():
 def test_kernels_reject_arrays():
     with pytest.raises(TypeError, match="Spectra"):
         PeakProductKernel()(np.zeros((3, 2)))
+
+
+def test_sparse_gram_blocks_match_the_dense_product():
+    # The row-blocked product of the sparse feature kernels (binned, formula tokens) against one dense product.
+    rng = np.random.default_rng(0)
+    FA = sp.random(7, 40, density=0.2, random_state=rng, format="csr")
+    FB = sp.random(5, 40, density=0.2, random_state=rng, format="csr")
+    expected = FA.toarray() @ FB.toarray().T
+    blocked = sparse_gram(FA, FB, working_memory=2 * 5 * 16 / 2**20)  # two rows of 5 entries a block
+    np.testing.assert_allclose(blocked, expected, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(sparse_gram(FA, FB), expected, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(sparse_sq_norms(FA), (FA.toarray() ** 2).sum(axis=1), rtol=1e-12)
