@@ -326,7 +326,7 @@ def top_k_scores(scorer, pool, k, working_memory=None):
         best_idx = np.full((mb, k), -1, dtype=np.intp)
         best_scores = None
         threshold = np.full(mb, -np.inf)
-        for start, stop, S in _score_blocks(scorer, Q, pool, candidate_rows):
+        for start, _stop, S in _score_blocks(scorer, Q, pool, candidate_rows):
             if best_scores is None:
                 best_scores = np.full((mb, k), -np.inf, dtype=S.dtype)
             bar = threshold.astype(S.dtype)

@@ -34,10 +34,10 @@ def local_client(n_workers=2, threads_per_worker=1, processes=False, memory_limi
     """
     distributed = _import_distributed()
     cluster_kwargs.setdefault("dashboard_address", None)
-    with distributed.LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker, processes=processes,
-                                  memory_limit=memory_limit, **cluster_kwargs) as cluster:
-        with distributed.Client(cluster) as client:
-            yield client
+    with (distributed.LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker, processes=processes,
+                                   memory_limit=memory_limit, **cluster_kwargs) as cluster,
+          distributed.Client(cluster) as client):
+        yield client
 
 
 @contextmanager

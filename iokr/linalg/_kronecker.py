@@ -272,7 +272,7 @@ class WeightedKroneckerSum(_Operator):
 
     def matmat(self, V):
         V, vector = _as_block(V, self.shape[1], "V")
-        out = sum(w * op.matmat(V) for w, op in zip(self.weights, self.operators))
+        out = sum(w * op.matmat(V) for w, op in zip(self.weights, self.operators, strict=True))
         return out[:, 0] if vector else out
 
 

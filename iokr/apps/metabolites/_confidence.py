@@ -214,7 +214,7 @@ def calibration_examples(train, params, n_folds, seed, base_grams, progress=None
         if mask.any():
             queries = te[mask]
             lists = [formula_sets.indices[i] for i in queries]
-            truth = [int(np.flatnonzero(lst == i)[0]) for lst, i in zip(lists, queries)]
+            truth = [int(np.flatnonzero(lst == i)[0]) for lst, i in zip(lists, queries, strict=True)]
             scores = model.score_sets(spectra[queries], CandidateSets(Y, lists), test_kernel=(K[mask], diag[mask]))
             examples.append(top_margins(scores, truth))
         if progress is not None:

@@ -78,10 +78,8 @@ def _csv_rows(path):
     csv.field_size_limit(MAX_FIELD_BYTES)
     lines = (line + "\n" for _, line in iter_lines(path, what="Structure database", errors="replace"))
     first = next(lines, "").lstrip("\ufeff")
-    if ".tsv" in path.name.lower():
-        delimiter = "\t"
-    else:
-        delimiter = next((d for d in ("\t", ",", ";") if d in first), ",")
+    tsv = ".tsv" in path.name.lower()
+    delimiter = "\t" if tsv else next((d for d in ("\t", ",", ";") if d in first), ",")
     reader = csv.DictReader(itertools.chain([first], lines), delimiter=delimiter)
     columns = [c.strip() for c in (reader.fieldnames or [])]
 
@@ -110,7 +108,7 @@ def _sdf_rows(path):
     handle = gzip.open(path, "rb") if gz else open(path, "rb")  # noqa: SIM115 - closed by rows() when consumed
     # Columns are the properties seen in the file's first records (a streamed file cannot be looked at twice).
     supplier = Chem.ForwardSDMolSupplier(handle, sanitize=True)
-    head = [mol for _, mol in zip(range(1000), supplier)]
+    head = [mol for _, mol in zip(range(1000), supplier, strict=False)]
     columns = [SDF_TITLE]
     for mol in head:
         if mol is not None:
@@ -279,7 +277,7 @@ class StructureDatabase:
         counts = {"n_rows": 0, "n_unparsable": 0, "n_duplicates": 0}
         for chunk, parsed in _parsed_chunks(rows, structure_columns, fingerprinter, n_jobs):
             batch = []
-            for row, result in zip(chunk, parsed):
+            for row, result in zip(chunk, parsed, strict=True):
                 counts["n_rows"] += 1
                 if result is None:
                     counts["n_unparsable"] += 1

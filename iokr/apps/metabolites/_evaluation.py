@@ -88,14 +88,14 @@ def evaluate_lists(model, spectra, lists, store, cleaning, progress=None, calibr
         raise ValueError("No candidate list has a spectrum of its true structure among the given spectra.")
     pool = np.concatenate(pool)
     merged_queries = []
-    for li, rows in structure_queries:
+    for _, rows in structure_queries:
         m, _ = cleaning.merged(cleaned[rows], groups=[0] * rows.size)
         merged_queries.append(m)
     structure_spectra = concatenate(merged_queries)
     scores = model.score_sets(structure_spectra, CandidateSets(pool, struct_idx))
     if progress is not None:
         progress()
-    for (li, _), s in zip(structure_queries, scores):
+    for (li, _), s in zip(structure_queries, scores, strict=True):
         ti = lists[li].true_index
         details[li]["rank"] = true_candidate_rank(s, ti) if ti is not None else None
     # per-spectrum queries: the cleaned single spectra, peaks capped as for merged ones

@@ -201,6 +201,6 @@ def score_queries(model, cleaned, queries, source, fingerprinter, settings, prog
         pool = source.fingerprints(ids, fingerprinter)
         sets = [np.searchsorted(ids, q.candidates) for q in batch]
         scores = model.score_sets(cleaned[np.array([q.row for q in batch])], CandidateSets(pool, sets))
-        yield from zip(batch, scores)
+        yield from zip(batch, scores, strict=True)
         if progress is not None:
             progress(min(start + settings.batch_size, len(ok)))

@@ -307,7 +307,7 @@ def identify_job(model_path, spectra_path, candidates_path, settings=None, *, st
         margins, sizes, _ = top_margins([scores])
         confidence = calibration.probability(margins, sizes)[0] if calibration is not None else None
         records = source.records(q.candidates[order])
-        for rank, (j, record) in enumerate(zip(order, records), 1):
+        for rank, (j, record) in enumerate(zip(order, records, strict=True), 1):
             write({"query_id": q.query_id, "rank": rank, **record, "score": f"{scores[j]:.6g}"})
         identifications[q.row] = {**records[0], "score": f"{scores[order[0]]:.6g}",
                                   "confidence": "" if confidence is None else f"{confidence:.3f}"}

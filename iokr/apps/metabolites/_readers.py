@@ -282,7 +282,7 @@ def _sniff_format(path):
 
     try:
         with open_text(path) as handle:
-            for _, line in zip(range(50), handle):
+            for _, line in zip(range(50), handle, strict=False):
                 text = line.strip().lstrip("\ufeff")
                 if not text or text.startswith(("#", ";", "!")):
                     continue

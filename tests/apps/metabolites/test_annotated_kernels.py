@@ -138,6 +138,6 @@ def test_model_file_roundtrip_with_annotated_kernels(tmp_path):
     loaded = load_identifier(saved)[0]
     assert FormulaTokenKernel().annotation_report(loaded.train_spectra_).n_annotated_spectra == len(train)
     queries = cleaning.single(spectra)[:10]
-    for a, b in zip(model.test_kernel(queries), loaded.test_kernel(queries)):
+    for a, b in zip(model.test_kernel(queries), loaded.test_kernel(queries), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(loaded.weights_, model.weights_)
