@@ -15,6 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
+from iokr.apps.metabolites import Cleaning, read_massbank_jsonl
+from iokr.apps.metabolites._annotation import annotate, subformulas
+
 
 def _row(case, spectra, annotation, seconds):
     rep = annotation.report
@@ -26,9 +29,6 @@ def _row(case, spectra, annotation, seconds):
 
 
 def run(quick=False, data_dir=None):
-    from iokr.apps.metabolites import Cleaning, read_massbank_jsonl
-    from iokr.apps.metabolites._annotation import annotate, subformulas
-
     path = Path(data_dir or "/work/shared/data") / "metabolites" / "massbank_ms2_posMH_permissive.jsonl.gz"
     if not path.exists():
         return [{"case": f"skipped: {path} not found"}]

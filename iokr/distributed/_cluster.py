@@ -11,7 +11,7 @@ class DistributedRunError(RuntimeError):
 
 def _import_distributed():
     try:
-        import distributed
+        import distributed  # noqa: PLC0415 - Dask is an optional dependency
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
         raise ImportError("iokr.distributed needs Dask: pip install 'iokr[distributed]' (dask[distributed]).") from exc
     return distributed

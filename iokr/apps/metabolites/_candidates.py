@@ -24,7 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...exceptions import IOKRDataError
-from ...io import check_expansion, read_npz
+from ...io import atomic_open, check_expansion, read_npz
 from ._database import decode_fingerprints, encode_fingerprint
 from ._fingerprints import Fingerprinter, _rdkit, inchikey, inchikey_of_inchi, molecular_formula, parse_structure
 
@@ -481,7 +481,6 @@ def export_fingerprint_cache(store, structures, path):
     keys = [k for k, good in zip(keys, ok, strict=True) if good]
     F = store.fingerprints(structures)
     csr = sp.csr_matrix(F)
-    from ...io import atomic_open
 
     with atomic_open(path, "wb") as handle:  # a cache is whole or absent
         np.savez_compressed(

@@ -14,17 +14,21 @@ identifiers from ``Identifier``, ``CID``, ``ID``...; names from ``Name``, ``Comp
 from __future__ import annotations
 
 import csv
+import gzip
 import itertools
 import json
+import os
 import sqlite3
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from urllib.parse import quote
 
 import numpy as np
 
 from ...exceptions import IOKRDataError
-from ._fingerprints import Fingerprinter, inchikey, inchikey_of_inchi, parse_structure
+from ...io import iter_lines
+from ._fingerprints import Fingerprinter, _rdkit, inchikey, inchikey_of_inchi, parse_structure
 from ._formulas import FormulaError, canonical_formula, monoisotopic_mass
 
 SCHEMA = "iokr-structure-database"
@@ -73,8 +77,6 @@ def _csv_rows(path):
     """``(columns, rows)`` of a CSV/TSV file, streamed through the capped line reader (:func:`iokr.io.iter_lines`:
     line length, gzip ratio). A UTF-8 byte-order mark is dropped; the delimiter is a tab when the file name says
     ``.tsv``, else the first of tab, comma and semicolon (spreadsheet exports) found in the header."""
-    from ...io import iter_lines
-
     csv.field_size_limit(MAX_FIELD_BYTES)
     lines = (line + "\n" for _, line in iter_lines(path, what="Structure database", errors="replace"))
     first = next(lines, "").lstrip("\ufeff")
@@ -98,9 +100,6 @@ SDF_TITLE, SDF_SMILES = "SDF_TITLE", "__sdf_smiles"
 
 def _sdf_rows(path):
     """``(columns, rows)`` of an SDF file, one record at a time (RDKit reads from the open file, plain or gzip)."""
-    import gzip
-
-    from ._fingerprints import _rdkit
 
     Chem = _rdkit()
     with open(path, "rb") as probe:
@@ -391,8 +390,6 @@ def _parse_texts(texts, fingerprint):
 def _parsed_chunks(rows, structure_columns, fingerprinter, n_jobs):
     """``(rows, parsed)`` per chunk of :data:`CHUNK_ROWS` rows, parsed in worker processes when there are several
     chunks (RDKit parsing and fingerprints dominate indexing; results keep the file order)."""
-    import os
-
     def texts_of(chunk):
         return [next((r.get(c) for c in structure_columns if (r.get(c) or "").strip()), None) for r in chunk]
 
@@ -405,7 +402,6 @@ def _parsed_chunks(rows, structure_columns, fingerprinter, n_jobs):
         for chunk in chunks:
             yield chunk, _parse_texts(texts_of(chunk), fingerprinter.params())
         return
-    from concurrent.futures import ProcessPoolExecutor
 
     with ProcessPoolExecutor(max_workers=n_jobs) as pool:
         pending = []
@@ -419,12 +415,10 @@ def _parsed_chunks(rows, structure_columns, fingerprinter, n_jobs):
 
 
 def _formula_of(mol):
-    from rdkit.Chem.rdMolDescriptors import CalcMolFormula
+    from rdkit.Chem.rdMolDescriptors import CalcMolFormula  # noqa: PLC0415 - rdkit is an optional dependency
 
     return CalcMolFormula(mol)
 
 
 def _smiles_of(mol):
-    from ._fingerprints import _rdkit
-
     return _rdkit().MolToSmiles(mol)

@@ -11,6 +11,7 @@ import numpy as np
 
 from ...decoding import CandidateSets
 from ...metrics import top_k_accuracy, true_candidate_rank
+from ._confidence import calibration_report
 from ._spectra import clean_spectra, concatenate
 
 TOP_K = (1, 5, 10, 20)
@@ -113,8 +114,6 @@ def evaluate_lists(model, spectra, lists, store, cleaning, progress=None, calibr
         details[li]["spectrum_accessions"] = [cleaned.metadata[i].get("accession") for i in rows]
         spec_ranks.extend(r)
     if calibration is not None:
-        from ._confidence import calibration_report
-
         truth = [lists[li].true_index for li, _ in structure_queries]
         spec_truth = [lists[li].true_index for li, rows in structure_queries for _ in range(rows.size)]
         out["confidence"] = {"per_structure": calibration_report(calibration, scores, truth),

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ...decoding import CandidateSets
 from ._adducts import AdductError, ion_mode_of, parse_adduct
 from ._formulas import FormulaError, canonical_formula
 
@@ -192,8 +193,6 @@ def score_queries(model, cleaned, queries, source, fingerprinter, settings, prog
     Scores of one query do not depend on the other queries of its batch (the spectrum kernels sum each spectrum's
     terms in an order of its own).
     """
-    from ...decoding import CandidateSets
-
     ok = [q for q in queries if q.status == "ok"]
     for start in range(0, len(ok), settings.batch_size):
         batch = ok[start:start + settings.batch_size]

@@ -14,6 +14,7 @@ import numpy as np
 from ...io import ModelFileError, load_model_file, save_model_file
 from ._fingerprints import Fingerprinter
 from ._model import MetaboliteIdentifier
+from ._pipeline import Cleaning
 from ._spectra import Spectra
 
 KIND = "metabolites"
@@ -79,8 +80,6 @@ def load_identifier(path, contents=None):
     cleaning : Cleaning
     metadata : dict
     """
-    from ._pipeline import Cleaning
-
     arrays, meta, fingerprinter = read_model(path) if contents is None else contents
     try:
         cleaning = Cleaning(**meta["cleaning"])
