@@ -343,7 +343,8 @@ class RankRLS(_RankScores, BaseEstimator):
             if not folds:
                 raise ValueError("'cv' as a sequence of folds must contain at least one fold.")
             return np.array([np.mean([self.ranking_accuracy(fold, pred) for fold, pred in
-                                      zip(folds, self.holdout_predictions(folds, alpha=a), strict=True)]) for a in alphas])
+                                      zip(folds, self.holdout_predictions(folds, alpha=a), strict=True)])
+                             for a in alphas])
         if cv == "lqo":
             return np.array([1.0 - pairwise_rank_loss(self.y_, self.leave_query_out(a), self.qids_) for a in alphas])
         raise ValueError(f"'cv' must be 'lpo', 'lqo' or a sequence of folds, got {cv!r}.")

@@ -47,7 +47,7 @@ class ModelFileError(IOKRDataError):
 
 def _library_version():
     try:
-        from .. import __version__  # noqa: PLC0415 - import cycle: a partly initialised iokr package falls back to 'unknown'
+        from .. import __version__  # noqa: PLC0415 - import cycle (iokr/__init__)
     except ImportError:  # pragma: no cover
         return "unknown"
     return __version__

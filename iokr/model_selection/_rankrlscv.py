@@ -225,7 +225,8 @@ class RankRLSCV(PathSearchMixin, BaseEstimator):
         if not self.store_cv_results:
             return split_scores, None
         n, stacked = y.size, np.concatenate(predictions)
-        ranks = np.concatenate([_ranks_within(p, model.qids_[rows]) for rows, p in zip(splits.holdouts, predictions, strict=True)])
+        ranks = np.concatenate([_ranks_within(p, model.qids_[rows])
+                            for rows, p in zip(splits.holdouts, predictions, strict=True)])
         return split_scores, (per_example(splits.holdouts, stacked, n), per_example(splits.holdouts, ranks, n))
 
     def decision_function(self, X):

@@ -222,4 +222,5 @@ def ngram_preimage_batch(counts, n, start="^", stop="$", *, vocabulary=None):
     if as_str.all():  # one-character symbols: slices of one joined text are the strings
         text = "".join(spelled)
         return [text[a:b] for a, b in zip(lo, hi, strict=True)]
-    return ["".join(spelled[a:b]) if flag else tuple(spelled[a:b]) for a, b, flag in zip(lo, hi, as_str.tolist(), strict=True)]
+    return ["".join(spelled[a:b]) if flag else tuple(spelled[a:b])
+            for a, b, flag in zip(lo, hi, as_str.tolist(), strict=True)]

@@ -121,7 +121,8 @@ def test_complete_graph_holdout_vs_retraining(rng, gaussian_gram, normalized, al
     W = BlockCentering.complete_graphs(groups, normalized)
     eigen = EigenPath(W.sandwich(K), deflate_constant=True)
     holdouts = [np.array([4]), np.array([0, 9, 13]), np.array([17, 2, 5, 8, 1, 12]), np.array([3, 6, 7])]
-    for rows, got in zip(holdouts, complete_graph_holdout(eigen, y, holdouts, alpha, normalized=normalized), strict=True):
+    predictions = complete_graph_holdout(eigen, y, holdouts, alpha, normalized=normalized)
+    for rows, got in zip(holdouts, predictions, strict=True):
         train = np.setdiff1d(np.arange(n), rows)
         expected = retrained_ranker(K, y, groups, train, rows, alpha, normalized)
         # one model per set: equal up to the offset no ranking sees; the offset is the intercept model's own

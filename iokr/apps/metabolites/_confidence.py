@@ -190,7 +190,8 @@ def calibration_examples(train, params, n_folds, seed, base_grams, progress=None
     progress : callable, optional
         Called after each fold.
     """
-    from ._pipeline import _fold_ids, _sliced_test_kernel, formula_candidate_sets  # noqa: PLC0415 - import cycle: _pipeline imports _evaluation, which imports this module
+    # Local import: _pipeline imports _evaluation, which imports this module (an import cycle).
+    from ._pipeline import _fold_ids, _sliced_test_kernel, formula_candidate_sets  # noqa: PLC0415 - import cycle
 
     spectra, Y = train.spectra, np.asarray(train.Y, dtype=np.float64)
     grams, diags = base_grams
