@@ -28,7 +28,8 @@ def _row(case, spectra, annotation, seconds):
 
 
 def run(quick=False, data_dir=None):
-    path = Path(data_dir or Path(__file__).resolve().parents[2] / "shared" / "data") / "metabolites" / "massbank_ms2_posMH_permissive.jsonl.gz"
+    shared = Path(__file__).resolve().parents[2] / "shared" / "data"
+    path = Path(data_dir or shared) / "metabolites" / "massbank_ms2_posMH_permissive.jsonl.gz"
     if not path.exists():
         return [{"case": f"skipped: {path} not found"}]
     spectra, _ = read_massbank_jsonl(path)

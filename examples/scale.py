@@ -53,7 +53,7 @@ assert isinstance(pool, CandidateFile)
 with config_context(working_memory=1):  # MiB: many small blocks
     on_disk = exact.rank(X_test, CandidateSets.shared(pool, len(test)), top_k=10)
 in_memory = exact.rank(X_test, CandidateSets.shared(C.astype(np.float32), len(test)), top_k=10)
-assert all(np.array_equal(a.pool_indices, b.pool_indices) for a, b in zip(on_disk, in_memory))
+assert all(np.array_equal(a.pool_indices, b.pool_indices) for a, b in zip(on_disk, in_memory, strict=True))
 print(f"top-10 from the file {pool.shape} == top-10 in memory: checked")
 
 # The same top-k on a Dask cluster (optional extra: pip install 'iokr[distributed]').

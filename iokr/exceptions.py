@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 def __getattr__(name):
     if name in _FROM_SKLEARN:
-        from sklearn import exceptions
+        from sklearn import exceptions  # noqa: PLC0415 - `import iokr` loads this module and must not load scikit-learn
 
         value = getattr(exceptions, name)
         globals()[name] = value

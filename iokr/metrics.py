@@ -4,6 +4,7 @@ Hamming loss, concordance index and AUC."""
 from __future__ import annotations
 
 import numpy as np
+from scipy.stats import kendalltau
 
 TIE_POLICIES = ("optimistic", "pessimistic", "average")
 
@@ -176,8 +177,6 @@ def kendall_tau_b(x, y):
 
     Computed in O(n log n) by :func:`scipy.stats.kendalltau` (Knight's algorithm); NaN when either input is constant.
     """
-    from scipy.stats import kendalltau
-
     x = np.asarray(x, dtype=np.float64).ravel()
     y = np.asarray(y, dtype=np.float64).ravel()
     if x.shape != y.shape:
@@ -198,8 +197,6 @@ def _concordance_index_fast(y_true, y_score):
     minus discordant count is ``S = tau_b sqrt((n0 - n1)(n0 - n2))`` while ``C + D = n0 - n1 - n2 + n3``; so
     ``D = (n0 - n1 - n2 + n3 - S) / 2`` and the index is ``(P - D - T / 2) / P``.
     """
-    from scipy.stats import kendalltau
-
     y_true = np.asarray(y_true, dtype=np.float64).ravel()
     y_score = np.asarray(y_score, dtype=np.float64).ravel()
     if y_true.shape != y_score.shape:

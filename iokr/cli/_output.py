@@ -368,6 +368,9 @@ def format_table(header, rows):
     table : str
         Header, a dashed rule and the rows, joined by newlines.
     """
-    widths = [max(len(str(x)) for x in column) for column in zip(header, *rows)]
-    line = lambda values: "  ".join(str(v).rjust(w) for v, w in zip(values, widths))
+    widths = [max(len(str(x)) for x in column) for column in zip(header, *rows, strict=True)]
+
+    def line(values):
+        return "  ".join(str(v).rjust(w) for v, w in zip(values, widths, strict=True))
+
     return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in rows])

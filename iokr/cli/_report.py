@@ -121,7 +121,7 @@ def _figures(rank_sets, timings, title):
     finite = [v[np.isfinite(v)] for v in (_finite_ranks(r) for r, _ in rank_sets.values())]
     top = max([float(v.max()) for v in finite if v.size] + [2.0])
     bins = np.unique(np.geomspace(1, top + 1, 30).round())
-    for label, values, (_, n) in zip(rank_sets, finite, rank_sets.values()):
+    for label, values, (_, n) in zip(rank_sets, finite, rank_sets.values(), strict=True):
         if values.size:
             # Percentages of each curve's own queries, so sets of very different sizes stay comparable.
             ax.hist(values, bins=bins, weights=np.full(values.size, 100.0 / max(n, 1)), histtype="step",

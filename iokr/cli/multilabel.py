@@ -83,7 +83,7 @@ def write_report(result, out_dir, train, test):
     rows = [[result["best"]["alpha"], result["best"]["input_kernel"], f"{result['f1']:.2f}",
              f"{result['hamming']:.4f}", result["n_candidate_sets"], f"{n_found} / {len(ranks)}"]]
     detail = [[q, "" if r is None else f"{r:g}", f"{f:.1f}"]
-              for q, (r, f) in enumerate(zip(ranks, result["example_f1"]))]
+              for q, (r, f) in enumerate(zip(ranks, result["example_f1"], strict=True))]
     return write_evaluation_report(
         out_dir, title="Multi-label prediction (IOKR over training label sets)",
         rank_sets={"IOKR, true label set among the training label sets": (ranks, len(ranks))},

@@ -64,35 +64,12 @@ def load_arff(path, n_labels):
                 in_data = True
             continue
         try:
-            if line.startswith("{"):
-                for position, item in enumerate(line.strip("{}").split(","), 1):
-                    item = item.strip()
-                    if item:
-                        pair = item.split()
-                        if len(pair) != 2:
-                            raise ValueError(f"sparse entry {position} ({_short(item)}) is not 'index value'")
-                        digits = pair[0].isascii() and pair[0].isdigit() and len(pair[0]) <= 18
-                        index = int(pair[0]) if digits else -1
-                        if index < 0:
-                            raise ValueError(f"sparse entry {position} has no valid attribute index "
-                                             f"({_short(pair[0])}; negative attribute index or not an integer)")
-                        rows.append(n_rows)
-                        cols.append(index)
-                        vals.append(_number(pair[1], position))
-            else:
-                tokens = line.split(",")
-                try:
-                    values = [float(v) for v in tokens]
-                except ValueError:  # name the first bad value without echoing the line
-                    values = [_number(v, i) for i, v in enumerate(tokens, 1)]
-                if len(values) != len(names):
-                    raise ValueError(f"{len(values)} values for {len(names)} attributes")
-                nonzero = np.flatnonzero(values)
-                rows.extend([n_rows] * nonzero.size)
-                cols.extend(nonzero.tolist())
-                vals.extend(np.asarray(values)[nonzero].tolist())
+            row_cols, row_vals = _sparse_row(line) if line.startswith("{") else _dense_row(line, len(names))
         except ValueError as exc:
             raise IOKRDataError(f"{path}: line {number}: cannot parse data row ({exc}).") from None
+        rows.extend([n_rows] * len(row_cols))
+        cols.extend(row_cols)
+        vals.extend(row_vals)
         n_rows += 1
     n_attributes = len(names)
     if not 0 < n_labels < n_attributes:
@@ -106,3 +83,35 @@ def load_arff(path, n_labels):
     if not np.isin(Y, (0, 1)).all():
         raise IOKRDataError(f"{path}: label attributes must be 0/1.")
     return X, Y.astype(np.int8)
+
+
+def _sparse_row(line):
+    """Attribute indices and values of a sparse ``{index value, ...}`` row; ValueError names a bad entry."""
+    cols, vals = [], []
+    for position, item in enumerate(line.strip("{}").split(","), 1):
+        item = item.strip()
+        if item:
+            pair = item.split()
+            if len(pair) != 2:
+                raise ValueError(f"sparse entry {position} ({_short(item)}) is not 'index value'")
+            digits = pair[0].isascii() and pair[0].isdigit() and len(pair[0]) <= 18
+            index = int(pair[0]) if digits else -1
+            if index < 0:
+                raise ValueError(f"sparse entry {position} has no valid attribute index "
+                                 f"({_short(pair[0])}; negative attribute index or not an integer)")
+            cols.append(index)
+            vals.append(_number(pair[1], position))
+    return cols, vals
+
+
+def _dense_row(line, n_attributes):
+    """Indices and values of the nonzero attributes of a dense comma-separated row."""
+    tokens = line.split(",")
+    try:
+        values = [float(v) for v in tokens]
+    except ValueError:  # name the first bad value without echoing the line
+        values = [_number(v, i) for i, v in enumerate(tokens, 1)]
+    if len(values) != n_attributes:
+        raise ValueError(f"{len(values)} values for {n_attributes} attributes")
+    nonzero = np.flatnonzero(values)
+    return nonzero.tolist(), np.asarray(values)[nonzero].tolist()

@@ -20,6 +20,7 @@ store ``np.packbits`` rows (uint8) and are read back as float32 0/1 rows, like
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import zlib
@@ -75,7 +76,7 @@ class CandidateFileWriter:
         self.row_width = (self.n_features + 7) // 8 if self.packed else self.n_features
         self.block_rows = int(block_rows)
         self._crcs, self._pending, self._n_rows = [], [], 0
-        self._file = open(self.path, "wb")
+        self._file = open(self.path, "wb")  # noqa: SIM115 - held open across append() calls, closed by close()
 
     def append(self, rows):
         """Append candidate rows.
@@ -384,10 +385,8 @@ class CandidateFile:
             self._fd = None
 
     def __del__(self):
-        try:
+        with contextlib.suppress(Exception):  # interpreter shutdown
             self.close()
-        except Exception:  # pragma: no cover - interpreter shutdown
-            pass
 
     def __getstate__(self):
         return {"path": self.path, "verify": self.verify, "stat": self._stat}

@@ -21,6 +21,8 @@ import numpy as np
 from .._config import working_memory_bytes
 from ..linalg import chunk_rows
 from . import _bits
+from ._candidates import PackedBinaryFeatures
+from ._disk import CandidateFile
 
 TIE_POLICY = "stable: among equal scores, the candidate earlier in the set ranks first"
 
@@ -118,9 +120,6 @@ def packed_reader(pool):
     Bit-packed pools are :class:`~iokr.decoding.PackedBinaryFeatures`, packed
     :class:`~iokr.decoding.CandidateFile` and views of them that define ``_packed_reader()`` (a range of a pool).
     """
-    from ._candidates import PackedBinaryFeatures
-    from ._disk import CandidateFile
-
     if isinstance(pool, PackedBinaryFeatures):
         return lambda start, stop: np.asarray(pool.packed[start:stop])
     if isinstance(pool, CandidateFile):
@@ -326,7 +325,7 @@ def top_k_scores(scorer, pool, k, working_memory=None):
         best_idx = np.full((mb, k), -1, dtype=np.intp)
         best_scores = None
         threshold = np.full(mb, -np.inf)
-        for start, stop, S in _score_blocks(scorer, Q, pool, candidate_rows):
+        for start, _stop, S in _score_blocks(scorer, Q, pool, candidate_rows):
             if best_scores is None:
                 best_scores = np.full((mb, k), -np.inf, dtype=S.dtype)
             bar = threshold.astype(S.dtype)

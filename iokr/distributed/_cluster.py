@@ -11,7 +11,7 @@ class DistributedRunError(RuntimeError):
 
 def _import_distributed():
     try:
-        import distributed
+        import distributed  # noqa: PLC0415 - Dask is an optional dependency
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
         raise ImportError("iokr.distributed needs Dask: pip install 'iokr[distributed]' (dask[distributed]).") from exc
     return distributed
@@ -34,10 +34,10 @@ def local_client(n_workers=2, threads_per_worker=1, processes=False, memory_limi
     """
     distributed = _import_distributed()
     cluster_kwargs.setdefault("dashboard_address", None)
-    with distributed.LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker, processes=processes,
-                                  memory_limit=memory_limit, **cluster_kwargs) as cluster:
-        with distributed.Client(cluster) as client:
-            yield client
+    with (distributed.LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker, processes=processes,
+                                   memory_limit=memory_limit, **cluster_kwargs) as cluster,
+          distributed.Client(cluster) as client):
+        yield client
 
 
 @contextmanager

@@ -350,7 +350,7 @@ class _PairwiseRLS(PairKernelsMixin, BaseEstimator):
                 return closed
         # Local import: explicit retraining on the setting's splits is model selection, a layer above the
         # estimators; only the cases without a closed form take this route.
-        from ..model_selection._pairwise_retrain import retrain_holdout
+        from ..model_selection._pairwise_retrain import retrain_holdout  # noqa: PLC0415 - upward import (layering)
 
         return retrain_holdout(self, setting, alpha, n_folds, random_state)
 
@@ -401,7 +401,7 @@ class _PairwiseRLS(PairKernelsMixin, BaseEstimator):
         estimators evaluate the alphas one at a time.
         """
         # Local import: model selection sits above the estimators; this alias is its only caller from here.
-        from ..model_selection._pairwise_search import pairwise_cv_scores
+        from ..model_selection._pairwise_search import pairwise_cv_scores  # noqa: PLC0415 - upward import (layering)
 
         check_is_fitted(self, "dual_coef_")
         return pairwise_cv_scores(self, alphas, setting, scoring, n_folds, random_state)[0]

@@ -231,7 +231,7 @@ class RankRLS(_RankScores, BaseEstimator):
             order = np.argsort(self.qids_, kind="stable")
             holdouts = np.split(order, np.cumsum(np.bincount(self.qids_))[:-1])
             out = np.empty(self.y_.size)
-            for rows, pred in zip(holdouts, self.holdout_predictions(holdouts, alpha)):
+            for rows, pred in zip(holdouts, self.holdout_predictions(holdouts, alpha), strict=True):
                 out[rows] = pred
             return out
         holdouts = [self._check_holdout(rows, f"holdouts[{k}]") for k, rows in enumerate(holdouts)]
@@ -343,7 +343,8 @@ class RankRLS(_RankScores, BaseEstimator):
             if not folds:
                 raise ValueError("'cv' as a sequence of folds must contain at least one fold.")
             return np.array([np.mean([self.ranking_accuracy(fold, pred) for fold, pred in
-                                      zip(folds, self.holdout_predictions(folds, alpha=a))]) for a in alphas])
+                                      zip(folds, self.holdout_predictions(folds, alpha=a), strict=True)])
+                             for a in alphas])
         if cv == "lqo":
             return np.array([1.0 - pairwise_rank_loss(self.y_, self.leave_query_out(a), self.qids_) for a in alphas])
         raise ValueError(f"'cv' must be 'lpo', 'lqo' or a sequence of folds, got {cv!r}.")

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import __version__
 from ..exceptions import IOKRDataError
 from ._atomic import atomic_open
 from ._json import MAX_JSON_FILE_BYTES, JSONDataError, loads_json
@@ -43,14 +44,6 @@ _HEX64 = re.compile(r"[0-9a-f]{64}")
 
 class ModelFileError(IOKRDataError):
     """A model file is missing, truncated, corrupted, or of an unsupported format."""
-
-
-def _library_version():
-    try:
-        from .. import __version__
-    except ImportError:  # pragma: no cover
-        return "unknown"
-    return __version__
 
 
 def _array_prefix(name, dtype, shape):
@@ -98,7 +91,7 @@ def save_model_file(path, arrays, metadata, *, kind):
         if name == _META:
             raise ValueError(f"Array name {_META!r} is reserved.")
     meta = dict(metadata)
-    meta.update(format=FORMAT, format_version=FORMAT_VERSION, library_version=_library_version(), kind=str(kind))
+    meta.update(format=FORMAT, format_version=FORMAT_VERSION, library_version=__version__, kind=str(kind))
     meta.pop("sha256", None)
     meta["members"] = {name: {"dtype": a.dtype.str, "shape": list(a.shape),
                               "sha256": hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()}
@@ -159,7 +152,7 @@ def _read_metadata(archive, infos, path):
                              f"from 1 to {FORMAT_VERSION}); the file is corrupted.")
     if version > FORMAT_VERSION:
         raise ModelFileError(f"Model file {path} has format version {version!r}; this iokr "
-                             f"({_library_version()}) reads versions up to {FORMAT_VERSION}. Upgrade iokr.")
+                             f"({__version__}) reads versions up to {FORMAT_VERSION}. Upgrade iokr.")
     return meta
 
 

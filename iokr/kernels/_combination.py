@@ -111,7 +111,7 @@ class WeightedSum(Kernel):
     def compute(self, A, B):
         kernels, weights = self.components()
         total = None
-        for kernel, weight in zip(kernels, weights):
+        for kernel, weight in zip(kernels, weights, strict=True):
             block = kernel.compute(A, B)
             block *= weight
             total = block if total is None else total + block
@@ -119,7 +119,7 @@ class WeightedSum(Kernel):
 
     def compute_diag(self, A):
         kernels, weights = self.components()
-        return sum(w * k.compute_diag(A) for k, w in zip(kernels, weights))
+        return sum(w * k.compute_diag(A) for k, w in zip(kernels, weights, strict=True))
 
 
 class Precomputed(Kernel):

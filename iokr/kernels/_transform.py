@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import numpy as np
 
-
 #: Centered squared norms under this fraction of the mean diagonal of a float32 Gram count as zero: below it the
 #: float32 rounding of ``k(x, x) - 2 mean_j k(x, x_j) + mean k`` (a few ``eps32 = 1.2e-7`` times ``d`` terms) can
 #: decide the direction of the normalized vector.

@@ -141,7 +141,7 @@ def holdout_predictions(solver, Y, holdouts):
     """
     Y = np.asarray(Y, dtype=np.float64)
     residuals = holdout_residuals(solver, solver.prepare(Y), holdouts)
-    return [Y[rows] - r for rows, r in zip(holdouts, residuals)]
+    return [Y[rows] - r for rows, r in zip(holdouts, residuals, strict=True)]
 
 
 def _inverse_entries(solver, rows, cols):
@@ -230,7 +230,7 @@ def holdout_coefficients(solver, holdouts):
     so the hold-out prediction combines only the outputs of the training side.
     """
     out = []
-    for rows, R in zip(holdouts, holdout_residual_coefficients(solver, holdouts)):
+    for rows, R in zip(holdouts, holdout_residual_coefficients(solver, holdouts), strict=True):
         W = -R
         W[:, rows] = 0.0
         out.append(W)

@@ -21,6 +21,7 @@ with ``K kron K``, so ``(K kron K) S + lambda I`` has the closed-form inverse
 from __future__ import annotations
 
 import numpy as np
+from scipy.sparse.linalg import LinearOperator
 
 from ._eigen import EigenPath
 from ._kron_holdout import kron_ridge_dual
@@ -85,8 +86,6 @@ class _Operator:
 
     def aslinearoperator(self):
         """The operator as a :class:`scipy.sparse.linalg.LinearOperator`."""
-        from scipy.sparse.linalg import LinearOperator
-
         return LinearOperator(self.shape, matvec=self.matvec, matmat=self.matmat, dtype=np.float64)
 
 
@@ -272,7 +271,7 @@ class WeightedKroneckerSum(_Operator):
 
     def matmat(self, V):
         V, vector = _as_block(V, self.shape[1], "V")
-        out = sum(w * op.matmat(V) for w, op in zip(self.weights, self.operators))
+        out = sum(w * op.matmat(V) for w, op in zip(self.weights, self.operators, strict=True))
         return out[:, 0] if vector else out
 
 

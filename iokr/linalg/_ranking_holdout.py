@@ -113,7 +113,7 @@ def query_holdout_predictions(solver, centering, y, holdouts):
                              "held out.")
     z = centering.apply(y)
     return [g / centering.scales[centering.groups[rows]]
-            for rows, g in zip(holdouts, holdout_predictions(solver, z, holdouts))]
+            for rows, g in zip(holdouts, holdout_predictions(solver, z, holdouts), strict=True)]
 
 
 def _rest_shift(eigen, alpha, n_rest, normalized):
@@ -152,7 +152,7 @@ def complete_graph_holdout(eigen, y, holdouts, alpha, *, normalized=False):
     for size in np.unique(sizes):
         index = np.flatnonzero(sizes == size)
         solver = _rest_shift(eigen, alpha, eigen.n - int(size), normalized)
-        for k, pred in zip(index, holdout_predictions(solver, y, [holdouts[k] for k in index])):
+        for k, pred in zip(index, holdout_predictions(solver, y, [holdouts[k] for k in index]), strict=True):
             out[k] = pred
     return out
 

@@ -24,6 +24,7 @@ from scipy import linalg as sla
 
 from ._cg import block_cg
 from ._cholesky import cholesky_shifted
+from ._chunks import row_slices
 
 SKETCH_TYPES = ("subsample", "sparse")
 
@@ -224,8 +225,6 @@ def greedy_landmarks(columns, targets, n_landmarks, working_memory=None):
     the residual norms are computed in row chunks, so no other (n, p) temporary is formed. Time:
     ``O(n_landmarks n (p + n_landmarks))`` plus ``n_landmarks`` kernel columns.
     """
-    from ._chunks import row_slices
-
     Y = np.asarray(targets, dtype=np.float64)
     if Y.ndim != 2:
         raise ValueError(f"'targets' must be a 2-D array (n, p), got shape {Y.shape}.")

@@ -200,7 +200,7 @@ class RankRLSCV(PathSearchMixin, BaseEstimator):
         if splits.pairs is not None:
             P = model.holdout_predictions(pairs=splits.pairs, alpha=alpha)
             if callable(scoring):
-                split_scores = [float(scoring(y[[i, j]], p)) for i, j, p in zip(*splits.pairs, P)]
+                split_scores = [float(scoring(y[[i, j]], p)) for i, j, p in zip(*splits.pairs, P, strict=True)]
             else:
                 split_scores = list(pair_accuracy(P))
             if not self.store_cv_results:
@@ -215,7 +215,8 @@ class RankRLSCV(PathSearchMixin, BaseEstimator):
         if not self.store_cv_results:
             return split_scores, None
         n, stacked = y.size, np.concatenate(predictions)
-        ranks = np.concatenate([_ranks_within(p, model.qids_[rows]) for rows, p in zip(splits.holdouts, predictions)])
+        ranks = np.concatenate([_ranks_within(p, model.qids_[rows])
+                            for rows, p in zip(splits.holdouts, predictions, strict=True)])
         return split_scores, (per_example(splits.holdouts, stacked, n), per_example(splits.holdouts, ranks, n))
 
     def decision_function(self, X):

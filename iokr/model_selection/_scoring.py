@@ -78,7 +78,7 @@ def ranking_score(scoring, ranks):
 def ranks_of_truth(scores_per_query, true_positions):
     """1-based ranks (ties average); NaN where the true position is -1 (own output not in the set)."""
     return np.array([true_candidate_rank(s, t, ties="average") if t >= 0 else np.nan
-                     for s, t in zip(scores_per_query, true_positions)])
+                     for s, t in zip(scores_per_query, true_positions, strict=True)])
 
 
 def _row_keys(block):

@@ -66,17 +66,15 @@ def expand_grid(param_grid, prefixes, owner):
                          f"Got {param_grid!r} instead.")
     groups = [{} for _ in prefixes]
     for key, values in param_grid.items():
-        for g, prefix in enumerate(prefixes):
-            if key == prefix or key.startswith(prefix + "__"):
-                break
-        else:
+        g = next((g for g, prefix in enumerate(prefixes) if key == prefix or key.startswith(prefix + "__")), None)
+        if g is None:
             raise ValueError(f"{owner}: 'param_grid' key {key!r} must be one of {list(prefixes)} or start with "
                              f"'<one of them>__' (e.g. '{prefixes[0]}__gamma').")
         values = list(values) if not isinstance(values, (str, bytes)) and np.ndim(values) <= 1 else None
         if not values:
             raise ValueError(f"{owner}: 'param_grid[{key!r}]' must be a non-empty list of values.")
         groups[g][key] = values
-    return [[dict(zip(grid, combo)) for combo in itertools.product(*grid.values())] for grid in groups]
+    return [[dict(zip(grid, combo, strict=True)) for combo in itertools.product(*grid.values())] for grid in groups]
 
 
 def apply_setting(params, setting):

@@ -72,20 +72,23 @@ def holdout_splits(cv, n, groups=None, y=None, owner="estimator"):
             pairs = list(splitter.split(index, y, groups))
         except ValueError as exc:
             raise ValueError(f"{owner}: the splitter {scheme} failed: {exc}") from exc
-    holdouts = []
-    for k, pair in enumerate(pairs):
-        train, test = (np.asarray(part) for part in pair)
-        if test.size == 0:
-            raise ValueError(f"{owner}: split {k} has an empty test side.")
-        if train.size == 0:
-            raise ValueError(f"{owner}: split {k} leaves the training side empty.")
-        test = test.astype(np.intp) if test.dtype != bool else np.flatnonzero(test)
-        train = train.astype(np.intp) if train.dtype != bool else np.flatnonzero(train)
-        if train.size + test.size != n or np.union1d(train, test).size != n:
-            raise ValueError(
-                f"{owner}: split {k} trains on {train.size} examples and tests on {test.size} of {n}; the closed "
-                "form needs the training side to be exactly the complement of the test side (use KFold, GroupKFold, "
-                "LeaveOneGroupOut, StratifiedKFold or their repeated variants)."
-            )
-        holdouts.append(test)
+    holdouts = [_complement_test_side(k, pair, n, owner) for k, pair in enumerate(pairs)]
     return check_holdouts(holdouts, n, "cv splits"), scheme
+
+
+def _complement_test_side(k, pair, n, owner):
+    """Test indices of the ``k``-th (train, test) pair, checked to be non-empty and the complement of train."""
+    train, test = (np.asarray(part) for part in pair)
+    if test.size == 0:
+        raise ValueError(f"{owner}: split {k} has an empty test side.")
+    if train.size == 0:
+        raise ValueError(f"{owner}: split {k} leaves the training side empty.")
+    test = test.astype(np.intp) if test.dtype != bool else np.flatnonzero(test)
+    train = train.astype(np.intp) if train.dtype != bool else np.flatnonzero(train)
+    if train.size + test.size != n or np.union1d(train, test).size != n:
+        raise ValueError(
+            f"{owner}: split {k} trains on {train.size} examples and tests on {test.size} of {n}; the closed "
+            "form needs the training side to be exactly the complement of the test side (use KFold, GroupKFold, "
+            "LeaveOneGroupOut, StratifiedKFold or their repeated variants)."
+        )
+    return test

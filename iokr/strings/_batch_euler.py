@@ -138,7 +138,7 @@ def _reference_walk(counts, r, src, dst, sym, start_node):
     """Python generalized walk of one row, restarting at the smallest vertex id with unused edges."""
     row = counts[r]
     adjacency = {}
-    for col, c in zip(row.indices, row.data.astype(np.int64)):
+    for col, c in zip(row.indices, row.data.astype(np.int64), strict=True):
         adjacency.setdefault(int(src[col]), []).append([int(col), int(c)])
     for lst in adjacency.values():
         lst.sort()

@@ -45,7 +45,7 @@ def letter_accuracy(y_true, y_pred):
     total = sum(len(as_symbols(y)) for y in y_true)
     if total == 0:
         raise ValueError("'y_true' holds only empty strings; letter accuracy is undefined.")
-    return 1.0 - sum(edit_distance(t, p) for t, p in zip(y_true, y_pred)) / total
+    return 1.0 - sum(edit_distance(t, p) for t, p in zip(y_true, y_pred, strict=True)) / total
 
 
 def symbol_error_rate(y_true, y_pred):
@@ -56,4 +56,4 @@ def symbol_error_rate(y_true, y_pred):
 def string_error_rate(y_true, y_pred):
     """Fraction of strings not predicted exactly (word error rate)."""
     y_true, y_pred = _pairs(y_true, y_pred)
-    return float(np.mean([as_symbols(t) != as_symbols(p) for t, p in zip(y_true, y_pred)]))
+    return float(np.mean([as_symbols(t) != as_symbols(p) for t, p in zip(y_true, y_pred, strict=True)]))

@@ -114,7 +114,7 @@ def _from_matrix(counts, vocabulary, vocab):
         rows, cols = np.nonzero(counts)
         values = counts[rows, cols]
     dtype = np.asarray(values).dtype
-    real = dtype != bool and (np.issubdtype(dtype, np.integer) or np.issubdtype(dtype, np.floating))
+    real = dtype.kind != "b" and (np.issubdtype(dtype, np.integer) or np.issubdtype(dtype, np.floating))
     rounded = _round_counts(values) if real else None
     if rounded is None:
         raise ValueError(f"'counts' must hold finite real numbers; got dtype {dtype} with a non-finite or "
@@ -204,11 +204,11 @@ def ngram_preimage_batch(counts, n, start="^", stop="$", *, vocabulary=None):
             mapping = counts[r]
         else:
             row = counts.getrow(r).toarray().ravel() if sparse.issparse(counts) else np.asarray(counts)[r]
-            mapping = dict(zip(vocabulary, row.tolist()))
+            mapping = dict(zip(vocabulary, row.tolist(), strict=True))
         return [symbol_id[c] for c in DeBruijnGraph(check_counts(mapping, n), n).walk(start_vertex)]
 
     walked, offsets = euler_walk_batch(matrix, src, dst, sym, 0, n_nodes, fallback=fallback)
-    is_pad = np.array([c == start or c == stop for c in symbols], dtype=bool)
+    is_pad = np.array([c in (start, stop) for c in symbols], dtype=bool)
     kept = ~is_pad[walked]
     walked = walked[kept]
     bounds = np.concatenate(([0], np.cumsum(kept)))[offsets]
@@ -221,5 +221,6 @@ def ngram_preimage_batch(counts, n, start="^", stop="$", *, vocabulary=None):
     # does not rescan the callers' mappings while the strings are made.
     if as_str.all():  # one-character symbols: slices of one joined text are the strings
         text = "".join(spelled)
-        return [text[a:b] for a, b in zip(lo, hi)]
-    return ["".join(spelled[a:b]) if flag else tuple(spelled[a:b]) for a, b, flag in zip(lo, hi, as_str.tolist())]
+        return [text[a:b] for a, b in zip(lo, hi, strict=True)]
+    return ["".join(spelled[a:b]) if flag else tuple(spelled[a:b])
+            for a, b, flag in zip(lo, hi, as_str.tolist(), strict=True)]

@@ -171,7 +171,7 @@ class SegmentedStringKDE(BaseEstimator):
         symbols, self.str_output_ = check_strings(y, "y")
         if len(X) != len(symbols):
             raise ValueError(f"'X' has {len(X)} sequences but 'y' has {len(symbols)} strings.")
-        for i, (x, s) in enumerate(zip(X, symbols)):
+        for i, (x, s) in enumerate(zip(X, symbols, strict=True)):
             if x.shape[0] != len(s):
                 raise ValueError(f"'X[{i}]' has {x.shape[0]} segments but 'y[{i}]' has {len(s)} symbols; perfect "
                                  "segmentation needs one segment per symbol.")

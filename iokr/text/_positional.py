@@ -58,10 +58,7 @@ def word_position_gram(offsets, decay, floor, theta):
     v = distance_weights(offsets, decay, floor, "WordPositionKernel")
     o = np.asarray(offsets, dtype=np.float64)
     diff2 = (o[:, None] - o[None, :]) ** 2
-    if np.isinf(theta):
-        mutual = (diff2 == 0).astype(np.float64)
-    else:
-        mutual = np.exp(-theta * diff2)
+    mutual = (diff2 == 0).astype(np.float64) if np.isinf(theta) else np.exp(-theta * diff2)
     return v[:, None] * mutual * v[None, :]
 
 

@@ -4,7 +4,8 @@ symmetric/reciprocal kernels, conjugate gradient vs closed form, closed-form CV 
 import numpy as np
 import pytest
 
-from iokr.estimators import ConditionalRankRLS, KronRLS, TwoStepRLS
+import iokr
+from iokr.estimators import ConditionalRankRLS, KronRLS, TwoStepRLS, kron
 from iokr.exceptions import ConvergenceWarning
 from iokr.kernels import Gaussian, Linear
 from iokr.linalg import commutation_matrix
@@ -542,8 +543,5 @@ def test_holdout_predictions_of_a_grid_stack_single_alphas(rng, model_cls, setti
 
 
 def test_split_modules_keep_the_old_import_path():
-    import iokr
-    from iokr.estimators import kron
-
     assert kron.ConditionalRankRLS is iokr.ConditionalRankRLS and kron.TwoStepRLS is iokr.TwoStepRLS
     assert kron.KronRLS is iokr.KronRLS

@@ -23,7 +23,7 @@ def test_preference_holdout_vs_refits(rng, kernel, n_pairs):
     for alpha in (0.4, 3.0):
         loo = model.holdout_predictions(alpha=alpha)
         sets = model.holdout_predictions(holdouts, alpha=alpha)
-        for rows, got in [(np.array([k]), loo[[k]]) for k in range(n_pairs)] + list(zip(holdouts, sets)):
+        for rows, got in [(np.array([k]), loo[[k]]) for k in range(n_pairs)] + list(zip(holdouts, sets, strict=True)):
             keep = np.setdiff1d(every, rows)
             ref = PreferenceRankRLS(alpha=alpha, kernel=kern).fit(X, (first[keep], second[keep]), margins[keep])
             expected = ref.predict(X[first[rows]]) - ref.predict(X[second[rows]])

@@ -95,7 +95,7 @@ def test_query_holdout_vs_retraining(rng, gaussian_gram, normalized, method, alp
     solver = RegularizationPath(W.sandwich(K), [alpha], method=method).at(0)
     # leave-query-out, then two queries at a time (grouped k-fold)
     holdouts = [np.flatnonzero(groups == q) for q in range(5)] + [np.flatnonzero(np.isin(groups, [1, 3]))]
-    for rows, got in zip(holdouts, query_holdout_predictions(solver, W, y, holdouts)):
+    for rows, got in zip(holdouts, query_holdout_predictions(solver, W, y, holdouts), strict=True):
         train = np.setdiff1d(np.arange(groups.size), rows)
         expected = retrained_ranker(K, y, groups, train, rows, alpha, normalized)
         np.testing.assert_allclose(got, centered_per_group(expected, groups[rows]), rtol=1e-8, atol=1e-9)
@@ -121,7 +121,8 @@ def test_complete_graph_holdout_vs_retraining(rng, gaussian_gram, normalized, al
     W = BlockCentering.complete_graphs(groups, normalized)
     eigen = EigenPath(W.sandwich(K), deflate_constant=True)
     holdouts = [np.array([4]), np.array([0, 9, 13]), np.array([17, 2, 5, 8, 1, 12]), np.array([3, 6, 7])]
-    for rows, got in zip(holdouts, complete_graph_holdout(eigen, y, holdouts, alpha, normalized=normalized)):
+    predictions = complete_graph_holdout(eigen, y, holdouts, alpha, normalized=normalized)
+    for rows, got in zip(holdouts, predictions, strict=True):
         train = np.setdiff1d(np.arange(n), rows)
         expected = retrained_ranker(K, y, groups, train, rows, alpha, normalized)
         # one model per set: equal up to the offset no ranking sees; the offset is the intercept model's own

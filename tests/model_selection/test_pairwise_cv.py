@@ -28,7 +28,7 @@ def _brute_holdout(K1, K2, Y, alpha, setting, ranking):
     rows, cols = (a.ravel() for a in np.indices(Y.shape))
     y = Y.ravel()
     out = np.empty(y.size)
-    for e, (i, j) in enumerate(zip(rows, cols)):
+    for e, (i, j) in enumerate(zip(rows, cols, strict=True)):
         train = ~_held_out(setting, rows, cols, i, j)
         r, c, v = rows[train], cols[train], y[train]
         Kq = K1[np.ix_(r, r)] * K2[np.ix_(c, c)]
@@ -56,7 +56,7 @@ def test_kronrlscv_matches_cv_path_and_dense_refits(data, setting):
     path = KronRLS(alpha=1.0).fit(K1, K2, Y).cv_path(ALPHAS, setting)
     np.testing.assert_allclose(search.cv_results_["mean_test_score"], path, rtol=1e-12)
     brute = [_brute_holdout(K1, K2, Y, a, setting, ranking=False) for a in ALPHAS]
-    for got, expected in zip(search.cv_results_["holdout_predictions"], brute):
+    for got, expected in zip(search.cv_results_["holdout_predictions"], brute, strict=True):
         np.testing.assert_allclose(got, expected, rtol=1e-7, atol=1e-9 * np.abs(expected).max())
     scores = [concordance_index(Y.ravel(), P.ravel()) for P in brute]
     assert search.best_index_ == int(np.argmax(scores)) and search.alpha_ == ALPHAS[search.best_index_]
@@ -77,7 +77,7 @@ def test_conditional_rank_cv_matches_cv_path_and_dense_refits(data, setting):
     np.testing.assert_allclose(search.cv_results_["mean_test_score"], path, rtol=1e-12)
     rows = np.repeat(np.arange(5), 4)
     brute = [_brute_holdout(K1, K2, Y, a, setting, ranking=True) for a in ALPHAS]
-    for got, expected in zip(search.cv_results_["holdout_predictions"], brute):
+    for got, expected in zip(search.cv_results_["holdout_predictions"], brute, strict=True):
         np.testing.assert_allclose(got, expected, rtol=1e-7, atol=1e-9 * np.abs(expected).max())
     # The default score is one minus the per-row pairwise rank loss of the pooled hold-out predictions.
     np.testing.assert_allclose(search.cv_results_["mean_test_score"],
@@ -138,7 +138,7 @@ def test_two_step_cv_matches_holdout_and_dense_refits(data, setting):
     assert [(p["alpha"], p["alpha2"]) for p in search.cv_results_["params"]] == [(a, b) for a in ALPHAS for b in alphas2]
     model = TwoStepRLS().fit(K1, K2, Y)
     for p, P, score in zip(search.cv_results_["params"], search.cv_results_["holdout_predictions"],
-                           search.cv_results_["mean_test_score"]):
+                           search.cv_results_["mean_test_score"], strict=True):
         np.testing.assert_allclose(P, model.holdout_predictions(setting, p["alpha"], p["alpha2"]), rtol=1e-12)
         assert score == pytest.approx(-np.mean((Y - P) ** 2), rel=1e-12)
         if setting == "D":  # explicit refits without row i and column j

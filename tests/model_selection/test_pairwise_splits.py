@@ -31,8 +31,8 @@ def test_splits_hold_out_the_setting_and_are_counted(rng, setting, one_domain, c
         seen[test] += 1
         if setting == "A":  # the same (unordered, in one domain) pair never on both sides
             key = (np.minimum(rows, cols), np.maximum(rows, cols)) if one_domain else (rows, cols)
-            test_keys = set(zip(key[0][test], key[1][test]))
-            assert not any(k in test_keys for k in zip(key[0][train], key[1][train]))
+            test_keys = set(zip(key[0][test], key[1][test], strict=True))
+            assert not any(k in test_keys for k in zip(key[0][train], key[1][train], strict=True))
             continue
         held = set()
         if setting in "BD":

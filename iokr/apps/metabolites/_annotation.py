@@ -139,7 +139,7 @@ def decode(keys):
 
 def key_to_formula(key, charge=0):
     """Hill-order text of one key (for reports and tests)."""
-    return format_formula(dict(zip(SYMBOLS, decode(key).tolist())), charge)
+    return format_formula(dict(zip(SYMBOLS, decode(key).tolist(), strict=True)), charge)
 
 
 class _Fallback(Exception):

@@ -15,7 +15,9 @@ from pathlib import Path
 import numpy as np
 
 from ...exceptions import IOKRDataError
+from ._candidates import CandidateStore, read_candidate_lists
 from ._database import CANDIDATE_COLUMNS, StructureDatabase
+from ._fingerprints import inchikey, parse_structure
 from ._formulas import FormulaError, canonical_formula, monoisotopic_mass
 
 
@@ -75,8 +77,6 @@ class ListSource:
         return self.store.fingerprints([self.texts[i] for i in ids])
 
     def records(self, ids):
-        from ._fingerprints import inchikey, parse_structure
-
         out = []
         for i in ids:
             text, li = self.texts[i], self.list_of[i]
@@ -99,8 +99,6 @@ def open_source(path, fingerprinter, store_path=None, progress=None):
     any other file: one CSV/TSV/SDF indexed in memory (each query still gets only the structures that fit it).
     ``progress``: the jobs' factory ``progress(total, label)``, used while a table is indexed in memory.
     """
-    from ._candidates import CandidateStore, read_candidate_lists
-
     path = Path(path)
     if not path.exists():
         raise IOKRDataError(f"Candidates {path} do not exist.")

@@ -24,7 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...exceptions import IOKRDataError
-from ...io import check_expansion, read_npz
+from ...io import atomic_open, check_expansion, read_npz
 from ._database import decode_fingerprints, encode_fingerprint
 from ._fingerprints import Fingerprinter, _rdkit, inchikey, inchikey_of_inchi, molecular_formula, parse_structure
 
@@ -219,12 +219,12 @@ def read_candidate_lists(path, store=None, progress=None):
         except (UnicodeDecodeError, csv.Error, IOKRDataError) as exc:
             raise IOKRDataError(f"Candidate list {name}: {exc}") from None
         keys, ok = store.keys_for(structures)
-        if any(good and not key for key, good in zip(keys, ok)):
+        if any(good and not key for key, good in zip(keys, ok, strict=True)):
             raise IOKRDataError(f"Candidate store {store.path} holds parsed structures without an InChIKey; the "
                                 "file is damaged: delete it to rebuild the cache.")
         lst = CandidateList(name=name, formula=formula, true_key=true_key, n_rows=len(structures))
         best, lst_scores = {}, []
-        for i, (s, k, good) in enumerate(zip(structures, keys, ok)):
+        for i, (s, k, good) in enumerate(zip(structures, keys, ok, strict=True)):
             if not good:
                 lst.n_unparsable += 1
                 continue
@@ -481,11 +481,10 @@ def export_fingerprint_cache(store, structures, path):
     """
     structures = list(dict.fromkeys(s for s in structures if isinstance(s, str)))
     keys, ok = store.keys_for(structures)
-    structures = [s for s, good in zip(structures, ok) if good]
-    keys = [k for k, good in zip(keys, ok) if good]
+    structures = [s for s, good in zip(structures, ok, strict=True) if good]
+    keys = [k for k, good in zip(keys, ok, strict=True) if good]
     F = store.fingerprints(structures)
     csr = sp.csr_matrix(F)
-    from ...io import atomic_open
 
     with atomic_open(path, "wb") as handle:  # a cache is whole or absent
         np.savez_compressed(

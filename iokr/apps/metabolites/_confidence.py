@@ -16,6 +16,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 import numpy as np
+from sklearn.linear_model import LogisticRegression
+
+from ...decoding import CandidateSets
+from ._model import MetaboliteIdentifier
 
 #: Bins of the expected calibration error and the reliability diagram (equal width on [0, 1]).
 N_BINS = 10
@@ -123,8 +127,6 @@ def fit_calibration(margins, sizes, correct):
     ValueError
         When the examples hold no right or no wrong top hit (nothing to calibrate on).
     """
-    from sklearn.linear_model import LogisticRegression
-
     margins = np.asarray(margins, dtype=np.float64)
     keep = ~np.isnan(margins)
     margins, sizes, correct = margins[keep], np.asarray(sizes)[keep], np.asarray(correct, dtype=bool)[keep]
@@ -188,9 +190,8 @@ def calibration_examples(train, params, n_folds, seed, base_grams, progress=None
     progress : callable, optional
         Called after each fold.
     """
-    from ...decoding import CandidateSets
-    from ._model import MetaboliteIdentifier
-    from ._pipeline import _fold_ids, _sliced_test_kernel, formula_candidate_sets
+    # Local import: _pipeline imports _evaluation, which imports this module (an import cycle).
+    from ._pipeline import _fold_ids, _sliced_test_kernel, formula_candidate_sets  # noqa: PLC0415 - import cycle
 
     spectra, Y = train.spectra, np.asarray(train.Y, dtype=np.float64)
     grams, diags = base_grams
@@ -214,7 +215,7 @@ def calibration_examples(train, params, n_folds, seed, base_grams, progress=None
         if mask.any():
             queries = te[mask]
             lists = [formula_sets.indices[i] for i in queries]
-            truth = [int(np.flatnonzero(lst == i)[0]) for lst, i in zip(lists, queries)]
+            truth = [int(np.flatnonzero(lst == i)[0]) for lst, i in zip(lists, queries, strict=True)]
             scores = model.score_sets(spectra[queries], CandidateSets(Y, lists), test_kernel=(K[mask], diag[mask]))
             examples.append(top_margins(scores, truth))
         if progress is not None:

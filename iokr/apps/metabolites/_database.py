@@ -14,10 +14,13 @@ identifiers from ``Identifier``, ``CID``, ``ID``...; names from ``Name``, ``Comp
 from __future__ import annotations
 
 import csv
+import gzip
 import itertools
 import json
+import os
 import sqlite3
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from urllib.parse import quote
 
@@ -25,7 +28,8 @@ import numpy as np
 
 from ...decoding import CountFeatures, PackedBinaryFeatures
 from ...exceptions import IOKRDataError
-from ._fingerprints import Fingerprinter, inchikey, inchikey_of_inchi, parse_structure
+from ...io import iter_lines
+from ._fingerprints import Fingerprinter, _rdkit, inchikey, inchikey_of_inchi, parse_structure
 from ._formulas import FormulaError, canonical_formula, monoisotopic_mass
 
 SCHEMA = "iokr-structure-database"
@@ -78,15 +82,11 @@ def _csv_rows(path):
     """``(columns, rows)`` of a CSV/TSV file, streamed through the capped line reader (:func:`iokr.io.iter_lines`:
     line length, gzip ratio). A UTF-8 byte-order mark is dropped; the delimiter is a tab when the file name says
     ``.tsv``, else the first of tab, comma and semicolon (spreadsheet exports) found in the header."""
-    from ...io import iter_lines
-
     csv.field_size_limit(MAX_FIELD_BYTES)
     lines = (line + "\n" for _, line in iter_lines(path, what="Structure database", errors="replace"))
     first = next(lines, "").lstrip("\ufeff")
-    if ".tsv" in path.name.lower():
-        delimiter = "\t"
-    else:
-        delimiter = next((d for d in ("\t", ",", ";") if d in first), ",")
+    tsv = ".tsv" in path.name.lower()
+    delimiter = "\t" if tsv else next((d for d in ("\t", ",", ";") if d in first), ",")
     reader = csv.DictReader(itertools.chain([first], lines), delimiter=delimiter)
     columns = [c.strip() for c in (reader.fieldnames or [])]
 
@@ -105,9 +105,6 @@ SDF_TITLE, SDF_SMILES = "SDF_TITLE", "__sdf_smiles"
 
 def _sdf_rows(path):
     """``(columns, rows)`` of an SDF file, one record at a time (RDKit reads from the open file, plain or gzip)."""
-    import gzip
-
-    from ._fingerprints import _rdkit
 
     Chem = _rdkit()
     with open(path, "rb") as probe:
@@ -115,7 +112,7 @@ def _sdf_rows(path):
     handle = gzip.open(path, "rb") if gz else open(path, "rb")  # noqa: SIM115 - closed by rows() when consumed
     # Columns are the properties seen in the file's first records (a streamed file cannot be looked at twice).
     supplier = Chem.ForwardSDMolSupplier(handle, sanitize=True)
-    head = [mol for _, mol in zip(range(1000), supplier)]
+    head = [mol for _, mol in zip(range(1000), supplier, strict=False)]
     columns = [SDF_TITLE]
     for mol in head:
         if mol is not None:
@@ -284,7 +281,7 @@ class StructureDatabase:
         counts = {"n_rows": 0, "n_unparsable": 0, "n_duplicates": 0}
         for chunk, parsed in _parsed_chunks(rows, structure_columns, fingerprinter, n_jobs):
             batch = []
-            for row, result in zip(chunk, parsed):
+            for row, result in zip(chunk, parsed, strict=True):
                 counts["n_rows"] += 1
                 if result is None:
                     counts["n_unparsable"] += 1
@@ -398,8 +395,6 @@ def _parse_texts(texts, fingerprint):
 def _parsed_chunks(rows, structure_columns, fingerprinter, n_jobs):
     """``(rows, parsed)`` per chunk of :data:`CHUNK_ROWS` rows, parsed in worker processes when there are several
     chunks (RDKit parsing and fingerprints dominate indexing; results keep the file order)."""
-    import os
-
     def texts_of(chunk):
         return [next((r.get(c) for c in structure_columns if (r.get(c) or "").strip()), None) for r in chunk]
 
@@ -412,7 +407,6 @@ def _parsed_chunks(rows, structure_columns, fingerprinter, n_jobs):
         for chunk in chunks:
             yield chunk, _parse_texts(texts_of(chunk), fingerprinter.params())
         return
-    from concurrent.futures import ProcessPoolExecutor
 
     with ProcessPoolExecutor(max_workers=n_jobs) as pool:
         pending = []
@@ -426,12 +420,10 @@ def _parsed_chunks(rows, structure_columns, fingerprinter, n_jobs):
 
 
 def _formula_of(mol):
-    from rdkit.Chem.rdMolDescriptors import CalcMolFormula
+    from rdkit.Chem.rdMolDescriptors import CalcMolFormula  # noqa: PLC0415 - rdkit is an optional dependency
 
     return CalcMolFormula(mol)
 
 
 def _smiles_of(mol):
-    from ._fingerprints import _rdkit
-
     return _rdkit().MolToSmiles(mol)

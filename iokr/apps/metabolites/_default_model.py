@@ -14,6 +14,11 @@ import json
 import os
 from pathlib import Path
 
+from ... import __version__
+from ...datasets import BUNDLED_METABOLITES
+from ._jobs import DEFAULT_FINGERPRINT, DEFAULT_PARAMS, Feedback, train_job
+from ._pipeline import DEFAULT_GRID
+
 
 def cache_dir():
     """The folder of iokr's cached files (see the module docstring)."""
@@ -25,11 +30,6 @@ def cache_dir():
 
 def default_model_path():
     """Path of the cached ready model for this version, bundled data and training settings."""
-    from ... import __version__
-    from ...datasets import BUNDLED_METABOLITES
-    from ._jobs import DEFAULT_FINGERPRINT, DEFAULT_PARAMS
-    from ._pipeline import DEFAULT_GRID
-
     digest = hashlib.blake2b(digest_size=8)
     digest.update(Path(BUNDLED_METABOLITES["spectra"]).read_bytes())
     digest.update(json.dumps([DEFAULT_FINGERPRINT, DEFAULT_PARAMS, DEFAULT_GRID], sort_keys=True,
@@ -39,9 +39,6 @@ def default_model_path():
 
 def ensure_default_model(progress=None, log=print):
     """The ready model's path, training and caching it first when it is missing."""
-    from ...datasets import BUNDLED_METABOLITES
-    from ._jobs import Feedback, train_job
-
     path = default_model_path()
     if path.exists():
         return path

@@ -11,6 +11,7 @@ import numpy as np
 
 from ...decoding import CandidateSets, CountFeatures, PackedBinaryFeatures
 from ...metrics import top_k_accuracy, true_candidate_rank
+from ._confidence import calibration_report
 from ._spectra import clean_spectra, concatenate
 
 TOP_K = (1, 5, 10, 20)
@@ -95,14 +96,14 @@ def evaluate_lists(model, spectra, lists, store, cleaning, progress=None, calibr
         raise ValueError("No candidate list has a spectrum of its true structure among the given spectra.")
     pool = _concatenate_compact(pool)
     merged_queries = []
-    for li, rows in structure_queries:
+    for _, rows in structure_queries:
         m, _ = cleaning.merged(cleaned[rows], groups=[0] * rows.size)
         merged_queries.append(m)
     structure_spectra = concatenate(merged_queries)
     scores = model.score_sets(structure_spectra, CandidateSets(pool, struct_idx))
     if progress is not None:
         progress()
-    for (li, _), s in zip(structure_queries, scores):
+    for (li, _), s in zip(structure_queries, scores, strict=True):
         ti = lists[li].true_index
         details[li]["rank"] = true_candidate_rank(s, ti) if ti is not None else None
     # per-spectrum queries: the cleaned single spectra, peaks capped as for merged ones
@@ -120,8 +121,6 @@ def evaluate_lists(model, spectra, lists, store, cleaning, progress=None, calibr
         details[li]["spectrum_accessions"] = [cleaned.metadata[i].get("accession") for i in rows]
         spec_ranks.extend(r)
     if calibration is not None:
-        from ._confidence import calibration_report
-
         truth = [lists[li].true_index for li, _ in structure_queries]
         spec_truth = [lists[li].true_index for li, rows in structure_queries for _ in range(rows.size)]
         out["confidence"] = {"per_structure": calibration_report(calibration, scores, truth),

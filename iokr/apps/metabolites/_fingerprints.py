@@ -5,6 +5,8 @@ Structures RDKit rejects are reported (``None`` rows and a count), never silentl
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from ...decoding import PackedBinaryFeatures
@@ -22,7 +24,7 @@ FINGERPRINTS = ("morgan_counts", "morgan_bits", "maccs", "morgan_counts+maccs", 
 
 def _rdkit():
     try:
-        from rdkit import Chem, RDLogger
+        from rdkit import Chem, RDLogger  # noqa: PLC0415 - rdkit is an optional dependency
     except ImportError:  # pragma: no cover - depends on the environment
         raise ImportError("Fingerprints need RDKit: pip install 'iokr[chem]'.") from None
     RDLogger.DisableLog("rdApp.*")
@@ -62,15 +64,13 @@ def inchikey_of_inchi(text):
 
 
 def molecular_formula(mol):
-    from rdkit.Chem.rdMolDescriptors import CalcMolFormula
+    from rdkit.Chem.rdMolDescriptors import CalcMolFormula  # noqa: PLC0415 - rdkit is an optional dependency
 
     return CalcMolFormula(mol)
 
 
 def formula_mass(formula):
     """Monoisotopic mass of a molecular formula such as ``"C9H8O4"`` (charge signs ignored); NaN if unreadable."""
-    import re
-
     if not isinstance(formula, str) or not re.fullmatch(r"(?:[A-Z][a-z]?\d*)+[+-]*\d*", formula.strip()):
         return float("nan")
     Chem = _rdkit()
@@ -85,7 +85,7 @@ def formula_mass(formula):
 
 
 def _generator(name, n_bits, radius):
-    from rdkit.Chem import rdFingerprintGenerator as gen
+    from rdkit.Chem import rdFingerprintGenerator as gen  # noqa: PLC0415 - rdkit is an optional dependency
 
     if name == "morgan":
         return gen.GetMorganGenerator(radius=radius, fpSize=n_bits)
@@ -137,7 +137,7 @@ class Fingerprinter:
         return {"kind": self.kind, "n_bits": self.n_bits, "radius": self.radius}
 
     def _one(self, mol, out):
-        from rdkit.Chem import MACCSkeys
+        from rdkit.Chem import MACCSkeys  # noqa: PLC0415 - rdkit is an optional dependency
 
         if not hasattr(self, "_generators"):
             self._generators = {}

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ...decoding import CandidateSets
 from ._adducts import AdductError, ion_mode_of, parse_adduct
 from ._formulas import FormulaError, canonical_formula
 
@@ -192,8 +193,6 @@ def score_queries(model, cleaned, queries, source, fingerprinter, settings, prog
     Scores of one query do not depend on the other queries of its batch (the spectrum kernels sum each spectrum's
     terms in an order of its own).
     """
-    from ...decoding import CandidateSets
-
     ok = [q for q in queries if q.status == "ok"]
     for start in range(0, len(ok), settings.batch_size):
         batch = ok[start:start + settings.batch_size]
@@ -201,6 +200,6 @@ def score_queries(model, cleaned, queries, source, fingerprinter, settings, prog
         pool = source.fingerprints(ids, fingerprinter)
         sets = [np.searchsorted(ids, q.candidates) for q in batch]
         scores = model.score_sets(cleaned[np.array([q.row for q in batch])], CandidateSets(pool, sets))
-        yield from zip(batch, scores)
+        yield from zip(batch, scores, strict=True)
         if progress is not None:
             progress(min(start + settings.batch_size, len(ok)))

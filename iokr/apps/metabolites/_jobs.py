@@ -14,9 +14,12 @@ from pathlib import Path
 import numpy as np
 
 from ...exceptions import IOKRDataError
+from ._adducts import AdductError, parse_adduct
+from ._candidate_sources import open_source
 from ._candidates import CandidateStore, read_candidate_lists
-from ._confidence import calibration_examples, fit_calibration
+from ._confidence import Calibration, calibration_examples, fit_calibration, top_margins
 from ._fingerprints import Fingerprinter
+from ._identify import IdentifySettings, plan_queries, score_queries
 from ._model import MetaboliteIdentifier
 from ._persist import load_identifier, read_model, save_identifier
 from ._pipeline import (
@@ -178,8 +181,6 @@ def fit_with_cv(spectra, store, cleaning, exclude_keys=(), config=None, feedback
 def training_precursor_types(spectra, log=print):
     """Canonical precursor types of training spectra; spectra without one (or with an unreadable one) are
     counted and logged, and taken as ``[M+H]+`` when no spectrum names a type."""
-    from ._adducts import AdductError, parse_adduct
-
     types, n_unknown = set(), 0
     for meta in spectra.metadata:
         try:
@@ -272,11 +273,8 @@ def identify_job(model_path, spectra_path, candidates_path, settings=None, *, st
         ``identifications`` (one dict per query), ``candidates`` (top-k rows; empty with a ``candidate_sink``),
         ``candidate_columns``, ``statuses`` (count per status), ``parameters`` (the run's settings and sources).
     """
-    from threadpoolctl import threadpool_limits
+    from threadpoolctl import threadpool_limits  # noqa: PLC0415 - threadpoolctl is optional
 
-    from ._candidate_sources import open_source
-    from ._confidence import Calibration, top_margins
-    from ._identify import IdentifySettings, plan_queries, score_queries
 
     settings = IdentifySettings() if settings is None else settings
     feedback = Feedback() if feedback is None else feedback
@@ -307,7 +305,7 @@ def identify_job(model_path, spectra_path, candidates_path, settings=None, *, st
         margins, sizes, _ = top_margins([scores])
         confidence = calibration.probability(margins, sizes)[0] if calibration is not None else None
         records = source.records(q.candidates[order])
-        for rank, (j, record) in enumerate(zip(order, records), 1):
+        for rank, (j, record) in enumerate(zip(order, records, strict=True), 1):
             write({"query_id": q.query_id, "rank": rank, **record, "score": f"{scores[j]:.6g}"})
         identifications[q.row] = {**records[0], "score": f"{scores[order[0]]:.6g}",
                                   "confidence": "" if confidence is None else f"{confidence:.3f}"}

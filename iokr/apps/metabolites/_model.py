@@ -86,7 +86,7 @@ def alignf_weights(grams, target):
 
 
 def _combine(grams, diags, weights, gamma):
-    K = sum(w * G for w, G in zip(weights, grams))
+    K = sum(w * G for w, G in zip(weights, grams, strict=True))
     if gamma is None:
         return K
     da, db = diags
@@ -218,7 +218,7 @@ class MetaboliteIdentifier(BaseEstimator):
             rows = np.asarray(weights_from)
             weights = self._fit_weights([G[np.ix_(rows, rows)] for G in grams], output, Y[rows])
         unit = [self._unit_diag(d) for d in diags]
-        da = sum(w * d for w, d in zip(weights, unit))
+        da = sum(w * d for w, d in zip(weights, unit, strict=True))
         return _combine(grams, (da, da), weights, self.input_gamma), weights
 
     def _check_params(self):
@@ -251,8 +251,8 @@ class MetaboliteIdentifier(BaseEstimator):
 
     def _combined(self, grams, unit_diags, test_unit_diags=None):
         test_unit_diags = unit_diags if test_unit_diags is None else test_unit_diags
-        da = sum(w * d for w, d in zip(self.weights_, test_unit_diags))
-        db = sum(w * d for w, d in zip(self.weights_, unit_diags))
+        da = sum(w * d for w, d in zip(self.weights_, test_unit_diags, strict=True))
+        db = sum(w * d for w, d in zip(self.weights_, unit_diags, strict=True))
         return _combine(grams, (da, db), self.weights_, self.input_gamma)
 
     def test_kernel(self, spectra):
@@ -261,14 +261,14 @@ class MetaboliteIdentifier(BaseEstimator):
         if not isinstance(spectra, Spectra):
             raise TypeError(f"'spectra' must be a Spectra object, got {type(spectra).__name__}.")
         grams, test_diags = [], []
-        for kernel, train_diag in zip(self.base_kernels_, self.train_raw_diags_):
+        for kernel, train_diag in zip(self.base_kernels_, self.train_raw_diags_, strict=True):
             K, d, _ = normalized_gram(kernel, spectra, self.train_spectra_, diag_b=train_diag,
                                       working_memory=self.working_memory)
             grams.append(K)
             test_diags.append(self._unit_diag(d))
         train_unit = [self._unit_diag(d) for d in self.train_raw_diags_]
         K = self._combined(grams, train_unit, test_diags)
-        diag = sum(w * d for w, d in zip(self.weights_, test_diags))
+        diag = sum(w * d for w, d in zip(self.weights_, test_diags, strict=True))
         if self.input_gamma is not None:
             diag = np.ones_like(diag)
         return K, diag

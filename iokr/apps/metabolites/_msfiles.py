@@ -15,6 +15,8 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
+from ...io import iter_lines
+
 #: Field names of other tools (lower case) -> the harmonized name.
 ALIASES = {
     "pepmass": "precursor_mz", "precursormz": "precursor_mz", "precursor_mz": "precursor_mz",
@@ -46,8 +48,6 @@ def open_text(path):
 
 def _lines(path):
     """Numbered lines of a spectrum file, stripped (the shared capped reader: line length and gzip ratio)."""
-    from ...io import iter_lines
-
     for number, line in iter_lines(path, what="Spectra file", errors="replace"):
         yield number, line.strip().lstrip("\ufeff")
 

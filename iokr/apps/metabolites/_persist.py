@@ -14,6 +14,7 @@ import numpy as np
 from ...io import ModelFileError, load_model_file, save_model_file
 from ._fingerprints import Fingerprinter
 from ._model import MetaboliteIdentifier
+from ._pipeline import Cleaning
 from ._spectra import Spectra
 
 KIND = "metabolites"
@@ -79,8 +80,6 @@ def load_identifier(path, contents=None):
     cleaning : Cleaning
     metadata : dict
     """
-    from ._pipeline import Cleaning
-
     arrays, meta, fingerprinter = read_model(path) if contents is None else contents
     try:
         cleaning = Cleaning(**meta["cleaning"])
@@ -104,7 +103,7 @@ def load_identifier(path, contents=None):
         if Y.shape != (n_train, n_feat):
             raise ValueError(f"the training fingerprints have shape {Y.shape}, expected {(n_train, n_feat)}")
         metadata = [{"inchikey": str(k), "inchi": str(i), "accessions": str(a).split(";"), "license": str(lic)}
-                    for k, i, a, lic in zip(keys, inchis, accessions, licenses)]
+                    for k, i, a, lic in zip(keys, inchis, accessions, licenses, strict=True)]
         for name in ("train_mz", "train_intensity", "train_precursor_mz", "train_offsets"):
             if arrays[name].dtype.kind not in ("iu" if name == "train_offsets" else "fiu"):
                 raise ValueError(f"array {name!r} has dtype {arrays[name].dtype}")

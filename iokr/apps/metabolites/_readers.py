@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import gzip
+import logging
 import math
+import tempfile
 import zlib
 from pathlib import Path
 
 import numpy as np
 
 from ...exceptions import IOKRDataError
-from ...io import JSONDataError, iter_lines, loads_json
+from ...io import JSONDataError, check_expansion, iter_lines, loads_json
+from ._fingerprints import inchikey, parse_structure
+from ._msfiles import harmonize, iter_mgf, iter_msp, open_text
 from ._spectra import Spectra
 
 #: Mass of a proton (Da), for the m/z of [M+H]+ ions.
@@ -219,8 +224,6 @@ def _from_records(records, path, require_precursor, keep_empty=False):
 
 
 def _text_records(path, fmt):
-    from ._msfiles import harmonize, iter_mgf, iter_msp
-
     reader = iter_mgf if fmt == "mgf" else iter_msp
     for index, fields, peaks in reader(path):
         meta = harmonize(fields)
@@ -229,9 +232,7 @@ def _text_records(path, fmt):
 
 def _matchms_records(path, fmt):
     try:
-        import logging
-
-        from matchms.importing import load_spectra
+        from matchms.importing import load_spectra  # noqa: PLC0415 - matchms is an optional dependency
     except ImportError:  # pragma: no cover - depends on the environment
         raise IOKRDataError(f"Reading {fmt} files needs matchms: pip install 'iokr[chem]'.") from None
     logging.getLogger("matchms").setLevel(logging.ERROR)
@@ -252,8 +253,6 @@ def _matchms_records(path, fmt):
         if s is None:
             yield n_parsed, None, None
         else:
-            from ._msfiles import harmonize
-
             # matchms keeps some fields of other tools as they came (ION, PRECURSOR_TYPE): harmonize them too.
             meta = harmonize({str(k).lower(): v for k, v in s.metadata.items()})
             peaks = np.column_stack([s.peaks.mz, s.peaks.intensities]) if s.peaks is not None else []
@@ -263,8 +262,6 @@ def _matchms_records(path, fmt):
 
 def _derive_inchikeys(spectra):
     """InChIKeys of records that give only a SMILES or an InChI (GNPS/MassBank-style training files), by RDKit."""
-    from ._fingerprints import inchikey, parse_structure
-
     for meta in spectra.metadata:
         if not meta.get("inchikey") and (meta.get("inchi") or meta.get("smiles")):
             mol = parse_structure(meta.get("inchi") or meta.get("smiles"))
@@ -278,11 +275,9 @@ SPECTRUM_FORMATS = {".mgf": "mgf", ".msp": "msp", ".mzml": "mzml", ".mzxml": "mz
 
 def _sniff_format(path):
     """The format from the first non-empty line of a (possibly gzipped) file: MGF, MSP, JSON or JSONL; None."""
-    from ._msfiles import open_text
-
     try:
         with open_text(path) as handle:
-            for _, line in zip(range(50), handle):
+            for _, line in zip(range(50), handle, strict=False):
                 text = line.strip().lstrip("\ufeff")
                 if not text or text.startswith(("#", ";", "!")):
                     continue
@@ -319,11 +314,8 @@ def _spectrum_format(path):
 def _plain_copy(path, tmp_dir):
     """``path`` itself, or a decompressed copy of a ``.gz`` file in ``tmp_dir`` for readers that need a plain
     file path (matchms's mzML/mzXML/JSON readers)."""
-    import gzip
-
     if not path.name.lower().endswith(".gz"):
         return path
-    from ...io import check_expansion
 
     target = Path(tmp_dir) / path.name[:-3]
     size, written = path.stat().st_size, 0
@@ -379,8 +371,6 @@ def read_spectra(path, *, require_precursor=True, require_structure=False, keep_
     if fmt in ("mgf", "msp"):
         spectra, report = _from_records(_text_records(path, fmt), path, require_precursor, keep_empty)
     else:
-        import tempfile
-
         with tempfile.TemporaryDirectory(prefix="iokr-spectra-") as tmp:
             plain = _plain_copy(path, tmp)
             spectra, report = _from_records(_matchms_records(plain, fmt), path, require_precursor, keep_empty)

@@ -80,7 +80,8 @@ def select_multilabel(X_train, Y_train, *, alphas=DEFAULT_ALPHAS, gamma_scales=D
             params = {**(iokr_params or {}), "normalize_output": bool(normalize_output)}
             search = closed_form_search(X, Y_train, folds, alphas=alphas, kernels=kernels, iokr_params=params)
             results = search.cv_results_
-            for setting, mean, std in zip(results["params"], results["mean_test_score"], results["std_test_score"]):
+            for setting, mean, std in zip(results["params"], results["mean_test_score"], results["std_test_score"],
+                                   strict=True):
                 cv_results.append({"scaling": scaling, "normalize_output": bool(normalize_output),
                                    "alpha": float(setting["alpha"]), "input_kernel": repr(setting["input_kernel"]),
                                    "cv_f1": 100 * float(mean), "cv_f1_std": 100 * float(std)})

@@ -1,12 +1,24 @@
+import gzip
 import itertools
+import json
 
 import numpy as np
 import pytest
 
-from iokr.apps.metabolites import MetaboliteIdentifier, Spectra, normalized_gram
+from iokr.apps.metabolites import (
+    Cleaning,
+    Fingerprinter,
+    MetaboliteIdentifier,
+    Spectra,
+    load_identifier,
+    normalized_gram,
+    read_spectra,
+    save_identifier,
+)
 from iokr.apps.metabolites._annotated_kernels import FormulaTokenKernel
 from iokr.apps.metabolites._annotation import ELEMENTS, AnnotationSettings, annotate, decode, precursor_ion
 from iokr.apps.metabolites._formulas import ELECTRON_MASS, ELEMENT_MASSES
+from iokr.datasets._metabolites import BUNDLED_METABOLITES
 
 FORMULAS = ("C6H12O6", "C9H11NO2", "C8H10N4O2", "C10H10O3", "C7H7ClN2O", "C5H5N5O")
 MASSES = np.array([ELEMENT_MASSES[e] for e, _, _ in ELEMENTS])
@@ -116,11 +128,6 @@ def test_identifier_with_annotated_kernels():
 def test_model_file_roundtrip_with_annotated_kernels(tmp_path):
     """Model files keep the training InChIs, not the formula fields: the reloaded model annotates its training
     spectra from the InChI (and the default [M+H]+) and scores exactly as the fitted one."""
-    import gzip
-    import json
-
-    from iokr.apps.metabolites import Cleaning, Fingerprinter, load_identifier, read_spectra, save_identifier
-    from iokr.datasets._metabolites import BUNDLED_METABOLITES
 
     with gzip.open(BUNDLED_METABOLITES["spectra"], "rt") as handle:
         records = [json.loads(line) for line in itertools.islice(handle, 80)]
@@ -138,6 +145,6 @@ def test_model_file_roundtrip_with_annotated_kernels(tmp_path):
     loaded = load_identifier(saved)[0]
     assert FormulaTokenKernel().annotation_report(loaded.train_spectra_).n_annotated_spectra == len(train)
     queries = cleaning.single(spectra)[:10]
-    for a, b in zip(model.test_kernel(queries), loaded.test_kernel(queries)):
+    for a, b in zip(model.test_kernel(queries), loaded.test_kernel(queries), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(loaded.weights_, model.weights_)

@@ -30,14 +30,14 @@ def _naive_explanations(formula, adduct_counts, charge, mz, settings):
     for combo in itertools.product(*(range(counts[e] + 1) for e in elements)):
         if sum(combo) == 0:
             continue
-        rdbe = 1 + sum(n * (VALENCE[e] - 2) / 2 for e, n in zip(elements, combo))
+        rdbe = 1 + sum(n * (VALENCE[e] - 2) / 2 for e, n in zip(elements, combo, strict=True))
         if rdbe < -0.5:
             continue
-        mass = sum(ELEMENT_MASSES[e] * n for e, n in zip(elements, combo)) - charge * ELECTRON_MASS
+        mass = sum(ELEMENT_MASSES[e] * n for e, n in zip(elements, combo, strict=True)) - charge * ELECTRON_MASS
         for j, m in enumerate(mz):
             tol = max(m * settings.ppm * 1e-6, settings.abs_tolerance)
             if abs(m - mass) <= tol and m <= precursor_mass + tol:
-                found.add((j, "".join(f"{e}{n}" for e, n in zip(elements, combo) if n)))
+                found.add((j, "".join(f"{e}{n}" for e, n in zip(elements, combo, strict=True) if n)))
     return found, precursor_mass
 
 
@@ -45,7 +45,7 @@ def _as_pairs(annotation, elements):
     pairs = set()
     for j in range(annotation.offsets.size - 1):
         for key in annotation.fragment[annotation.offsets[j]:annotation.offsets[j + 1]]:
-            counts = dict(zip([e for e, _, _ in ELEMENTS], decode(key).tolist()))
+            counts = dict(zip([e for e, _, _ in ELEMENTS], decode(key).tolist(), strict=True))
             pairs.add((j, "".join(f"{e}{counts[e]}" for e in elements if counts[e])))
     return pairs
 

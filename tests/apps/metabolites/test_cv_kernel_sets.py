@@ -3,6 +3,7 @@
 import numpy as np
 from test_annotated_kernels import annotated_spectra
 
+from iokr.apps.metabolites import MetaboliteIdentifier
 from iokr.apps.metabolites._pipeline import TrainingSet, cross_validate
 
 BASE = {"kernels": ("ppk", "binned"), "weights": "alignf", "sigma_mz": 0.01, "sigma_intensity": 0.25,
@@ -25,7 +26,6 @@ def test_kernel_sets_in_the_grid_match_separate_searches():
         assert [r["score"] for r in mine] == [r["score"] for r in alone]
         assert [r["weights"] for r in mine] == [r["weights"] for r in alone]
     # base Grams given for the base kernel set are used for that set only
-    from iokr.apps.metabolites import MetaboliteIdentifier
 
     grams = MetaboliteIdentifier(**BASE).base_grams(spectra)
     _, again = cross_validate(train, BASE, grid, base_grams=grams)
