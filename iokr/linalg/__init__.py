@@ -56,6 +56,13 @@ from ._path import (
     choose_path_method,
     ridge_solution,
 )
+from ._product_path import (
+    PRODUCT_PATH_METHODS,
+    LUShift,
+    ProductEigenShift,
+    ProductShiftPath,
+    mixing_holdout_coefficients,
+)
 from ._ranking_holdout import (
     BlockCentering,
     complete_graph_holdout,
@@ -72,13 +79,6 @@ from ._sketch import (
     subsample_indices,
 )
 from ._two_step import two_step_dual, two_step_holdout
-from ._product_path import (
-    PRODUCT_PATH_METHODS,
-    LUShift,
-    ProductEigenShift,
-    ProductShiftPath,
-    mixing_holdout_coefficients,
-)
 
 __all__ = [
     "EIGEN_MIN_ALPHAS",

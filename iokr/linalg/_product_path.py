@@ -179,7 +179,7 @@ def mixing_holdout_coefficients(shift, gram, mixing, held_blocks, query_units):
     gram = np.asarray(gram, dtype=np.float64)
     out = []
     n = gram.shape[0]
-    for block, units in zip(held_blocks, query_units):
+    for block, units in zip(held_blocks, query_units, strict=True):
         block = sparse.csr_matrix(block)
         units = np.asarray(units, dtype=np.intp)
         support = np.union1d(units, np.union1d(*block.nonzero())) if block.nnz else units

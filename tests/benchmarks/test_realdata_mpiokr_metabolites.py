@@ -46,7 +46,8 @@ def test_alpha_cv_search_equals_refits(rng, kind, gamma):
         for tr, te in splits:
             model = MPIOKR(alpha=alpha, input_kernel=kernel, output_kernel=Tanimoto(), approximation=kind,
                            gamma=gamma).fit(X[tr], Y[tr], CandidateSets(Y, [train_sets[i] for i in tr]))
-            for i, r in zip(te, model.rank(X[te], CandidateSets(Y, [eval_sets.indices[i] for i in te]))):
+            for i, r in zip(te, model.rank(X[te], CandidateSets(Y, [eval_sets.indices[i] for i in te])),
+                            strict=True):
                 s = np.full(r.n_candidates, -np.inf)
                 s[r.order] = r.scores
                 assert ranks[j][i] == true_candidate_rank(s, 0)

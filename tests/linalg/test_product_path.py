@@ -37,7 +37,7 @@ def test_product_path_solves_match_dense(method, singular_gram):
     B = _psd(rng, n, rank=7)
     path = ProductShiftPath(K, B, [0.01, 0.3, 2.0], method=method)
     X = rng.normal(size=(n, 3))
-    for alpha, shift in zip(path.alphas, path):
+    for alpha, shift in zip(path.alphas, path, strict=True):
         M = alpha * np.eye(n) + K @ B
         np.testing.assert_allclose(shift.solve(X), np.linalg.solve(M, X), rtol=1e-9, atol=1e-10)
         np.testing.assert_allclose(shift.solve_transposed(X), np.linalg.solve(M.T, X), rtol=1e-9, atol=1e-10)
@@ -63,7 +63,7 @@ def test_mixing_holdout_equals_retraining_without_the_blocks(method, holdouts):
     shift = ProductShiftPath(K, B, [alpha], method=method).shift(alpha)
     held = [sum(blocks[i] for i in h) for h in holdouts]
     got = mixing_holdout_coefficients(shift, K, sparse.csr_matrix(B), held, [np.array(h) for h in holdouts])
-    for h, c in zip(holdouts, got):
+    for h, c in zip(holdouts, got, strict=True):
         B_c = B - sum(blocks[i] for i in h).toarray()
         # explicit retraining: c_C(u) = B_C (alpha I + K B_C)^{-1} k(u)
         expected = (B_c @ np.linalg.solve(alpha * np.eye(n_units) + K @ B_c, K[:, h])).T

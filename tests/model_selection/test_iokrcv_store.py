@@ -36,7 +36,7 @@ def test_stored_values_equal_refits_without_transforms(rng, cv):
             model = IOKR(alpha=alpha, **flags).fit(X[tr], Y[tr])
             np.testing.assert_allclose(preds[j][te], model.predict_features(X[te]), rtol=1e-8, atol=1e-10)
             sub = CandidateSets(Y, [sets.indices[i] for i in te])
-            for i, r in zip(te, model.rank(X[te], sub)):
+            for i, r in zip(te, model.rank(X[te], sub), strict=True):
                 s = np.full(r.n_candidates, -np.inf)
                 s[r.order] = r.scores
                 assert ranks[j][i] == pytest.approx(true_candidate_rank(s, 0, ties="average"))
