@@ -206,7 +206,7 @@ class MPIOKR(IOKR):
                 raise ValueError(f"'candidate_inputs' must hold one array per candidate set ({sets.n_queries}), "
                                  f"got {len(candidate_inputs)}.")
             blocks = []
-            for i, (block, size) in enumerate(zip(candidate_inputs, sets.sizes)):
+            for i, (block, size) in enumerate(zip(candidate_inputs, sets.sizes, strict=True)):
                 if np.size(block) == 0 and size == 0:
                     continue
                 block = input_kernel.validate(block, f"candidate_inputs[{i}]")

@@ -289,28 +289,7 @@ class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
             intercept = self.center_input and self.center_output
             path = RegularizationPath(gram, alphas, method=self.path_method, name="input kernel",
                                       intercept=intercept)
-            results = {}
-            skeleton = None
-            if (scoring == "mse" and stored is None and path.method == "eigen"
-                    and all(h.size == 1 for h in holdouts)):
-                # Squared errors for the whole grid at once: a few skeleton alphas carry the n x n x p products.
-                rows_all = np.concatenate(holdouts)
-                for k, (_, target) in enumerate(targets):
-                    sq, skeleton = loo_squared_errors(path.eigen, target.error_factor(), alphas,
-                                                      working_memory=self.working_memory)
-                    for j in range(alphas.size):
-                        results[(k, j)] = list(-sq[j, rows_all])
-            self.skeleton_alphas_.append(None if skeleton is None else alphas[skeleton.indices])
-            for j, solver in enumerate(path):  # (also raises the path's conditioning warnings)
-                if (0, j) in results:
-                    continue
-                shared = {}  # output-independent hold-out algebra at this alpha, shared by all output settings
-                for k, (out_setting, target) in enumerate(targets):
-                    record = None if stored is None else {}
-                    results[(k, j)] = self._split_scores(solver, target, holdouts, scoring, sets, truth, shared,
-                                                         record)
-                    if record is not None:
-                        results[(k, j, "stored")] = record
+            results = self._path_results(path, targets, holdouts, scoring, sets, truth, stored is not None)
             for k, (out_setting, _) in enumerate(targets):
                 for j, alpha in enumerate(alphas):
                     rows.append({**in_setting, **out_setting, "alpha": float(alpha)})
@@ -328,6 +307,30 @@ class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
         self.n_features_in_ = self.best_estimator_.n_features_in_
         self.n_output_features_ = self.best_estimator_.n_output_features_
         return self
+
+    def _path_results(self, path, targets, holdouts, scoring, sets, truth, store):
+        """Split scores ``{(output setting, alpha index): scores}`` along one input setting's path (with
+        ``store``, also ``{(k, j, "stored"): record}``); records the skeleton alphas of the leave-one-out grid."""
+        alphas, results, skeleton = path.alphas, {}, None
+        if scoring == "mse" and not store and path.method == "eigen" and all(h.size == 1 for h in holdouts):
+            # Squared errors for the whole grid at once: a few skeleton alphas carry the n x n x p products.
+            rows_all = np.concatenate(holdouts)
+            for k, (_, target) in enumerate(targets):
+                sq, skeleton = loo_squared_errors(path.eigen, target.error_factor(), alphas,
+                                                  working_memory=self.working_memory)
+                for j in range(alphas.size):
+                    results[(k, j)] = list(-sq[j, rows_all])
+        self.skeleton_alphas_.append(None if skeleton is None else alphas[skeleton.indices])
+        for j, solver in enumerate(path):  # (also raises the path's conditioning warnings)
+            if (0, j) in results:
+                continue
+            shared = {}  # output-independent hold-out algebra at this alpha, shared by all output settings
+            for k, (_, target) in enumerate(targets):
+                record = {} if store else None
+                results[(k, j)] = self._split_scores(solver, target, holdouts, scoring, sets, truth, shared, record)
+                if record is not None:
+                    results[(k, j, "stored")] = record
+        return results
 
     # -- per-alpha hold-out evaluation -------------------------------------------------------------------------------
     def _split_scores(self, solver, target, holdouts, scoring, sets, truth, shared, record=None):

@@ -21,10 +21,12 @@ import numpy as np
 
 from ...decoding import CandidateSets
 from ...metrics import true_candidate_rank
+from ...model_selection import IOKRCV
+from ._evaluation import TOP_K, evaluate_lists, topk_percentages  # noqa: F401
 
 # The evaluation on candidate lists lives in ._evaluation; evaluate_lists is re-exported here, where callers have
 # found it.
-from ._evaluation import TOP_K, evaluate_lists, topk_percentages  # noqa: F401
+from ._fingerprints import formula_mass
 from ._model import MetaboliteIdentifier, make_output_kernel
 from ._spectra import clean_spectra, merge_spectra
 
@@ -91,7 +93,7 @@ def training_set(spectra, store, cleaning, exclude_keys=(), merge=True):
     n_bad = int((~ok).sum())
     if n_bad:
         train, Y = train[np.flatnonzero(ok)], Y[ok]
-        labels = [k for k, good in zip(labels, ok) if good]
+        labels = [k for k, good in zip(labels, ok, strict=True) if good]
     licenses = {}
     for lic in kept.field("license"):
         licenses[lic] = licenses.get(lic, 0) + 1
@@ -137,7 +139,7 @@ def _grid_points(grid, base_params):
     names = sorted(grid)
     points, seen = [], set()
     for values in itertools.product(*(grid[n] for n in names)):
-        point = dict(zip(names, values))
+        point = dict(zip(names, values, strict=True))
         kernel = point.get("output_kernel", base_params.get("output_kernel", "gaussian_tanimoto"))
         if kernel != "gaussian_tanimoto" and "output_gamma" in point:
             point["output_gamma"] = None  # unused by this output kernel: one row instead of one per width
@@ -198,8 +200,6 @@ def formula_candidate_sets(Y, formulas, min_size=FORMULA_LIST_SIZE):
         ``n`` lists over the pool ``Y``; list ``i`` contains ``i``.
     scored : ndarray of bool, shape (n,)
     """
-    from ._fingerprints import formula_mass
-
     n = len(formulas)
     if np.shape(Y)[0] != n:
         raise ValueError(f"'formulas' has {n} entries for {np.shape(Y)[0]} fingerprints.")
@@ -252,8 +252,6 @@ def _holdout_ranks(K, Y, alphas, splits, sets, output_kernel, working_memory, fo
     ``fold_score(indices, ranks)`` is IOKRCV's per-split score; the ranks are IOKRCV's stored hold-out ranks
     (``store_cv_results=True``).
     """
-    from ...model_selection import IOKRCV
-
     def scoring(result):
         return fold_score(np.asarray(result.indices), np.asarray(result.ranks, dtype=np.float64))
 
@@ -261,7 +259,43 @@ def _holdout_ranks(K, Y, alphas, splits, sets, output_kernel, working_memory, fo
                     scoring=scoring, path_method="eigen", working_memory=working_memory, store_cv_results=True)
     search.fit(K, Y, candidate_sets=sets)
     return [(float(alpha), ranks) for alpha, ranks in zip(search.cv_results_["param_alpha"],
-                                                          search.cv_results_["holdout_ranks"])]
+                                                          search.cv_results_["holdout_ranks"], strict=True)]
+
+
+def _surrogate_lists(train, Y, folds, splits, surrogate):
+    """``({name: (candidate sets, IOKRCV's per-split score)}, scored)`` of the surrogate CV lists (see
+    :func:`cross_validate`); ``scored`` marks the structures with same-formula lists (None without them)."""
+    surrogates, scored = {}, None
+    if surrogate in ("fold", "both"):
+        surrogates["fold"] = (fold_candidate_sets(Y, folds), lambda idx, r: _topk_row(r)[1])
+    if surrogate in ("formula", "both"):
+        if train.formulas is None or len(train.formulas) != len(train.spectra):
+            raise ValueError(f"cross_validate(surrogate={surrogate!r}) needs the molecular formula of every "
+                             "training structure (TrainingSet.formulas).")
+        formula_sets, scored = formula_candidate_sets(Y, train.formulas)
+        if any(not scored[te].any() for _, te in splits):
+            raise ValueError(f"cross_validate(surrogate={surrogate!r}): a fold has no structure whose molecular "
+                             "formula is shared by another training structure; use surrogate='fold'.")
+        surrogates["formula"] = (formula_sets, lambda idx, r: _formula_row(r[scored[idx]])[1])
+    return surrogates, scored
+
+
+def _surrogate_scores(ranks_by_surrogate, splits, scored, surrogate):
+    """A table row's fold-averaged top-k and scores from the hold-out ranks of each surrogate at one alpha."""
+    row, scores = {}, {}
+    for name, ranks in ranks_by_surrogate.items():
+        if name == "fold":
+            fold_rows = [_topk_row(ranks[te]) for _, te in splits]
+        else:
+            fold_rows = [_formula_row(ranks[te][scored[te]]) for _, te in splits]
+        prefix = "" if (name == "fold" or surrogate == "formula") else "formula_"
+        for k in TOP_K:
+            row[f"{prefix}top{k}"] = float(np.mean([r[f"top{k}"] for r, _ in fold_rows]))
+        scores[name] = float(np.mean([sc for _, sc in fold_rows]))
+    if surrogate == "both":
+        row["fold_score"], row["formula_score"] = scores["fold"], scores["formula"]
+    row["score"] = float(np.mean(list(scores.values())))
+    return row
 
 
 def _fold_holdout_ranks(model, base_grams, Y, alphas, splits, surrogates):
@@ -280,7 +314,7 @@ def _fold_holdout_ranks(model, base_grams, Y, alphas, splits, surrogates):
                                      split_score)
             if name not in merged:
                 merged[name] = [(alpha, np.full(Y.shape[0], np.nan)) for alpha, _ in results]
-            for (_, ranks), (_, fold_ranks) in zip(merged[name], results):
+            for (_, ranks), (_, fold_ranks) in zip(merged[name], results, strict=True):
                 ranks[test_rows] = fold_ranks[test_rows]
     return merged, np.mean(fold_weights, axis=0)
 
@@ -344,18 +378,7 @@ def cross_validate(train, base_params, grid=None, n_folds=3, seed=0, progress=No
     spectra, Y = train.spectra, np.asarray(train.Y, dtype=np.float64)
     folds = _fold_ids(len(spectra), n_folds, seed)
     splits = [(np.flatnonzero(folds != f), np.flatnonzero(folds == f)) for f in range(n_folds)]
-    surrogates = {}  # name -> (candidate sets, IOKRCV's per-split score)
-    if surrogate in ("fold", "both"):
-        surrogates["fold"] = (fold_candidate_sets(Y, folds), lambda idx, r: _topk_row(r)[1])
-    if surrogate in ("formula", "both"):
-        if train.formulas is None or len(train.formulas) != len(spectra):
-            raise ValueError(f"cross_validate(surrogate={surrogate!r}) needs the molecular formula of every "
-                             "training structure (TrainingSet.formulas).")
-        formula_sets, scored = formula_candidate_sets(Y, train.formulas)
-        if any(not scored[te].any() for _, te in splits):
-            raise ValueError(f"cross_validate(surrogate={surrogate!r}): a fold has no structure whose molecular "
-                             "formula is shared by another training structure; use surrogate='fold'.")
-        surrogates["formula"] = (formula_sets, lambda idx, r: _formula_row(r[scored[idx]])[1])
+    surrogates, scored = _surrogate_lists(train, Y, folds, splits, surrogate)
     kernel_settings = {}
     for point in points:
         key = tuple((k, point[k]) for k in names if k != "alpha")
@@ -379,20 +402,8 @@ def cross_validate(train, base_params, grid=None, n_folds=3, seed=0, progress=No
                                                      splits, surrogates)
         for j, alpha in enumerate(a for a, _ in next(iter(per_surrogate.values()))):
             row = {**dict(key), "alpha": float(alpha)}
-            scores = {}
-            for name, results in per_surrogate.items():
-                ranks = results[j][1]
-                if name == "fold":
-                    fold_rows = [_topk_row(ranks[te]) for _, te in splits]
-                else:
-                    fold_rows = [_formula_row(ranks[te][scored[te]]) for _, te in splits]
-                prefix = "" if (name == "fold" or surrogate == "formula") else "formula_"
-                for k in TOP_K:
-                    row[f"{prefix}top{k}"] = float(np.mean([r[f"top{k}"] for r, _ in fold_rows]))
-                scores[name] = float(np.mean([sc for _, sc in fold_rows]))
-            if surrogate == "both":
-                row["fold_score"], row["formula_score"] = scores["fold"], scores["formula"]
-            row["score"] = float(np.mean(list(scores.values())))
+            row.update(_surrogate_scores({name: results[j][1] for name, results in per_surrogate.items()}, splits,
+                                         scored, surrogate))
             row["weights"] = [round(float(w), 4) for w in weights]
             table.append(row)
             if progress is not None:
@@ -439,7 +450,7 @@ def cross_validate_refit(train, base_params, grid=None, n_folds=3, seed=0, progr
     table = []
     for i, point in enumerate(points):
         acc = np.mean(results[i], axis=0)
-        row = {**{k: v for k, v in point.items()}, **{f"top{k}": float(a) for k, a in zip(TOP_K, acc)}}
+        row = {**{k: v for k, v in point.items()}, **{f"top{k}": float(a) for k, a in zip(TOP_K, acc, strict=True)}}
         row["score"] = float((acc[0] + acc[2] + acc[3]) / 3.0)
         table.append(row)
     best = max(table, key=lambda r: r["score"])
@@ -451,7 +462,7 @@ def _sliced_test_kernel(model, grams, diags, te, tr):
     unit = model._unit_diag
     test_grams = [G[np.ix_(te, tr)] for G in grams]
     K = model._combined(test_grams, [unit(d[tr]) for d in diags], [unit(d[te]) for d in diags])
-    diag = sum(w * unit(d[te]) for w, d in zip(model.weights_, diags))
+    diag = sum(w * unit(d[te]) for w, d in zip(model.weights_, diags, strict=True))
     if model.input_gamma is not None:
         diag = np.ones_like(diag)
     return K, diag
