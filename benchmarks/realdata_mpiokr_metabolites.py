@@ -50,11 +50,13 @@ import hashlib
 import json
 import os
 import platform
+import re
 import shutil
 import time
 from pathlib import Path
 
 import numpy as np
+from scipy.stats import binomtest
 
 from benchmarks._memory import peak_rss_mib
 from iokr.apps.metabolites import (
@@ -249,8 +251,8 @@ def load(data, store_path, cache):
 
 def structure_info(train, store):
     """Monoisotopic mass and molecular formula of each training structure (RDKit)."""
-    from rdkit.Chem.Descriptors import ExactMolWt
-    from rdkit.Chem.rdMolDescriptors import CalcMolFormula
+    from rdkit.Chem.Descriptors import ExactMolWt  # noqa: PLC0415 - optional chem extra
+    from rdkit.Chem.rdMolDescriptors import CalcMolFormula  # noqa: PLC0415 - optional chem extra
 
     masses, formulas = [], []
     for m in train.spectra.metadata:
@@ -282,12 +284,12 @@ def cached_grams(train, queries, cache, log):
 
     all_queries = concatenate(list(queries))
     tests, test_diags = [], []
-    for kernel, d in zip(model._base_kernels(), diags):
+    for kernel, d in zip(model._base_kernels(), diags, strict=True):
         K, dq, _ = normalized_gram(kernel, all_queries, train.spectra, diag_b=d)
         tests.append(K)
         test_diags.append(MetaboliteIdentifier._unit_diag(dq))
     t_all = time.perf_counter() - t0
-    for k, G, d, T, td in zip(names, grams, diags, tests, test_diags):
+    for k, G, d, T, td in zip(names, grams, diags, tests, test_diags, strict=True):
         np.save(folder / f"train_{k}.npy", G)
         np.save(folder / f"diag_{k}.npy", d)
         np.save(folder / f"test_{k}.npy", T)
@@ -337,7 +339,7 @@ def iokr_refit_ranks(alphas, kernel, output, X, Y, splits, eval_sets):
         sets = CandidateSets(Y, [eval_sets.indices[i] for i in te])
         for j, alpha in enumerate(alphas):
             model = IOKR(alpha=alpha, input_kernel=kernel, output_kernel=output).fit(X[tr], Y[tr])
-            for i, r in zip(te, model.rank(X[te], sets)):
+            for i, r in zip(te, model.rank(X[te], sets), strict=True):
                 s = np.full(r.n_candidates, -np.inf)
                 s[r.order] = r.scores
                 out[j][i] = true_candidate_rank(s, 0)  # the structure itself is first in its list
@@ -361,7 +363,7 @@ def alpha_cv_search(kind, gamma, fraction, alphas, kernel, output, X, Y, splits,
         search.fit(X, Y, CandidateSets(Y, train_sets), scoring_sets=eval_sets)
         ranks_per_alpha = search.cv_results_["holdout_ranks"]
     rows = []
-    for alpha, ranks in zip(alphas, ranks_per_alpha):
+    for alpha, ranks in zip(alphas, ranks_per_alpha, strict=True):
         per_fold = [_fold_row(ranks[te]) for _, te in splits]
         rows.append({"alpha": float(alpha), "score": float(np.mean([sc for _, sc in per_fold])),
                      **{k: float(np.mean([r[k] for r, _ in per_fold])) for k in per_fold[0][0]},
@@ -380,8 +382,6 @@ def fit_estimator(est, X, Y, sets, stats):
 
 def cv_rows_from_log(path, name):
     """Per-alpha CV scores of ``name`` read back from a run log (the folds it completed before it was stopped)."""
-    import re
-
     pattern = re.compile(rf"\s{re.escape(name)} fold (\d+) alpha ([0-9.eE+-]+): score ([0-9.]+)")
     scores = {}
     for line in Path(path).read_text().splitlines():
@@ -416,7 +416,34 @@ def final_fit(res, kernel, output, X, Y, sets, names, offsets, spectra, lists, s
 
 # -- main ----------------------------------------------------------------------------------------------------------
 
-def main(argv=None):
+@dataclasses.dataclass
+class _Data:
+    """The training structures, the 60 lists and what the stand-in candidate sets are drawn from."""
+
+    spectra: object
+    lists: list
+    store: CandidateStore
+    cleaning: Cleaning
+    train: object
+    Y: np.ndarray
+    masses: np.ndarray
+    formulas: np.ndarray
+    is_list_candidate: np.ndarray
+
+
+@dataclasses.dataclass
+class _Kernels:
+    """The combined input kernel on cached Grams, the output kernel, and where each query batch starts."""
+
+    base: list
+    weights: np.ndarray
+    kernel: WeightedSum
+    output: Kernel
+    offsets: dict
+    gram_times: dict
+
+
+def _parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", required=True, help="the shared data folder (with metabolites/)")
     parser.add_argument("--output", default="reports")
@@ -436,13 +463,197 @@ def main(argv=None):
                         "structures")
     parser.add_argument("--markdown-only", action="store_true",
                         help="rewrite OUTPUT/mpiokr_metabolites.md from OUTPUT/mpiokr_metabolites.json (no computation)")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def _load_training(args, cache, log):
+    """The data, the (optionally subsampled) training structures, their masses and formulas, and which of them are
+    candidates of the 60 lists."""
+    spectra, lists, store, cleaning, train = load(Path(args.data) / "metabolites", args.store, cache)
+    if args.subsample:
+        keep = np.sort(np.random.default_rng(args.seed).choice(len(train.keys), args.subsample, replace=False))
+        train = dataclasses.replace(train, spectra=train.spectra[keep], Y=train.Y[keep],
+                                    keys=[train.keys[i] for i in keep])
+    Y = np.asarray(train.Y, dtype=np.float64)
+    masses, formulas = structure_info(train, store)
+    list_keys = {k for lst in lists for k in lst.keys}
+    is_list_candidate = np.array([k[:14] in list_keys for k in train.keys])
+    log(f"training: {Y.shape[0]} structures from {train.n_spectra} spectra; {int(is_list_candidate.sum())} of them "
+        f"are candidates of the 60 lists (never used as training candidates)")
+    return _Data(spectra, lists, store, cleaning, train, Y, masses, formulas, is_list_candidate)
+
+
+def _build_kernels(d, cache, log):
+    """Base Grams (cached), ALIGNF weights and the combined kernel; the queries are numbered in scoring order."""
+    recorder = _Recorder()
+    evaluate_lists(recorder, d.spectra, d.lists, d.store, d.cleaning)
+    offsets, start = {}, 0
+    for q in recorder.calls:
+        offsets[_spectra_key(q)] = start
+        start += len(q)
+    grams, diags, tests, test_diags, gram_times = cached_grams(d.train, recorder.calls, cache, log)
+    weights = MetaboliteIdentifier(**PARAMS).combined_training_gram(grams, diags, d.Y)[1]
+    base = [SplitGram(G, T, dg) for G, T, dg in zip(grams, tests, test_diags, strict=True)]
+    kernel = WeightedSum(base, weights)
+    output = make_output_kernel(PARAMS["output_kernel"])
+    log(f"ALIGNF weights {np.round(weights, 4).tolist()}")
+    return _Kernels(base, weights, kernel, output, offsets, gram_times)
+
+
+def _gamma_stage(kern, Y, X, splits, names, stage):
+    """Reverse-model hold-out errors per gamma, per base kernel (separate) and for the combined kernel (joint);
+    read from ``stage`` when an earlier invocation saved them."""
+    if stage.exists():
+        return json.loads(stage.read_text())
+    t0 = time.perf_counter()
+    groups = [np.array([k]) for k in range(len(kern.base))]
+    per_kernel = _GroupedInput(kern.base, kern.weights, groups, True, True).fit_grams(X)
+    transformed = dict(zip(names, per_kernel, strict=True))
+    del per_kernel
+    transformed["combined"] = InputSide(kern.kernel, True, True).fit_gram(X)
+    K_y = OutputSide(kern.output, True, True).fit(Y).train_gram
+    gamma_cv = {"gammas": list(GAMMAS), "errors": reverse_cv(transformed, K_y, splits, GAMMAS),
+                "seconds": time.perf_counter() - t0}
+    del transformed, K_y
+    stage.write_text(json.dumps(gamma_cv))
+    return gamma_cv
+
+
+def _fold_standin_sets(d, folds, size):
+    """Training candidate sets and evaluation lists, each structure's drawn from its own fold.
+
+    Its training candidate set is never a structure another fold holds out (no held-out structure enters training
+    as a candidate) and its evaluation list is itself + its fold's stand-ins.
+    """
+    n = d.Y.shape[0]
+    train_sets, eval_sets = [None] * n, [None] * n
+    for f in range(N_FOLDS):
+        members = np.flatnonzero(folds == f)
+        allowed = np.zeros(n, bool)
+        allowed[members] = True
+        allowed &= ~d.is_list_candidate
+        for j, standin in zip(members, standin_sets(d.masses, d.formulas, members, allowed, size), strict=True):
+            train_sets[j] = standin
+            eval_sets[j] = np.concatenate([[j], standin])
+    return train_sets, CandidateSets(d.Y, eval_sets)
+
+
+def _alpha_from_log(name, spec, log_path, log):
+    """``name``'s alpha from the CV scores a stopped run logged (the folds it completed)."""
+    kind, gamma, fraction = spec
+    rows = cv_rows_from_log(log_path, name)
+    best = max(rows, key=lambda r: r["score"])
+    res = {"kind": kind, "gamma": gamma, "fraction": fraction, "alpha": best["alpha"], "cv": rows,
+           "cv_seconds": float("nan"), "cv_folds": sorted({f for r in rows for f in r["folds"]}), "cv_log": log_path}
+    log(f"{name}: alpha {best['alpha']} by CV on folds {res['cv_folds']} (from {log_path})")
+    return res
+
+
+def _alpha_by_cv(name, spec, alphas, alpha_cv, stage, cv_args, log):
+    """``name``'s alpha by 3-fold hold-out (``alpha_cv_search``); the rows are saved in ``alpha_cv`` / ``stage``."""
+    kind, gamma, fraction = spec
+    kernel, output, X, Y, splits, train_sets, eval_sets, seed = cv_args
+    key = f"{name}|{gamma}|{alphas}"
+    if key not in alpha_cv:
+        t0 = time.perf_counter()
+        _, rows = alpha_cv_search(kind, gamma, fraction, alphas, kernel, output, X, Y, splits, train_sets,
+                                  eval_sets, seed)
+        for row in rows:
+            for f, score in enumerate(row["fold_scores"]):
+                log(f"  {name} fold {f} alpha {row['alpha']}: score {score:.1f}")
+        alpha_cv[key] = {"rows": rows, "seconds": time.perf_counter() - t0}
+        stage.write_text(json.dumps(alpha_cv))
+    cv = alpha_cv[key]
+    best = max(cv["rows"], key=lambda r: r["score"])
+    log(f"{name}: alpha {best['alpha']} by CV (score {best['score']:.2f}; CV {cv['seconds']:.0f} s)")
+    return {"kind": kind, "gamma": gamma, "fraction": fraction, "alpha": best["alpha"],
+            "cv": cv["rows"], "cv_seconds": cv["seconds"]}
+
+
+def _select_alphas(models, alphas, args, stage, cv_args, log):
+    """Per model: alpha read from a run log (``--cv-log``), shared with an earlier model (``--alpha-from``), or by
+    3-fold hold-out, in that order of precedence."""
+    alpha_cv = json.loads(stage.read_text()) if stage.exists() else {}
+    shared = dict(item.split("=") for item in args.alpha_from.split(",") if item)
+    from_log = dict(item.split("=") for item in args.cv_log.split(",") if item)
+    results = {}
+    for name, spec in models.items():
+        if name in from_log:
+            results[name] = _alpha_from_log(name, spec, from_log[name], log)
+        elif name in shared:
+            kind, gamma, fraction = spec
+            source = results[shared[name]]
+            results[name] = {"kind": kind, "gamma": gamma, "fraction": fraction, "alpha": source["alpha"],
+                             "cv": None, "cv_seconds": 0.0, "alpha_from": shared[name]}
+            log(f"{name}: alpha {source['alpha']} of {shared[name]} (no CV of its own)")
+        else:
+            results[name] = _alpha_by_cv(name, spec, alphas, alpha_cv, stage, cv_args, log)
+    return results
+
+
+def _final_fits(results, args, d, kern, X, names, cache, log):
+    """Fit each model on all training structures and score the 60 lists once (stage cached); the stand-in set sizes."""
+    n = d.Y.shape[0]
+    final_sets = standin_sets(d.masses, d.formulas, np.arange(n), ~d.is_list_candidate, args.size)
+    sizes = np.array([len(s) for s in final_sets])
+    stage = cache / f"final_{n}_{args.seed}_{args.size}_{args.fraction}.json"
+    finals = json.loads(stage.read_text()) if stage.exists() else {}
+    for name, res in results.items():
+        key = f"{name}|{res['gamma']}|{res['alpha']}"
+        if key not in finals:
+            finals[key] = final_fit(res, kern.kernel, kern.output, X, d.Y, final_sets, names, kern.offsets, d.spectra,
+                                    d.lists, d.store, d.cleaning, args.seed)
+            stage.write_text(json.dumps(finals, default=float))
+        res.update(finals[key])
+        log(f"{name}: fit {res['fit_s']:.0f} s, per structure {res['per_structure']}, per spectrum "
+            f"{res['per_spectrum']}")
+    return sizes
+
+
+def _report_notes(results):
+    """Notes on the models whose alpha is borrowed (``--alpha-from``) or read from a stopped run's log."""
+    return ([f"- {name} uses the alpha that cross-validation chose for {r['alpha_from']} (``--alpha-from``), "
+             "without a CV of its own: the separate approximation's CV refits cost several minutes each on "
+             "this shared machine and the run had to fit the time budget. The paper reports no difference "
+             "between all and 1% candidates; the joint rows show whether CV picks the same alpha for both."
+             for name, r in results.items() if r.get("alpha_from")]
+            + [f"- {name}: alpha chosen by the CV score on fold(s) {r['cv_folds']} of the 3 only (read from the log "
+               "of the run that computed them, scores as logged with one decimal; that run was stopped there for time: the separate approximation's refits "
+               "with 3 gamma groups take minutes each on this shared machine); top-k of the CV not kept."
+               for name, r in results.items() if r.get("cv_log")])
+
+
+def _build_report(args, d, kern, sizes, gamma_cv, gammas, alphas, results, summary, t_start, log_lines):
+    """The JSON report (``gammas`` = (joint, separate per base kernel))."""
+    gamma_joint, gamma_sep = gammas
+    published = {k: summary[k] for k in ("published", "published_optimistic") if k in summary}
+    return {
+        "command": "OPENBLAS_NUM_THREADS=1 python -m benchmarks.realdata_mpiokr_metabolites --data DATA "
+                   f"--size {args.size} --fraction {args.fraction} --seed {args.seed}",
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": platform.platform(),
+        "threads": os.environ.get("OPENBLAS_NUM_THREADS"),
+        "n_train_structures": d.Y.shape[0], "n_train_spectra": d.train.n_spectra,
+        "n_excluded_structures": d.train.n_excluded_structures,
+        "n_list_candidates_in_training": int(d.is_list_candidate.sum()),
+        "n_query_spectra": summary["n_query_spectra"], "n_lists": summary["n_lists"],
+        "standin": {"size": args.size, "fraction": args.fraction, "set_sizes": [int(sizes.min()), int(sizes.max())],
+                    "n_memberships_all": int(sizes.sum())},
+        "weights": kern.weights.tolist(), "gamma_cv": gamma_cv, "gamma_joint": gamma_joint,
+        "gamma_separate": dict(zip(PARAMS["kernels"], gamma_sep, strict=True)), "alphas": alphas,
+        "gram_times": kern.gram_times, "published": published, "models": results,
+        "total_s": time.perf_counter() - t_start, "peak_rss_mib": peak_rss_mib(), "log": log_lines,
+        "notes": _report_notes(results),
+    }
+
+
+def main(argv=None):
+    args = _parse_args(argv)
     if args.markdown_only:
         report = json.loads((Path(args.output) / "mpiokr_metabolites.json").read_text())
         write_markdown(report, Path(args.output) / "mpiokr_metabolites.md")
         return
     t_start = time.perf_counter()
-    data, cache, out = Path(args.data) / "metabolites", Path(args.cache), Path(args.output)
+    cache, out = Path(args.cache), Path(args.output)
     cache.mkdir(parents=True, exist_ok=True)
     log_lines = []
 
@@ -451,57 +662,20 @@ def main(argv=None):
         print(line, flush=True)
         log_lines.append(line)
 
-    spectra, lists, store, cleaning, train = load(data, args.store, cache)
-    if args.subsample:
-        keep = np.sort(np.random.default_rng(args.seed).choice(len(train.keys), args.subsample, replace=False))
-        train = dataclasses.replace(train, spectra=train.spectra[keep], Y=train.Y[keep],
-                                    keys=[train.keys[i] for i in keep])
-    Y = np.asarray(train.Y, dtype=np.float64)
-    n = Y.shape[0]
-    masses, formulas = structure_info(train, store)
-    list_keys = {k for lst in lists for k in lst.keys}
-    is_list_candidate = np.array([k[:14] in list_keys for k in train.keys])
-    log(f"training: {n} structures from {train.n_spectra} spectra; {int(is_list_candidate.sum())} of them are "
-        f"candidates of the 60 lists (never used as training candidates)")
-
-    recorder = _Recorder()
-    evaluate_lists(recorder, spectra, lists, store, cleaning)
-    offsets, start = {}, 0
-    for q in recorder.calls:
-        offsets[_spectra_key(q)] = start
-        start += len(q)
-    grams, diags, tests, test_diags, gram_times = cached_grams(train, recorder.calls, cache, log)
-    weights = MetaboliteIdentifier(**PARAMS).combined_training_gram(grams, diags, Y)[1]
-    base = [SplitGram(G, T, d) for G, T, d in zip(grams, tests, test_diags)]
-    kernel = WeightedSum(base, weights)
-    output = make_output_kernel(PARAMS["output_kernel"])
-    log(f"ALIGNF weights {np.round(weights, 4).tolist()}")
-
+    d = _load_training(args, cache, log)
+    kern = _build_kernels(d, cache, log)
+    n = d.Y.shape[0]
     folds = fold_ids(n, N_FOLDS, args.seed)
     splits = [(np.flatnonzero(folds != f), np.flatnonzero(folds == f)) for f in range(N_FOLDS)]
     X = np.arange(n)[:, None]
     names = list(PARAMS["kernels"])
 
-    # gamma: reverse-model hold-out error, per base kernel (separate) and for the combined kernel (joint)
-    stage = cache / f"gamma_cv_{n}_{args.seed}.json"
-    if stage.exists():
-        gamma_cv = json.loads(stage.read_text())
-    else:
-        t0 = time.perf_counter()
-        per_kernel = _GroupedInput(base, weights, [np.array([k]) for k in range(len(base))], True, True).fit_grams(X)
-        transformed = dict(zip(names, per_kernel))
-        del per_kernel
-        transformed["combined"] = InputSide(kernel, True, True).fit_gram(X)
-        K_y = OutputSide(output, True, True).fit(Y).train_gram
-        gamma_cv = {"gammas": list(GAMMAS), "errors": reverse_cv(transformed, K_y, splits, GAMMAS),
-                    "seconds": time.perf_counter() - t0}
-        del transformed, K_y
-        stage.write_text(json.dumps(gamma_cv))
+    gamma_cv = _gamma_stage(kern, d.Y, X, splits, names, cache / f"gamma_cv_{n}_{args.seed}.json")
     errs = gamma_cv["errors"]
     gamma_joint = GAMMAS[int(np.argmin(errs["combined"]))]
     gamma_sep = [GAMMAS[int(np.argmin(errs[k]))] for k in names]
-    log(f"gamma CV ({gamma_cv['seconds']:.0f} s): joint {gamma_joint}, separate {dict(zip(names, gamma_sep))} "
-        f"-> {len(set(gamma_sep))} group(s)")
+    log(f"gamma CV ({gamma_cv['seconds']:.0f} s): joint {gamma_joint}, separate "
+        f"{dict(zip(names, gamma_sep, strict=True))} -> {len(set(gamma_sep))} group(s)")
 
     models = {
         "IOKR": ("IOKR", None, 1.0),
@@ -511,98 +685,17 @@ def main(argv=None):
     models = {k: v for k, v in models.items() if k in args.models.split(",")}
     alphas = [float(a) for a in args.alphas.split(",")]
 
-    # alpha: 3-fold hold-out, ranking held-out structures among held-out stand-in lists. Every structure's lists
-    # are drawn from its own fold: its training candidate set is never a structure another fold holds out (no
-    # held-out structure enters training as a candidate) and its evaluation list is itself + its fold's stand-ins.
-    train_sets, eval_sets = [None] * n, [None] * n
-    for f in range(N_FOLDS):
-        members = np.flatnonzero(folds == f)
-        allowed = np.zeros(n, bool)
-        allowed[members] = True
-        allowed &= ~is_list_candidate
-        for j, standin in zip(members, standin_sets(masses, formulas, members, allowed, args.size)):
-            train_sets[j] = standin
-            eval_sets[j] = np.concatenate([[j], standin])
-    eval_sets = CandidateSets(Y, eval_sets)
-    results = {}
+    # alpha: 3-fold hold-out, ranking held-out structures among held-out stand-in lists drawn from their own fold
+    train_sets, eval_sets = _fold_standin_sets(d, folds, args.size)
+    cv_args = (kern.kernel, kern.output, X, d.Y, splits, train_sets, eval_sets, args.seed)
     stage = cache / f"alpha_holdout_{n}_{args.seed}_{args.size}_{args.fraction}.json"
-    alpha_cv = json.loads(stage.read_text()) if stage.exists() else {}
-    shared = dict(item.split("=") for item in args.alpha_from.split(",") if item)
-    from_log = dict(item.split("=") for item in args.cv_log.split(",") if item)
-    for name, (kind, gamma, fraction) in models.items():
-        if name in from_log:
-            rows = cv_rows_from_log(from_log[name], name)
-            best = max(rows, key=lambda r: r["score"])
-            results[name] = {"kind": kind, "gamma": gamma, "fraction": fraction, "alpha": best["alpha"], "cv": rows,
-                             "cv_seconds": float("nan"), "cv_folds": sorted({f for r in rows for f in r["folds"]}),
-                             "cv_log": from_log[name]}
-            log(f"{name}: alpha {best['alpha']} by CV on folds {results[name]['cv_folds']} (from {from_log[name]})")
-            continue
-        if name in shared:
-            source = results[shared[name]]
-            results[name] = {"kind": kind, "gamma": gamma, "fraction": fraction, "alpha": source["alpha"],
-                             "cv": None, "cv_seconds": 0.0, "alpha_from": shared[name]}
-            log(f"{name}: alpha {source['alpha']} of {shared[name]} (no CV of its own)")
-            continue
-        key = f"{name}|{gamma}|{alphas}"
-        if key not in alpha_cv:
-            t0 = time.perf_counter()
-            _, rows = alpha_cv_search(kind, gamma, fraction, alphas, kernel, output, X, Y, splits, train_sets,
-                                      eval_sets, args.seed)
-            for row in rows:
-                for f, score in enumerate(row["fold_scores"]):
-                    log(f"  {name} fold {f} alpha {row['alpha']}: score {score:.1f}")
-            alpha_cv[key] = {"rows": rows, "seconds": time.perf_counter() - t0}
-            stage.write_text(json.dumps(alpha_cv))
-        cv = alpha_cv[key]
-        best = max(cv["rows"], key=lambda r: r["score"])
-        log(f"{name}: alpha {best['alpha']} by CV (score {best['score']:.2f}; CV {cv['seconds']:.0f} s)")
-        results[name] = {"kind": kind, "gamma": gamma, "fraction": fraction, "alpha": best["alpha"],
-                         "cv": cv["rows"], "cv_seconds": cv["seconds"]}
+    results = _select_alphas(models, alphas, args, stage, cv_args, log)
 
     # final fits on all training structures, each evaluated once on the 60 lists
-    allowed = ~is_list_candidate
-    final_sets = standin_sets(masses, formulas, np.arange(n), allowed, args.size)
-    sizes = np.array([len(s) for s in final_sets])
-    stage = cache / f"final_{n}_{args.seed}_{args.size}_{args.fraction}.json"
-    finals = json.loads(stage.read_text()) if stage.exists() else {}
-    for name, res in results.items():
-        key = f"{name}|{res['gamma']}|{res['alpha']}"
-        if key not in finals:
-            finals[key] = final_fit(res, kernel, output, X, Y, final_sets, names, offsets, spectra, lists, store,
-                                    cleaning, args.seed)
-            stage.write_text(json.dumps(finals, default=float))
-        res.update(finals[key])
-        log(f"{name}: fit {res['fit_s']:.0f} s, per structure {res['per_structure']}, per spectrum "
-            f"{res['per_spectrum']}")
-    summary = evaluate_lists(_Recorder(), spectra, lists, store, cleaning)
-    published = {k: summary[k] for k in ("published", "published_optimistic") if k in summary}
-
-    report = {
-        "command": "OPENBLAS_NUM_THREADS=1 python -m benchmarks.realdata_mpiokr_metabolites --data DATA "
-                   f"--size {args.size} --fraction {args.fraction} --seed {args.seed}",
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": platform.platform(),
-        "threads": os.environ.get("OPENBLAS_NUM_THREADS"),
-        "n_train_structures": n, "n_train_spectra": train.n_spectra,
-        "n_excluded_structures": train.n_excluded_structures,
-        "n_list_candidates_in_training": int(is_list_candidate.sum()),
-        "n_query_spectra": summary["n_query_spectra"], "n_lists": summary["n_lists"],
-        "standin": {"size": args.size, "fraction": args.fraction, "set_sizes": [int(sizes.min()), int(sizes.max())],
-                    "n_memberships_all": int(sizes.sum())},
-        "weights": weights.tolist(), "gamma_cv": gamma_cv, "gamma_joint": gamma_joint,
-        "gamma_separate": dict(zip(names, gamma_sep)), "alphas": alphas, "gram_times": gram_times,
-        "published": published, "models": results, "total_s": time.perf_counter() - t_start,
-        "peak_rss_mib": peak_rss_mib(), "log": log_lines,
-        "notes": [f"- {name} uses the alpha that cross-validation chose for {r['alpha_from']} (``--alpha-from``), "
-                  "without a CV of its own: the separate approximation's CV refits cost several minutes each on "
-                  "this shared machine and the run had to fit the time budget. The paper reports no difference "
-                  "between all and 1% candidates; the joint rows show whether CV picks the same alpha for both."
-                  for name, r in results.items() if r.get("alpha_from")]
-        + [f"- {name}: alpha chosen by the CV score on fold(s) {r['cv_folds']} of the 3 only (read from the log "
-           "of the run that computed them, scores as logged with one decimal; that run was stopped there for time: the separate approximation's refits "
-           "with 3 gamma groups take minutes each on this shared machine); top-k of the CV not kept."
-           for name, r in results.items() if r.get("cv_log")],
-    }
+    sizes = _final_fits(results, args, d, kern, X, names, cache, log)
+    summary = evaluate_lists(_Recorder(), d.spectra, d.lists, d.store, d.cleaning)
+    report = _build_report(args, d, kern, sizes, gamma_cv, (gamma_joint, gamma_sep), alphas, results, summary,
+                           t_start, log_lines)
     out.mkdir(parents=True, exist_ok=True)
     (out / "mpiokr_metabolites.json").write_text(json.dumps(report, indent=2, default=float) + "\n")
     write_markdown(report, out / "mpiokr_metabolites.md")
@@ -616,7 +709,6 @@ def _fmt(row):
 def _paired(report, name, field):
     """Lists (or spectra) where ``name`` ranks the true structure better / worse than IOKR, and the right-tailed
     sign test p-value (equal ranks dropped) that ``name``'s ranks are lower, as in the paper's Table 4."""
-    from scipy.stats import binomtest
 
     def flat(model):
         values = report["models"][model][field]
@@ -637,10 +729,23 @@ def _doc_section(start, end):
     return doc[i:doc.index(end) if end else len(doc)].strip()
 
 
-def write_markdown(report, path):
+#: Row labels of the markdown tables (other model names are printed as they are).
+_LABELS = {"IOKR": "IOKR", "joint-all": "MP-IOKR (j), all", "joint-1%": "MP-IOKR (j), 1%",
+           "separate-all": "MP-IOKR (s), all", "separate-1%": "MP-IOKR (s), 1%"}
+
+
+def _label(name):
+    return _LABELS.get(name, name)
+
+
+def _folds_note(r):
+    return f" (fold {', '.join(map(str, r['cv_folds']))} only)" if r.get("cv_folds") else ""
+
+
+def _md_header(report):
+    """Title, command, machine, the stand-in caveat, the protocol (from the module docstring) and the data sizes."""
     st = report["standin"]
-    models = report["models"]
-    lines = [
+    return [
         "# MP-IOKR vs IOKR: metabolite identification on the 60 PubChem dev lists", "",
         f"`{report['command']}` (code: `benchmarks/realdata_mpiokr_metabolites.py`; caches in `--cache`)", "",
         (f"Measured {report['date']} on a 2-core machine shared with 3 other agents' jobs (BLAS on "
@@ -663,103 +768,139 @@ def write_markdown(report, path):
         (f"Training: {report['n_train_structures']:,} structures ({report['n_train_spectra']:,} spectra; "
         f"{report['n_excluded_structures']} evaluated structures excluded). Queries: 60 lists (per structure: the "
         f"merged spectrum of the true structure), {report['n_query_spectra']:,} spectra (per spectrum). ALIGNF "
-        f"weights (ppk, ppk_nl, binned, binned_nl): {np.round(report['weights'], 3).tolist()}."), "",
-        "## Top-k accuracy (%) on the 60 lists", "",
-        "| model | per structure top-1 | top-5 | top-10 | top-20 | per spectrum top-1 | top-5 | top-10 | top-20 |",
-        "|---|---|---|---|---|---|---|---|---|"]
-    label = {"IOKR": "IOKR", "joint-all": "MP-IOKR (j), all", "joint-1%": "MP-IOKR (j), 1%",
-             "separate-all": "MP-IOKR (s), all", "separate-1%": "MP-IOKR (s), 1%"}
-    for name, r in models.items():
-        lines.append(f"| {label.get(name, name)} | {_fmt(r['per_structure'])} | {_fmt(r['per_spectrum'])} |")
+        f"weights (ppk, ppk_nl, binned, binned_nl): {np.round(report['weights'], 3).tolist()}.")]
+
+
+def _md_topk(report):
+    """Top-k table on the 60 lists, with the published model's rows."""
+    lines = ["", "## Top-k accuracy (%) on the 60 lists", "",
+             "| model | per structure top-1 | top-5 | top-10 | top-20 | per spectrum top-1 | top-5 | top-10 | top-20 |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for name, r in report["models"].items():
+        lines.append(f"| {_label(name)} | {_fmt(r['per_structure'])} | {_fmt(r['per_spectrum'])} |")
     pub = report["published"]
     if "published" in pub:
         lines.append(f"| published IOKR (list scores, ties averaged) | {_fmt(pub['published'])} | | | | |")
         lines.append(f"| published IOKR (ties in its favour) | {_fmt(pub['published_optimistic'])} | | | | |")
-    lines += ["", ("Ties are counted half-way for every model. Paired comparison with IOKR (rank of the true "
-              "structure; better = smaller rank; right-tailed sign test that MP-IOKR's ranks are lower, equal "
-              "ranks dropped, as the paper's Table 4; the spectra of one structure are not independent):"), "",
-              "| model | lists better / worse | p | spectra better / worse | p |", "|---|---|---|---|---|"]
+    return lines
+
+
+def _both(rows):
+    return " / ".join(f"{a} and {b}" for a, b in rows)
+
+
+def _md_paired(report):
+    """Paired sign tests against IOKR, then the paper's Table 3 for context."""
+    models = report["models"]
+    lines = ["", ("Ties are counted half-way for every model. Paired comparison with IOKR (rank of the true "
+             "structure; better = smaller rank; right-tailed sign test that MP-IOKR's ranks are lower, equal "
+             "ranks dropped, as the paper's Table 4; the spectra of one structure are not independent):"), "",
+             "| model | lists better / worse | p | spectra better / worse | p |", "|---|---|---|---|---|"]
     if "IOKR" in models:
         for name in models:
             if name == "IOKR":
                 continue
             b1, w1, p1 = _paired(report, name, "ranks")
             b2, w2, p2 = _paired(report, name, "spectrum_ranks")
-            lines.append(f"| {label.get(name, name)} | {b1} / {w1} | {p1:.2g} | {b2} / {w2} | {p2:.2g} |")
+            lines.append(f"| {_label(name)} | {b1} / {w1} | {p1:.2g} | {b2} / {w2} | {p2:.2g} |")
     t = PAPER_TABLE3
-    both = lambda rows: " / ".join(f"{a} and {b}" for a, b in rows)
     lines += ["", ("For context only (other data: GNPS spectra, 24 kernels including fragmentation trees, 10-fold CV, "
                    "real PubChem training candidates), the paper's Table 3, top-1 / top-10 / top-20: IOKR "
-                   f"{' / '.join(map(str, t['IOKR']))}; MP-IOKR (j) all and 1%: {both(t['MP-IOKR (j)'])}; MP-IOKR (s) "
-                   f"all and 1%: {both(t['MP-IOKR (s)'])}: gains of 0-0.5 points top-1, 0.7-1.6 top-10, 0.7-1.4 "
-                   "top-20, sign test p < 1e-7 against IOKR."), "",
-              "## What cross-validation chose (training structures only)", "",
-              "| model | gamma (groups) | alpha | CV top-1 | top-5 | top-10 | top-20 | CV score |",
-              "|---|---|---|---|---|---|---|---|"]
-    for name, r in models.items():
-        if r["cv"] is None:
-            lines.append(f"| {label.get(name, name)} | (as {label.get(r['alpha_from'], r['alpha_from'])}) | "
-                         f"{r['alpha']} (CV of {label.get(r['alpha_from'], r['alpha_from'])}) | | | | | |")
-            continue
-        best = max(r["cv"], key=lambda row: row["score"])
-        best = {"top1": np.nan, "top5": np.nan, "top10": np.nan, "top20": np.nan, **best}
-        topk = " | ".join("-" if np.isnan(best[f"top{k}"]) else f"{best[f'top{k}']:.1f}" for k in (1, 5, 10, 20))
-        if r["gamma"] is None:
-            gamma = "-"
-        elif r.get("groups"):
-            gamma = "; ".join(f"{report['gamma_separate'][g[0]]}: {', '.join(g)}" for g in r["groups"])
-        else:
-            gamma = str(r["gamma"])
-        folds = f" (fold {', '.join(map(str, r['cv_folds']))} only)" if r.get("cv_folds") else ""
-        lines.append(f"| {label.get(name, name)} | {gamma} | {r['alpha']} | {topk} | {best['score']:.2f}{folds} |")
+                   f"{' / '.join(map(str, t['IOKR']))}; MP-IOKR (j) all and 1%: {_both(t['MP-IOKR (j)'])}; MP-IOKR (s) "
+                   f"all and 1%: {_both(t['MP-IOKR (s)'])}: gains of 0-0.5 points top-1, 0.7-1.6 top-10, 0.7-1.4 "
+                   "top-20, sign test p < 1e-7 against IOKR.")]
+    return lines
+
+
+def _md_cv_row(report, name, r):
+    """One row of the 'what cross-validation chose' table."""
+    if r["cv"] is None:
+        return (f"| {_label(name)} | (as {_label(r['alpha_from'])}) | "
+                f"{r['alpha']} (CV of {_label(r['alpha_from'])}) | | | | | |")
+    best = max(r["cv"], key=lambda row: row["score"])
+    best = {"top1": np.nan, "top5": np.nan, "top10": np.nan, "top20": np.nan, **best}
+    topk = " | ".join("-" if np.isnan(best[f"top{k}"]) else f"{best[f'top{k}']:.1f}" for k in (1, 5, 10, 20))
+    if r["gamma"] is None:
+        gamma = "-"
+    elif r.get("groups"):
+        gamma = "; ".join(f"{report['gamma_separate'][g[0]]}: {', '.join(g)}" for g in r["groups"])
+    else:
+        gamma = str(r["gamma"])
+    return f"| {_label(name)} | {gamma} | {r['alpha']} | {topk} | {best['score']:.2f}{_folds_note(r)} |"
+
+
+def _md_cv(report):
+    """What cross-validation chose, and the CV score per alpha."""
+    st, alphas = report["standin"], report["alphas"]
+    lines = ["", "## What cross-validation chose (training structures only)", "",
+             "| model | gamma (groups) | alpha | CV top-1 | top-5 | top-10 | top-20 | CV score |",
+             "|---|---|---|---|---|---|---|---|"]
+    lines += [_md_cv_row(report, name, r) for name, r in report["models"].items()]
     lines += ["", ("CV score = mean of top-1/10/20 (%) of the held-out structures, each ranked among its stand-in "
               f"list built inside its held-out fold ({st['size']} candidates), averaged over the 3 folds. Score "
-              "per alpha:"), "", "| model | " + " | ".join(f"alpha={a}" for a in report["alphas"]) + " |",
-              "|---|" + "---|" * len(report["alphas"])]
-    for name, r in models.items():
+              "per alpha:"), "", "| model | " + " | ".join(f"alpha={a}" for a in alphas) + " |",
+              "|---|" + "---|" * len(alphas)]
+    for name, r in report["models"].items():
         if r["cv"] is None:
             continue
         by_alpha = {row["alpha"]: row["score"] for row in r["cv"]}
-        folds = f" (fold {', '.join(map(str, r['cv_folds']))} only)" if r.get("cv_folds") else ""
-        lines.append(f"| {label.get(name, name)}{folds} | " + " | ".join(
-            f"{by_alpha[a]:.2f}" if a in by_alpha else "" for a in report["alphas"]) + " |")
+        lines.append(f"| {_label(name)}{_folds_note(r)} | " + " | ".join(
+            f"{by_alpha[a]:.2f}" if a in by_alpha else "" for a in alphas) + " |")
     for name, rows in report.get("fold0_scores", {}).items():
         by_alpha = {row["alpha"]: row["score"] for row in rows}
-        lines.append(f"| {label.get(name, name)} (fold 0 only) | " + " | ".join(
-            f"{by_alpha[a]:.1f}" if a in by_alpha else "" for a in report["alphas"]) + " |")
+        lines.append(f"| {_label(name)} (fold 0 only) | " + " | ".join(
+            f"{by_alpha[a]:.1f}" if a in by_alpha else "" for a in alphas) + " |")
     if report.get("fold0_scores"):
         lines += ["", ("Fold-0-only rows: the same held-out structures as the separate approximation's CV, scores as "
                   "logged (one decimal) by the run that computed the 3-fold CV.")]
+    return lines
+
+
+def _md_gamma(report):
+    """Reverse-model hold-out errors per gamma, the chosen one in bold."""
     g = report["gamma_cv"]
-    lines += ["", ("Reverse-model hold-out error `sum_j ||phi(x_j) - g(y_j)||^2 / l` (3 folds) per gamma, in the "
-              "transformed feature space each gamma serves (per base kernel for the separate approximation, "
-              f"the combined kernel for the joint one; computed in {g['seconds']:.0f} s); **bold** = chosen:"), "",
-              "| kernel | " + " | ".join(f"{x:g}" for x in g["gammas"]) + " |", "|---|" + "---|" * len(g["gammas"])]
+    lines = ["", ("Reverse-model hold-out error `sum_j ||phi(x_j) - g(y_j)||^2 / l` (3 folds) per gamma, in the "
+             "transformed feature space each gamma serves (per base kernel for the separate approximation, "
+             f"the combined kernel for the joint one; computed in {g['seconds']:.0f} s); **bold** = chosen:"), "",
+             "| kernel | " + " | ".join(f"{x:g}" for x in g["gammas"]) + " |", "|---|" + "---|" * len(g["gammas"])]
     for kname, errs in g["errors"].items():
         best = int(np.argmin(errs))
         lines.append(f"| {kname} | " + " | ".join(
             (f"**{e:.4f}**" if i == best else f"{e:.4f}") for i, e in enumerate(errs)) + " |")
-    if report.get("reading"):
-        lines += ["", "## Reading", ""] + report["reading"]
-    lines += ["", "## Timings (s, wall, shared machine, one BLAS thread)", "",
-              ("| model | CV (3 folds x alphas) | final fit | of which candidate statistics | model estimation "
-              "(fit minus statistics) | scoring the 60 lists + spectra |"), "|---|---|---|---|---|---|"]
-    def num(value, fmt):
-        return "-" if value is None or np.isnan(value) else format(value, fmt)
+    return lines
 
-    for name, r in models.items():
+
+def _num(value, fmt):
+    return "-" if value is None or np.isnan(value) else format(value, fmt)
+
+
+def _md_timings(report):
+    """Wall times per model and stage, and of the base Grams."""
+    lines = ["", "## Timings (s, wall, shared machine, one BLAS thread)", "",
+             ("| model | CV (3 folds x alphas) | final fit | of which candidate statistics | model estimation "
+             "(fit minus statistics) | scoring the 60 lists + spectra |"), "|---|---|---|---|---|---|"]
+    for name, r in report["models"].items():
         if r.get("alpha_from"):
-            cv = "- (alpha of " + label.get(r["alpha_from"], r["alpha_from"]) + ")"
+            cv = "- (alpha of " + _label(r["alpha_from"]) + ")"
         elif r.get("cv_folds"):
-            cv = f"{num(r.get('cv_fold_seconds'), '.0f')} (fold {', '.join(map(str, r['cv_folds']))} only)"
+            cv = f"{_num(r.get('cv_fold_seconds'), '.0f')}{_folds_note(r)}"
         else:
-            cv = num(r["cv_seconds"], ".0f")
-        lines.append(f"| {label.get(name, name)} | {cv} | {r['fit_s']:.1f} | {num(r.get('candidate_stats_s'), '.2f')} "
-                     f"| {num(r.get('model_estimation_s'), '.1f')} | {r['scoring_s']:.0f} |")
+            cv = _num(r["cv_seconds"], ".0f")
+        lines.append(f"| {_label(name)} | {cv} | {r['fit_s']:.1f} | {_num(r.get('candidate_stats_s'), '.2f')} "
+                     f"| {_num(r.get('model_estimation_s'), '.1f')} | {r['scoring_s']:.0f} |")
     gt = report.get("gram_times")
     if gt:
         lines += ["", (f"Base Grams: {gt['train_grams_s']:.0f} s for the 4 training Grams, "
                   f"{gt['with_queries_s']:.0f} s with the query blocks (cached afterwards).")]
+    return lines
+
+
+def write_markdown(report, path):
+    """Write the markdown report of ``report`` (the JSON this benchmark saves) to ``path``."""
+    lines = _md_header(report) + _md_topk(report) + _md_paired(report) + _md_cv(report) + _md_gamma(report)
+    if report.get("reading"):
+        lines += ["", "## Reading", ""] + report["reading"]
+    lines += _md_timings(report)
     lines += [""] + report.get("notes", [])
     path.write_text("\n".join(lines) + "\n")
 

@@ -5,8 +5,6 @@ from pathlib import Path
 
 MAX_LINES = 80
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-#: TEMPORARY: rewritten by another change (issue 17); remove once that lands.
-PENDING = {"realdata_mpiokr_metabolites.py"}
 
 
 def _long_functions(path):
@@ -17,7 +15,7 @@ def _long_functions(path):
 
 
 def test_no_benchmark_function_over_80_lines():
-    files = [p for p in sorted(BENCHMARKS.rglob("*.py")) if p.name not in PENDING]
+    files = sorted(BENCHMARKS.rglob("*.py"))
     assert len(files) > 20
     assert [f for p in files for f in _long_functions(p)] == []
 
