@@ -17,6 +17,7 @@ _LAZY = {
     "CandidateFile": "decoding",
     "CandidateFileWriter": "decoding",
     "CandidateSets": "decoding",
+    "CountFeatures": "decoding",
     "PackedBinaryFeatures": "decoding",
     "write_candidate_file": "decoding",
     "IOKR": "estimators",
@@ -59,6 +60,7 @@ __all__ = [
     "ConditionalRankRLSCV",
     "ContextFeaturizer",
     "ContextRLSClassifier",
+    "CountFeatures",
     "KronRLS",
     "KronRLSCV",
     "PackedBinaryFeatures",
@@ -95,7 +97,14 @@ def __dir__():
 
 if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
     from ._config import config_context, get_config, set_config
-    from .decoding import CandidateFile, CandidateFileWriter, CandidateSets, PackedBinaryFeatures, write_candidate_file
+    from .decoding import (
+        CandidateFile,
+        CandidateFileWriter,
+        CandidateSets,
+        CountFeatures,
+        PackedBinaryFeatures,
+        write_candidate_file,
+    )
     from .estimators import (
         IOKR,
         MPIOKR,
@@ -107,6 +116,14 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
         SketchedIOKR,
         TwoStepRLS,
     )
-    from .model_selection import IOKRCV, MPIOKRCV, RLSCV
+    from .model_selection import (
+        IOKRCV,
+        MPIOKRCV,
+        RLSCV,
+        ConditionalRankRLSCV,
+        KronRLSCV,
+        RankRLSCV,
+        TwoStepRLSCV,
+    )
     from .strings import SegmentedStringKDE, StringKDE
     from .text import ContextFeaturizer, ContextRLSClassifier
