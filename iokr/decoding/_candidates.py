@@ -86,6 +86,7 @@ class CountFeatures:
     Parameters
     ----------
     counts : ndarray of uint8 or uint16, shape (n, n_features)
+        The counts, row by row (e.g. count fingerprints as stored by a candidate store); may be a ``np.memmap``.
 
     Examples
     --------
