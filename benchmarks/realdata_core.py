@@ -19,19 +19,16 @@ from functools import partial
 from pathlib import Path
 
 import numpy as np
-from sklearn.model_selection import KFold
 
 from benchmarks._harness import measure, write_json, write_keeping_section
 from benchmarks._retrieval_baselines import CV_FOLDS, retrieval_verdict, run_cca_baseline
-from benchmarks.realdata_model_selection import fold_candidates
 from iokr import IOKR
 from iokr.apps.multilabel import evaluate_multilabel
-from iokr.apps.retrieval import make_split, retrieval_ranks
+from iokr.apps.retrieval import make_split, retrieval_ranks, select_alpha
 from iokr.cli.retrieval import DIRECTIONS, run_retrieval
 from iokr.datasets import load_arff, load_parallel_text
 from iokr.kernels import Gaussian
 from iokr.metrics import mean_reciprocal_rank, top_k_accuracy
-from iokr.model_selection import IOKRCV
 
 #: Heading of the hand-written reading at the end of core.md, kept when the report is regenerated.
 READING = "## Reading of the retrieval baseline (issue 19)"
@@ -72,11 +69,10 @@ def _retrieval_cv(data, n_splits=10, seed=0):
         for _ in range(n_splits):
             permutation = rng.permutation(n)
             timing = measure(partial(_cv_split, source, target, permutation[:n_train], permutation[n_train:], seed))
-            search, ranks = timing.result
+            alpha, cv_mrr, ranks = timing.result
             seconds += timing.wall
             records.append({**{f"top{k}": top_k_accuracy(ranks, k) for k in (1, 5, 10)},
-                            "mrr": mean_reciprocal_rank(ranks), "alpha": float(search.alpha_),
-                            "cv_mrr": float(search.best_score_)})
+                            "mrr": mean_reciprocal_rank(ranks), "alpha": alpha, "cv_mrr": cv_mrr})
         out[direction] = {key: (float(np.mean([r[key] for r in records])), float(np.std([r[key] for r in records])))
                           for key in ("top1", "top5", "top10", "mrr")}
         out[direction].update(per_split=records, seconds=seconds)
@@ -84,13 +80,11 @@ def _retrieval_cv(data, n_splits=10, seed=0):
 
 
 def _cv_split(source, target, train, test, seed):
-    """One split of :func:`_retrieval_cv`: alpha by IOKRCV on the training pairs, then the test ranks at that alpha."""
+    """One split of :func:`_retrieval_cv`: alpha by the retrieval app's closed-form k-fold MRR on the training pairs
+    (:func:`iokr.apps.retrieval.select_alpha`, with the CCA baseline's folds), then the test ranks at that alpha."""
     split = make_split(source, target, train, test)
-    folds = list(KFold(CV_FOLDS, shuffle=True, random_state=seed).split(np.arange(len(train))))
-    search = IOKRCV(alphas=CV_ALPHAS, input_kernel="precomputed", output_kernel="linear", cv=folds,
-                    scoring="mrr").fit(split.gram_train, split.Y_train,
-                                       candidate_sets=fold_candidates(split.Y_train, folds))
-    return search, retrieval_ranks(IOKR(alpha=search.alpha_, input_kernel="precomputed"), split)
+    alpha, cv_mrr = select_alpha(split, CV_ALPHAS, n_folds=CV_FOLDS, seed=seed)
+    return alpha, cv_mrr, retrieval_ranks(IOKR(alpha=alpha, input_kernel="precomputed"), split)
 
 
 def _bibtex_fit(bib):

@@ -35,7 +35,7 @@ from sklearn.model_selection import GroupKFold, KFold
 
 from benchmarks._harness import write_json
 from iokr import IOKR
-from iokr.apps.retrieval import make_split, retrieval_ranks
+from iokr.apps.retrieval import fold_candidate_sets, make_split, retrieval_ranks
 from iokr.datasets import load_arff, load_parallel_text
 from iokr.decoding import CandidateSets
 from iokr.kernels import Gaussian
@@ -76,28 +76,8 @@ def _refit_fold_scores(split, folds, alpha):
     return top1, mrr
 
 
-def fold_candidates(Y, folds):
-    """Candidate set of every example: the outputs of its own held-out fold (the example's output among them).
-
-    Shared by the runners whose ranking CV mirrors the test protocol (each held-out example ranks its fold's outputs).
-
-    Parameters
-    ----------
-    Y : array-like or sparse matrix of shape (n_samples, n_output_features)
-        Training outputs.
-    folds : sequence of (train_indices, test_indices)
-        CV folds whose test parts cover every example once.
-
-    Returns
-    -------
-    CandidateSets
-        Pool ``Y``; example ``i``'s candidates are the test indices of the fold holding ``i`` out.
-    """
-    indices = [None] * Y.shape[0]
-    for _, test in folds:
-        for i in test:
-            indices[i] = test
-    return CandidateSets(Y, indices)
+# The retrieval app's own fold lists: each held-out example ranks the outputs of its fold.
+fold_candidates = fold_candidate_sets
 
 
 def run_retrieval(data, n_splits, log):

@@ -39,8 +39,10 @@ def _alpha_text(alpha, results):
     """How alpha was set, for the summary line and the report."""
     if alpha != "cv":
         return f"IOKR alpha={alpha}"
+    from ..apps.retrieval import CV_FOLDS
+
     chosen = sorted({r["alpha"] for result in results.values() for r in result["per_split"]})
-    return ("IOKR alpha by 5-fold CV on each split's training documents (chosen: "
+    return (f"IOKR alpha by {CV_FOLDS}-fold CV on each split's training documents (chosen: "
             + ", ".join(f"{a:g}" for a in chosen) + ")")
 
 
