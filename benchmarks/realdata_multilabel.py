@@ -6,9 +6,9 @@ Every method chooses its hyperparameters on the training split only, by 5-fold C
 folds, seed 0); the test split is used once. Methods:
 
 - ``iokr``: ``evaluate_multilabel`` with its defaults: standardization on/off and output normalization on/off by
-  CV with refits; alpha (13 values,
-  1e-3..1e3) and the input kernel (linear; Gaussians at 1/16, 1/4, 1, 4 x 1/median squared distance) by IOKRCV's
-  closed-form fold scores; candidates = the distinct training label sets;
+  CV with refits; alpha (15 values,
+  1e-4..1e3, ties to the larger) and the input kernel (linear; Gaussians at 4^-5, ..., 4^2 x 1/median squared
+  distance) by IOKRCV's closed-form fold scores; candidates = the distinct training label sets;
 - ``iokr_old``: the previous defaults (raw features, linear kernel, alpha in {0.1, 1, 10});
 - ``br_ridge``, ``br_logreg``, ``cc_logreg``: binary relevance with ridge (+-1 targets) / logistic regression, and a
   classifier chain of logistic regressions; dense features standardized, sparse ones raw
@@ -55,7 +55,8 @@ DATASETS = {
 }
 #: IOKR training-set caps (seeded subsample). Measured: the k-fold closed form costs, per input kernel, one
 #: eigendecomposition and 13 x 5 hold-out blocks ``(G_HH)``, about 100 s of one core at n = 4880 (bibtex), so the
-#: 20 kernel settings of the default selection would take over half an hour per set on this shared machine.
+#: 20 kernel settings of the first default selection would take over half an hour per set on this shared machine
+#: (the default grid is now 9 kernels x 15 alphas per arm, 36 kernel settings).
 IOKR_MAX_TRAIN = {"bibtex": 2500, "corel5k": 2500, "tmc2007": 2500, "delicious": 2000}
 #: ``iokr_old`` (one kernel, 3 alphas, one arm) runs on the full training split up to this size.
 IOKR_OLD_MAX_TRAIN = 5000

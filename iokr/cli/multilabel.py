@@ -18,10 +18,10 @@ def register(subparsers):
     evaluate.add_argument("--test", required=True, help="test ARFF")
     evaluate.add_argument("--labels", type=int, required=True, help="number of label attributes (last ones)")
     evaluate.add_argument("--alphas", type=float, nargs="+", default=None,
-                          help="alpha grid (default: 13 values from 1e-3 to 1e3, log-spaced)")
+                          help="alpha grid (default: 15 values from 1e-4 to 1e3, log-spaced; ties go to the larger alpha)")
     evaluate.add_argument("--gamma-scales", type=float, nargs="*", default=None,
                           help="Gaussian gammas as multiples of 1 / median squared distance of the (scaled) training "
-                               "inputs (default: 1/16 1/4 1 4; linear kernel always tried)")
+                               "inputs (default: 4^-5 ... 4^2, a factor 4 apart; linear kernel always tried)")
     evaluate.add_argument("--gammas", type=float, nargs="*", default=None,
                           help="instead of --gamma-scales: fixed Gaussian gammas, times 1/n_features")
     evaluate.add_argument("--scaling", choices=SCALING_CHOICES, default="auto",

@@ -41,9 +41,10 @@ def select_multilabel(X_train, Y_train, *, alphas=DEFAULT_ALPHAS, gamma_scales=D
     Y_train : ndarray of shape (n, n_labels)
         Binary label matrix.
     alphas : sequence of float, default=DEFAULT_ALPHAS
-        13 values from 1e-3 to 1e3 (log-spaced).
+        15 values from 1e-4 to 1e3 (log-spaced). Searched from the largest down: equal CV scores go to the larger.
     gamma_scales : sequence of float, default=DEFAULT_GAMMA_SCALES
-        Gaussian widths as multiples of ``1 / median squared distance`` of the (preprocessed) training inputs.
+        Gaussian widths as multiples of ``1 / median squared distance`` of the (preprocessed) training inputs:
+        ``4^-5, ..., 4^2`` by default.
     input_kernels : sequence of Kernel or str, optional
         Replace the default kernels (``"linear"`` and the Gaussians of ``gamma_scales``) by these, in every arm.
     scalings : sequence of {"none", "standard"}, default=("none", "standard")
