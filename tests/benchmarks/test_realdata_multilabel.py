@@ -7,7 +7,7 @@ import pytest
 from sklearn.linear_model import RidgeClassifier
 
 from benchmarks._multilabel_baselines import RidgeMultiLabel, read_nominal_arff, run_baseline
-from benchmarks._multilabel_report import paired_difference, verdict
+from benchmarks._multilabel_report import _grid, paired_difference, verdict
 
 ARFF = """@relation toy
 @attribute id {a1,a2,a3}
@@ -57,3 +57,16 @@ def test_verdict_ties_within_two_standard_errors():
     diff, se = paired_difference([50.0, 50.0, 100.0, 0.0], [0.0, 50.0, 100.0, 0.0])
     assert diff == 12.5 and se == pytest.approx(12.5)
     assert "ties with BR ridge" in verdict(entry)
+
+
+def test_grid_section_marks_the_best_kernel_and_the_scales_outside_the_default_grid():
+    scales = [4.0 ** -6, 4.0 ** -5, 1.0, 4.0 ** 3]
+    alphas = [1e-2, 1e-1, 1.0]
+    f1 = np.array([[50.0, 50.0, 40.0], [51.0, 51.0, 40.0], [50.0, 52.0, 51.98], [49.0, 10.0, 10.0],
+                   [30.0, 30.0, 30.0]])  # rows: linear, then the scales
+    grid = {"gamma_scales": scales, "alphas": alphas, "curves": {"toy": {"standard/False": f1.tolist()}}}
+    report = {"datasets": {"toy": {"results": {"iokr": {"best": {"scaling": "standard", "normalize_output": False}}}}}}
+    lines = _grid(grid, report, ["toy", "absent"])
+    assert "| linear | (4^-6) | 4^-5 | 4^0 | (4^3) |" in lines[4]
+    rows = [line for line in lines if line.startswith("| toy")]
+    assert rows == ["| toy | standard/False | 50.0 | 51.0 | **52.0** | 49.0 | 30.0 | 0.1..1 |"]
