@@ -6,7 +6,7 @@
 Retrieval: IOKR (linear kernels on TF-IDF, centered and normalized, alpha=1.0 fixed a priori), EN->ES and ES->EN,
 10 random 50/50 splits of the 1,189 aligned chapters, candidates = all test chapters of the other language.
 IOKR with the CLI defaults (issue 19, ``iokr retrieval evaluate`` with no option): features (TF-IDF, or LSA per
-language of 64-512 dimensions, plain or standardized) and alpha (1e-6..1e4) chosen jointly per split by closed-form
+language of 16-512 dimensions, plain or standardized) and alpha (1e-6..1e4) chosen jointly per split by closed-form
 5-fold CV of MRR on the training chapters, on the same splits.
 Baseline (issue 19, on by default): LSA + CCA nearest neighbour on the same splits, LSA dimension and component count
 by 3-fold CV on the training pairs (``benchmarks/_retrieval_baselines.py``).

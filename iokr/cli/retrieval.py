@@ -93,7 +93,7 @@ def register(subparsers):
     evaluate.add_argument("--lsa", type=_lsa, default="cv",
                           help="LSA dimension per language applied to the TF-IDF before both kernels (fitted on "
                                "each split's training documents): a positive integer, 'none' (the TF-IDF itself), "
-                               "or 'cv' (default) to choose among none, 64, 128, 256, 384, 512 with alpha by the "
+                               "or 'cv' (default) to choose among none, 16, 32, 64, 128, 256, 384, 512 with alpha by the "
                                "same CV")
     evaluate.add_argument("--standardize", type=_standardize, default="cv",
                           help="scale every LSA coordinate to unit variance on the training documents: 'on', 'off' "

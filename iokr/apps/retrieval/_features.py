@@ -27,7 +27,7 @@ from ...linalg import EigenPath
 from ._split import RetrievalSplit
 
 #: LSA dimensions of the default grid (per language); the TF-IDF itself is the grid's other end.
-LSA_DIMS = (64, 128, 256, 384, 512)
+LSA_DIMS = (16, 32, 64, 128, 256, 384, 512)
 #: Relative size under which an eigenvalue of a training Gram counts as zero (the LSA dimension exceeds the rank).
 RANK_RTOL = 1e-10
 
