@@ -180,6 +180,8 @@ def test_evaluate_retrieval_records_the_chosen_features_and_warns_at_grid_edges(
     assert "features" not in fixed["per_split"][0] and fixed["timings_s"]["selection_s"] == 0.0
     with pytest.raises(ValueError, match="'features' must be a Features setting or a non-empty sequence"):
         evaluate_retrieval(english[:20], spanish[:20], n_splits=1, features=["lsa"])
+    with pytest.raises(ValueError, match="'features' must be a Features setting or a non-empty sequence"):
+        evaluate_retrieval(english[:20], spanish[:20], n_splits=1, features=64)
 
 
 def test_fixed_features_match_a_direct_fit(documents):

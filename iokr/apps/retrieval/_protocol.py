@@ -113,7 +113,10 @@ def evaluate_retrieval(source, target, *, n_splits=10, alpha=1.0, train_fraction
         raise ValueError(f"'n_splits' must be a positive int, got {n_splits!r}.")
     if isinstance(alpha, str) and alpha != "cv":
         raise ValueError(f"'alpha' must be a positive float or 'cv', got {alpha!r}.")
-    grid = (features,) if isinstance(features, Features) else tuple(features)
+    try:
+        grid = (features,) if isinstance(features, Features) else tuple(features)
+    except TypeError:  # not a sequence
+        grid = ()
     if not grid or not all(isinstance(f, Features) for f in grid):
         raise ValueError(f"'features' must be a Features setting or a non-empty sequence of them, got {features!r}.")
     search = model is None and (alpha == "cv" or len(grid) > 1)
