@@ -5,6 +5,9 @@
 
 Retrieval: IOKR (linear kernels on TF-IDF, centered and normalized, alpha=1.0 fixed a priori), EN->ES and ES->EN,
 10 random 50/50 splits of the 1,189 aligned chapters, candidates = all test chapters of the other language.
+IOKR with the CLI defaults (issue 19, ``iokr retrieval evaluate`` with no option): features (TF-IDF, or LSA per
+language of 16-512 dimensions, plain or standardized) and alpha (1e-6..1e4) chosen jointly per split by closed-form
+5-fold CV of MRR on the training chapters, on the same splits.
 Baseline (issue 19, on by default): LSA + CCA nearest neighbour on the same splits, LSA dimension and component count
 by 3-fold CV on the training pairs (``benchmarks/_retrieval_baselines.py``).
 Bibtex: standard Mulan split; alpha and the input kernel chosen by 5-fold CV of example-F1 on the training split;
@@ -15,6 +18,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import warnings
+from collections import Counter
 from functools import partial
 from pathlib import Path
 
@@ -24,7 +29,7 @@ from benchmarks._harness import measure, write_json, write_keeping_section
 from benchmarks._retrieval_baselines import CV_FOLDS, retrieval_verdict, run_cca_baseline
 from iokr import IOKR
 from iokr.apps.multilabel import evaluate_multilabel
-from iokr.apps.retrieval import make_split, retrieval_ranks, select_alpha
+from iokr.apps.retrieval import DEFAULT_ALPHAS, feature_grid, make_split, retrieval_ranks, select_alpha
 from iokr.cli.retrieval import DIRECTIONS, run_retrieval
 from iokr.datasets import load_arff, load_parallel_text
 from iokr.kernels import Gaussian
@@ -47,6 +52,19 @@ def _retrieval(data, baselines, n_splits=10):
         _, english, spanish = load_parallel_text(data / "parallel_text")
         section["cca_baseline"] = run_cca_baseline(english, spanish, n_splits=n_splits, seed=0)
     return section
+
+
+def _retrieval_default(data, n_splits=10):
+    """IOKR with the command line's defaults (features and alpha by CV), warnings recorded; same splits."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        timing = measure(lambda: run_retrieval(data / "parallel_text", list(DIRECTIONS), splits=n_splits,
+                                               alpha="cv", seed=0, features=feature_grid()))
+    _, results = timing.result
+    for r in results.values():
+        r.pop("ranks", None)
+    return {"alphas": list(DEFAULT_ALPHAS), "grid": [f.as_dict() for f in feature_grid()], "seconds": timing.wall,
+            "warnings": sorted({f"{w.category.__name__}: {w.message}" for w in caught}), "results": results}
 
 
 #: IOKR's alpha grid when chosen by CV (the retrieval CV curves of reports/model_selection.md are flat below 1e-3).
@@ -101,7 +119,7 @@ def _bibtex(data):
             "published_example_f1": {"IOKR": 44.9, "SISOKR": 44.1, "SPEN": 42.2, "DVN": 44.7}}
 
 
-def _retrieval_lines(section, cv=None):
+def _retrieval_lines(section, cv=None, default=None):
     lines = ["## Cross-lingual retrieval (1,189 chapters)", "",
              f"| direction | method | top-1 % | top-5 % | top-10 % | MRR | seconds ({section['splits']} splits) |",
              "|---|---|---|---|---|---|---|"]
@@ -109,6 +127,10 @@ def _retrieval_lines(section, cv=None):
     for direction, r in section["results"].items():
         seconds = sum(r["timings_s"].values()) if "timings_s" in r else section["seconds"] / len(DIRECTIONS)
         rows = [("IOKR (alpha 1)", r, f"{seconds:.0f}")]
+        if default:
+            d = default["results"][direction]
+            rows.append(("IOKR (CLI defaults: features and alpha by 5-fold CV)", d,
+                         f"{sum(d['timings_s'].values()):.0f}"))
         if cv:
             rows.append((f"IOKR (alpha by {cv['cv_folds']}-fold CV)", cv[direction], f"{cv[direction]['seconds']:.0f}"))
         if base:
@@ -120,8 +142,13 @@ def _retrieval_lines(section, cv=None):
                 + f" | {s['mrr'][0]:.3f} +- {s['mrr'][1]:.3f} | {secs} |")
     if base:
         lines += ["", _baseline_notes(base, cv), ""]
+        if default:
+            lines += [_default_notes(default), ""]
         for d in section["results"]:
             b, b_s = base[BASELINE_DIRECTION[d]], sum(base["seconds_per_split"])
+            if default:
+                r = default["results"][d]
+                lines.append(f"- **{d}**, CLI defaults: " + retrieval_verdict(r, b, sum(r["timings_s"].values()), b_s))
             if cv:
                 lines.append(f"- **{d}**, alpha by CV: " + retrieval_verdict(cv[d], b, cv[d]["seconds"], b_s))
             lines.append(f"- **{d}**, alpha 1: " + retrieval_verdict(
@@ -150,6 +177,22 @@ def _baseline_notes(base, cv=None):
             "covers both directions (one fit serves both), IOKR's is per direction.")
 
 
+def _default_notes(default):
+    """What the CLI-default rows chose, and the warnings raised."""
+    picks = []
+    for d, r in default["results"].items():
+        counts = Counter((("TF-IDF" if f["features"]["lsa"] is None else f"LSA {f['features']['lsa']}"
+                           + (" std" if f["features"]["standardize"] else "")), f["alpha"]) for f in r["per_split"])
+        picks.append(f"{d}: " + ", ".join(f"{name} / alpha {a:g} (x{c})" for (name, a), c in sorted(counts.items())))
+    dims = sorted({g["lsa"] for g in default["grid"] if g["lsa"] is not None})
+    return ("IOKR (CLI defaults): `iokr retrieval evaluate` with no option (`--lsa cv --standardize cv --alpha cv`): "
+            f"features among {len(default['grid'])} settings (TF-IDF; LSA per language of {', '.join(map(str, dims))} "
+            f"dimensions, plain or standardized) and alpha among {len(default['alphas'])} values "
+            f"{min(default['alphas']):g}..{max(default['alphas']):g}, jointly per split by closed-form 5-fold CV of "
+            "MRR on the training chapters (ties: the largest alpha, then the first setting). Chosen: "
+            + "; ".join(picks) + ". Warnings: " + ("; ".join(default["warnings"]) or "none") + ".")
+
+
 def _bibtex_lines(result):
     lines = ["## Bibtex (Mulan split, 4,880 train / 2,515 test)", "",
              "| alpha | input kernel | 5-fold CV F1 % |", "|---|---|---|"]
@@ -165,12 +208,15 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", required=True, help="the shared data folder (with parallel_text/, multilabel/)")
     parser.add_argument("--output", default="reports")
-    parser.add_argument("--skip", nargs="*", default=[], choices=["retrieval", "retrieval_cv", "bibtex"],
-                        help="sections to skip (retrieval_cv: IOKR with alpha by CV on the same splits)")
+    parser.add_argument("--skip", nargs="*", default=[],
+                        choices=["retrieval", "retrieval_cv", "retrieval_default", "bibtex"],
+                        help="sections to skip (retrieval_cv: IOKR with alpha by CV on the same splits; "
+                             "retrieval_default: IOKR with the CLI defaults on the same splits)")
     parser.add_argument("--update", action="store_true",
                         help="keep the sections of an existing <output>/core.json that are skipped in this run")
     parser.add_argument("--no-baselines", dest="baselines", action="store_false",
-                        help="skip the LSA + CCA retrieval baseline (run by default)")
+                        help="skip the LSA + CCA retrieval baseline (run by default); with --update the previous "
+                             "baseline rows are kept when their splits are the same")
     parser.add_argument("--report-only", action="store_true", help="rewrite core.md from the existing core.json")
     parser.add_argument("--splits", type=int, default=10, help="retrieval splits (fewer for a smoke run)")
     args = parser.parse_args(argv)
@@ -181,7 +227,12 @@ def main(argv=None):
     report = json.loads(previous.read_text()) if keep else {}
     if not args.report_only:
         if "retrieval" not in args.skip:
+            previous_base = report.get("retrieval", {}).get("cca_baseline")
             report["retrieval"] = _retrieval(data, args.baselines, args.splits)
+            if not args.baselines and previous_base and len(previous_base["seconds_per_split"]) == args.splits:
+                report["retrieval"]["cca_baseline"] = {**previous_base, "kept_from_previous_run": True}
+        if "retrieval_default" not in args.skip:
+            report["retrieval_default"] = _retrieval_default(data, args.splits)
         if "retrieval_cv" not in args.skip:
             report["retrieval_cv"] = _retrieval_cv(data, args.splits)
         if "bibtex" not in args.skip:
@@ -191,7 +242,8 @@ def main(argv=None):
     lines = ["# Core engine on real data (issue 2)", "", "Command: `python -m benchmarks.realdata_core --data DATA`", "",
              (__doc__ or "").strip().split("\n\n", 2)[-1], ""]
     if "retrieval" in report:
-        lines += _retrieval_lines(report["retrieval"], report.get("retrieval_cv")) + [""]
+        lines += _retrieval_lines(report["retrieval"], report.get("retrieval_cv"),
+                                  report.get("retrieval_default")) + [""]
     if "bibtex" in report:
         lines += _bibtex_lines(report["bibtex"])
     write_keeping_section(out / "core.md", "\n".join(lines), READING)

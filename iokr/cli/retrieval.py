@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ._output import Progress, format_table, output_folder, write_json
+from ._output import CommandError, Progress, format_table, output_folder, write_json
 
 DIRECTIONS = {"en-es": (1, 2), "es-en": (2, 1)}
 
@@ -35,15 +35,48 @@ def _alpha(value):
     return number
 
 
-def _alpha_text(alpha, results):
-    """How alpha was set, for the summary line and the report."""
-    if alpha != "cv":
-        return f"IOKR alpha={alpha}"
-    from ..apps.retrieval import CV_FOLDS
+def _lsa(value):
+    """argparse type of ``--lsa``: 'cv', 'none' or a positive int."""
+    if value in ("cv", "none"):
+        return value
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer (LSA dimension), 'none' or 'cv', got {value!r}")
+    return number
 
-    chosen = sorted({r["alpha"] for result in results.values() for r in result["per_split"]})
-    return (f"IOKR alpha by {CV_FOLDS}-fold CV on each split's training documents (chosen: "
-            + ", ".join(f"{a:g}" for a in chosen) + ")")
+
+def _standardize(value):
+    """argparse type of ``--standardize``: 'cv', 'on' or 'off'."""
+    if value not in ("cv", "on", "off"):
+        raise argparse.ArgumentTypeError(f"expected 'on', 'off' or 'cv', got {value!r}")
+    return value
+
+
+def _features(lsa, standardize):
+    """The feature settings searched for ``--lsa`` and ``--standardize`` (a CommandError when impossible)."""
+    from ..apps.retrieval import feature_grid
+
+    if lsa == "none" and standardize == "on":
+        raise CommandError("--standardize on needs an LSA dimension (--lsa N or cv), not --lsa none")
+    return feature_grid(None if lsa == "none" else lsa,
+                        standardize if standardize == "cv" else standardize == "on")
+
+
+def _alpha_text(alpha, results, features=None):
+    """How alpha and the features were set, for the summary line and the report."""
+    records = [r for result in results.values() for r in result["per_split"]]
+    if features is not None and len(features) > 1 or alpha == "cv":
+        from ..apps.retrieval import CV_FOLDS, Features
+
+        chosen = sorted({(str(Features(**r["features"])), r["alpha"]) for r in records})
+        what = "features and alpha" if features is not None and len(features) > 1 else "alpha"
+        fixed = "" if alpha == "cv" else f" (alpha={alpha} fixed)"
+        return (f"IOKR {what} by {CV_FOLDS}-fold CV on each split's training documents{fixed} (chosen: "
+                + ", ".join(f"{f} / alpha {a:g}" for f, a in chosen) + ")")
+    return f"IOKR alpha={alpha}, features {features[0] if features else 'TF-IDF'}"
 
 
 def register(subparsers):
@@ -56,7 +89,15 @@ def register(subparsers):
     evaluate.add_argument("--splits", type=_positive_int, default=10, help="number of random 50/50 splits (>= 1)")
     evaluate.add_argument("--alpha", type=_alpha, default="cv",
                           help="IOKR regularization: a number > 0, or 'cv' (default) to choose it on every split's "
-                               "training documents by closed-form 5-fold CV (mean reciprocal rank) over 1e-6..1e2")
+                               "training documents by closed-form 5-fold CV (mean reciprocal rank) over 1e-6..1e4")
+    evaluate.add_argument("--lsa", type=_lsa, default="cv",
+                          help="LSA dimension per language applied to the TF-IDF before both kernels (fitted on "
+                               "each split's training documents): a positive integer, 'none' (the TF-IDF itself), "
+                               "or 'cv' (default) to choose among none, 16, 32, 64, 128, 256, 384, 512 with alpha by the "
+                               "same CV")
+    evaluate.add_argument("--standardize", type=_standardize, default="cv",
+                          help="scale every LSA coordinate to unit variance on the training documents: 'on', 'off' "
+                               "or 'cv' (default: chosen with --lsa and alpha by the same CV)")
     evaluate.add_argument("--seed", type=int, default=0)
     evaluate.add_argument("--output", required=True, help="folder for summary.json")
     evaluate.add_argument("--report", action="store_true",
@@ -64,8 +105,9 @@ def register(subparsers):
     evaluate.set_defaults(func=run_evaluate)
 
 
-def run_retrieval(data, directions, splits, alpha, seed):
-    from ..apps.retrieval import evaluate_retrieval
+def run_retrieval(data, directions, splits, alpha, seed, features=None):
+    """Evaluate every direction; ``features``: a sequence of Features searched by CV (default: the TF-IDF)."""
+    from ..apps.retrieval import Features, evaluate_retrieval
     from ..datasets import load_parallel_text
 
     loaded = load_parallel_text(data)
@@ -73,6 +115,7 @@ def run_retrieval(data, directions, splits, alpha, seed):
     for direction in directions:
         source, target = (loaded[i] for i in DIRECTIONS[direction])
         results[direction] = evaluate_retrieval(source, target, n_splits=splits, alpha=alpha, seed=seed,
+                                                features=features or (Features(),),
                                                 progress=Progress(splits, f"{direction} splits"))
     return len(loaded[0]), results
 
@@ -89,14 +132,17 @@ def run_evaluate(args):
     directions = list(DIRECTIONS) if args.direction == "both" else [args.direction]
     out_dir = Path(args.output)
     inputs = {"--data": args.data} if args.data is not None else {"bundled --data": BUNDLED_PARALLEL_TEXT}
+    features = _features(args.lsa, args.standardize)
     with output_folder(out_dir, overwrite=args.overwrite, inputs=inputs) as tmp:
-        n_docs, results = run_retrieval(args.data, directions, args.splits, args.alpha, args.seed)
-        print(f"{n_docs} aligned documents, {args.splits} random 50/50 splits, {_alpha_text(args.alpha, results)}")
+        n_docs, results = run_retrieval(args.data, directions, args.splits, args.alpha, args.seed, features)
+        setting = _alpha_text(args.alpha, results, features)
+        print(f"{n_docs} aligned documents, {args.splits} random 50/50 splits, {setting}")
         print_results(results)
         write_json(tmp / "summary.json",
-                   {"n_documents": n_docs, "splits": args.splits, "alpha": args.alpha, "results": results})
+                   {"n_documents": n_docs, "splits": args.splits, "alpha": args.alpha, "lsa": args.lsa,
+                    "standardize": args.standardize, "results": results})
         if args.report:
-            write_report(results, tmp, n_docs, args.splits, _alpha_text(args.alpha, results))
+            write_report(results, tmp, n_docs, args.splits, setting)
     if args.report:
         print(f"report: {out_dir / 'report.html'}")
     print(f"summary written to {out_dir / 'summary.json'}")

@@ -1,15 +1,15 @@
 """The retrieval protocol of the MP-IOKR paper (Brouard et al. 2017, Table 2) on aligned documents.
 
 For each random 50/50 split of the aligned pairs: TF-IDF vectorizers are fitted on the training documents of each
-language only; IOKR learns source -> target TF-IDF; each test source document ranks all test target documents
-(candidates shared by every query) and the rank of its aligned translation is recorded.
+language only; optionally each language's TF-IDF is preprocessed (LSA, standardization: :mod:`._features`, fitted on
+the training documents); IOKR learns source -> target features; each test source document ranks all test target
+documents (candidates shared by every query) and the rank of its aligned translation is recorded.
 """
 
 from __future__ import annotations
 
 import numbers
 import time
-from dataclasses import dataclass
 
 import numpy as np
 from sklearn.feature_extraction.text import TfidfVectorizer
@@ -17,34 +17,11 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from ...decoding import CandidateSets
 from ...estimators import IOKR
 from ...metrics import mean_reciprocal_rank, top_k_accuracy, true_candidate_rank
-from ._selection import DEFAULT_ALPHAS, select_alpha, warn_grid_edges
+from ._features import TFIDF, Features, SplitFeatures
+from ._selection import DEFAULT_ALPHAS, select_setting, warn_grid_edges
+from ._split import RetrievalSplit
 
 TOP_K = (1, 5, 10)
-
-
-@dataclass(frozen=True)
-class RetrievalSplit:
-    """Features of one split.
-
-    Attributes
-    ----------
-    gram_train : ndarray of shape (n_train, n_train)
-        Linear kernel of the source TF-IDF on training documents.
-    gram_test : ndarray of shape (n_test, n_train)
-        Linear kernel between test and training source documents.
-    diag_test : ndarray of shape (n_test,)
-        Source test documents' squared norms (for normalization).
-    Y_train : ndarray of shape (n_train, vocabulary)
-        Target-language TF-IDF of training documents.
-    Y_test : ndarray of shape (n_test, vocabulary)
-        Target-language TF-IDF of test documents: the candidates, in test order (query i's answer is row i).
-    """
-
-    gram_train: np.ndarray
-    gram_test: np.ndarray
-    diag_test: np.ndarray
-    Y_train: np.ndarray
-    Y_test: np.ndarray
 
 
 def make_split(source, target, train_index, test_index, min_df=2):
@@ -93,7 +70,7 @@ def retrieval_ranks(model, split, timings=None):
 
 
 def evaluate_retrieval(source, target, *, n_splits=10, alpha=1.0, train_fraction=0.5, seed=0, model=None,
-                       progress=None, alphas=DEFAULT_ALPHAS):
+                       progress=None, alphas=DEFAULT_ALPHAS, features=TFIDF):
     """Mean and std of top-1/5/10 (%) and MRR over random splits.
 
     Parameters
@@ -107,6 +84,12 @@ def evaluate_retrieval(source, target, *, n_splits=10, alpha=1.0, train_fraction
         default), with a :class:`~iokr.exceptions.GridEdgeWarning` when a choice is at an end of the grid.
     alphas : sequence of float, default=DEFAULT_ALPHAS
         The grid of ``alpha="cv"``.
+    features : Features or sequence of Features, default=TFIDF
+        Preprocessing of both languages' TF-IDF (:class:`~._features.Features`; the default is the TF-IDF itself).
+        A sequence of several settings is searched with alpha, jointly, by the same closed-form k-fold MRR on every
+        split's training documents (:func:`~._selection.select_setting`; ``feature_grid()`` is the command line's
+        default), with a :class:`~iokr.exceptions.GridEdgeWarning` when a chosen LSA dimension is at an end of the
+        grid's dimensions. Ignored when ``model`` is given.
     train_fraction : float, default=0.5
     seed : int, default=0
     model : estimator, optional
@@ -121,7 +104,8 @@ def evaluate_retrieval(source, target, *, n_splits=10, alpha=1.0, train_fraction
         ``{"top1": (mean, std), "top5": ..., "top10": ..., "mrr": ..., "per_split": [...], "ranks": [...],
         "timings_s": {...}}``: ``ranks`` holds every split's per-query ranks (one list per split), ``timings_s``
         the seconds spent on features (TF-IDF and kernels), model selection, fitting and ranking, summed over
-        splits; with ``alpha="cv"`` each ``per_split`` record also holds its ``alpha`` and ``cv_mrr``.
+        splits; when settings are chosen by CV each ``per_split`` record also holds its ``alpha``, ``cv_mrr`` and
+        ``features`` (``{"lsa": ..., "standardize": ...}``).
     """
     if len(source) != len(target):
         raise ValueError(f"'source' and 'target' must be aligned; got {len(source)} and {len(target)} documents.")
@@ -129,21 +113,35 @@ def evaluate_retrieval(source, target, *, n_splits=10, alpha=1.0, train_fraction
         raise ValueError(f"'n_splits' must be a positive int, got {n_splits!r}.")
     if isinstance(alpha, str) and alpha != "cv":
         raise ValueError(f"'alpha' must be a positive float or 'cv', got {alpha!r}.")
+    try:
+        grid = (features,) if isinstance(features, Features) else tuple(features)
+    except TypeError:  # not a sequence
+        grid = ()
+    if not grid or not all(isinstance(f, Features) for f in grid):
+        raise ValueError(f"'features' must be a Features setting or a non-empty sequence of them, got {features!r}.")
+    search = model is None and (alpha == "cv" or len(grid) > 1)
+    grid_alphas = tuple(alphas) if alpha == "cv" else (alpha,)
     rng = np.random.default_rng(seed)
     n = len(source)
     n_train = int(round(train_fraction * n))
-    per_split, all_ranks = [], []
+    per_split, all_ranks, searched_dims = [], [], set()
     timings = {"features_s": 0.0, "selection_s": 0.0, "fit_s": 0.0, "rank_s": 0.0}
     for split_number in range(n_splits):
         permutation = rng.permutation(n)
         t0 = time.perf_counter()
-        split = make_split(source, target, permutation[:n_train], permutation[n_train:])
+        split = SplitFeatures(make_split(source, target, permutation[:n_train], permutation[n_train:]))
         timings["features_s"] += time.perf_counter() - t0
-        chosen = {}
-        if model is None and alpha == "cv":
+        chosen, setting = {}, grid[0]
+        if search:
             t0 = time.perf_counter()
-            chosen["alpha"], chosen["cv_mrr"] = select_alpha(split, alphas, seed=seed)
+            choice = select_setting(split, grid, grid_alphas, seed=seed)
+            setting = choice["features"]
+            searched_dims.update(f.lsa for f in choice["grid"] if f.lsa is not None)
+            chosen = {"alpha": choice["alpha"], "cv_mrr": choice["cv_mrr"], "features": setting.as_dict()}
             timings["selection_s"] += time.perf_counter() - t0
+        t0 = time.perf_counter()
+        split = split.get(setting if model is None else TFIDF)
+        timings["features_s"] += time.perf_counter() - t0
         estimator = model if model is not None else IOKR(alpha=chosen.get("alpha", alpha),
                                                           input_kernel="precomputed")
         ranks = retrieval_ranks(estimator, split, timings)
@@ -154,8 +152,12 @@ def evaluate_retrieval(source, target, *, n_splits=10, alpha=1.0, train_fraction
         all_ranks.append(ranks.tolist())
         if progress is not None:
             progress(split_number + 1)
-    if model is None and alpha == "cv":
-        warn_grid_edges([r["alpha"] for r in per_split], alphas)
+    if search and alpha == "cv":
+        warn_grid_edges([r["alpha"] for r in per_split], grid_alphas)
+    dims = sorted(searched_dims)
+    if len(dims) > 1:
+        chosen_dims = [r["features"]["lsa"] for r in per_split if r["features"]["lsa"] is not None]
+        warn_grid_edges(chosen_dims, dims, what="lsa")
     summary = {key: (float(np.mean([r[key] for r in per_split])), float(np.std([r[key] for r in per_split])))
                for key in (*(f"top{k}" for k in TOP_K), "mrr")}
     summary["per_split"] = per_split
