@@ -15,12 +15,15 @@ with ``K kron K``, so ``(K kron K) S + lambda I`` has the closed-form inverse
 ``S (K kron K + lambda I)^{-1} + (I - S) / lambda`` (:func:`~iokr.linalg.kron_ridge_symmetric_dual`).
 
 :class:`SampledKroneckerOperator` is the matrix-free kernel matrix between two lists of observed pairs (edges),
-``Kq[e, f] = K1[r_e, r_f] K2[c_e, c_f]``: one product costs a scatter, two dense matrix products and a gather.
+``Kq[e, f] = K1[r_e, r_f] K2[c_e, c_f]``: one product costs a scatter, two matrix products and a gather. The first
+product takes the scattered coefficients as a sparse matrix when that is cheaper (few labelled pairs: ``q`` nonzeros
+cost ``q m`` multiply-adds instead of the ``n1 n2 m`` of a dense product), the second is dense.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
 from ._eigen import EigenPath
@@ -293,9 +296,28 @@ class SampledKroneckerOperator(_Operator):
         Output pairs; default the input pairs (then with square kernels ``M`` is the q x q training kernel).
     sign : {None, +1, -1}
         ``None`` for the ordinary Kronecker kernel, ``+1`` symmetric, ``-1`` reciprocal (needs ``K1`` = ``K2``).
+    product : {"auto", "dense", "sparse"}, default="auto"
+        How the first of the two matrix products sees the scattered coefficients ``V`` (``n1 x n2`` with at most
+        ``q`` nonzeros): as a dense matrix (a GEMM) or as a sparse one (``q m`` multiply-adds, with ``m`` the
+        other factor's output size). "auto" picks the one with the smaller cost, counting a sparse multiply-add
+        as ``SPARSE_COST`` dense ones (measured with one BLAS thread: 4-7, see ``benchmarks/bench_kron_solvers.py``).
+
+    Attributes
+    ----------
+    sparse : bool
+        Whether products take the sparse route (from ``product`` and the costs in the Notes).
+
+    Notes
+    -----
+    Cost of one product in multiply-adds, with ``(m1, n1) = K1.shape``, ``(m2, n2) = K2.shape`` and ``nnz`` the
+    nonzeros of ``V`` (``q``, or ``2 q`` for one-domain kernels): dense ``min(m1 n1 n2 + m1 n2 m2,
+    n1 n2 m2 + m1 n1 m2)``; sparse ``min(nnz m1 + m1 n2 m2, nnz m2 + m1 n1 m2)``. The first dense product is
+    replaced by the sparse one, so at most one full GEMM remains; the gather of the ``q_out`` outputs is free.
     """
 
-    def __init__(self, K1, K2, rows_in, cols_in, rows_out=None, cols_out=None, *, sign=None):
+    SPARSE_COST = 6.0
+
+    def __init__(self, K1, K2, rows_in, cols_in, rows_out=None, cols_out=None, *, sign=None, product="auto"):
         self.K1 = _as_factor(K1, "K1")
         self.K2 = _as_factor(K2, "K2")
         self.rows_in = np.asarray(rows_in, dtype=np.intp)
@@ -310,9 +332,24 @@ class SampledKroneckerOperator(_Operator):
         n1, n2 = self.K1.shape[1], self.K2.shape[1]
         self._flat_in = self.rows_in * n2 + self.cols_in
         self._grid = (n1, n2)
+        if product not in ("auto", "dense", "sparse"):
+            raise ValueError(f"'product' must be 'auto', 'dense' or 'sparse', got {product!r}.")
         # Product order: (K1 @ V) @ K2^T or K1 @ (V @ K2^T); pick the one with fewer flops.
         m1, m2 = self.K1.shape[0], self.K2.shape[0]
         self._left_first = m1 * n1 * n2 + m1 * n2 * m2 <= n1 * n2 * m2 + m1 * n1 * m2
+        dense_cost = min(m1 * n1 * n2 + m1 * n2 * m2, n1 * n2 * m2 + m1 * n1 * m2)
+        nnz = self.rows_in.size * (1 if sign is None else 2)
+        sparse_left = self.SPARSE_COST * nnz * m1 + m1 * n2 * m2
+        sparse_right = self.SPARSE_COST * nnz * m2 + m1 * n1 * m2
+        self.sparse = product == "sparse" or (product == "auto" and min(sparse_left, sparse_right) < dense_cost)
+        self._sparse_left = sparse_left < sparse_right
+        # The sparse product needs the factor's transpose in C order (V^T K1^T or V K2^T); a symmetric factor is
+        # its own transpose, anything else is copied once.
+        self._factor_t = None
+        if self.sparse:
+            K = self.K1 if self._sparse_left else self.K2
+            symmetric = K.shape[0] == K.shape[1] and np.array_equal(K, K.T)
+            self._factor_t = K if symmetric else np.ascontiguousarray(K.T)
 
     def scatter(self, v):
         """Coefficient vector over input pairs -> (n1, n2) matrix (repeated pairs summed)."""
@@ -327,9 +364,22 @@ class SampledKroneckerOperator(_Operator):
             return (self.K1 @ V) @ self.K2.T
         return self.K1 @ (V @ self.K2.T)
 
+    def _sparse_product(self, v):
+        """``K1 V~ K2^T`` with the first product on the sparse ``V`` (duplicates summed by the CSR conversion)."""
+        rows, cols = self.rows_in, self.cols_in
+        if self.sign is not None:
+            rows, cols, v = np.concatenate([rows, cols]), np.concatenate([cols, rows]), np.concatenate(
+                [0.5 * v, 0.5 * self.sign * v])
+        if self._sparse_left:  # (K1 V) K2^T with K1 V = (V^T K1^T)^T
+            Vt = sp.csr_matrix((v, (cols, rows)), shape=(self._grid[1], self._grid[0]))
+            return (Vt @ self._factor_t).T @ self.K2.T
+        V = sp.csr_matrix((v, (rows, cols)), shape=self._grid)
+        return self.K1 @ (V @ self._factor_t)
+
     def matmat(self, V):
         V, vector = _as_block(V, self.shape[1], "V")
         out = np.empty((self.shape[0], V.shape[1]))
         for j in range(V.shape[1]):
-            out[:, j] = self.full_product(self.scatter(V[:, j]))[self.rows_out, self.cols_out]
+            full = self._sparse_product(V[:, j]) if self.sparse else self.full_product(self.scatter(V[:, j]))
+            out[:, j] = full[self.rows_out, self.cols_out]
         return out[:, 0] if vector else out
