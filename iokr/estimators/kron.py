@@ -52,6 +52,10 @@ class KronRLS(_PairwiseRLS):
     solver : {"cg", "minres"}, default="cg"
         Iterative solver on incomplete labels. MINRES minimizes the residual over the same Krylov space, so it
         reaches ``tol`` in at most as many operator products (``benchmarks/bench_kron_solvers.py``).
+    preconditioner_rank : int, optional
+        Precondition CG (``solver="cg"``, ``symmetry=None``, ``alpha > 0``) with ``Phi Phi^T + alpha I``, ``Phi``
+        the labelled pairs' features of the ``preconditioner_rank`` largest eigenpairs of ``K1 kron K2``
+        (:func:`iokr.linalg.sampled_kron_features`); see the Notes. None: no preconditioner.
 
     Attributes
     ----------
@@ -71,6 +75,13 @@ class KronRLS(_PairwiseRLS):
     labelled pairs) and ``b`` the labels, by CG or MINRES from ``a = 0``. The stopping rule is stated on the true
     residual: the solver stops at the first iterate with ``||b - M a|| / ||b|| <= tol`` (a cheap recursive estimate
     proposes the stop, one product with ``M`` confirms it), or after ``max_iter`` iterations.
+
+    With ``preconditioner_rank = r``, CG runs on ``P^{-1} M`` with ``P = Phi Phi^T + alpha I`` and
+    ``Phi Phi^T = S K_r S^T`` (``K_r`` the rank-``r`` truncation of the Kronecker kernel, ``S`` the pair
+    selection). ``0 <= K_q - Phi Phi^T <= lambda_{r+1} I``, so the eigenvalues of ``P^{-1} M`` lie in
+    ``[1, 1 + lambda_{r+1} / alpha]``: the outlying top of the spectrum is removed. The setup costs two partial
+    eigendecompositions and ``O(q r^2)``; each iteration adds ``O(q r)`` to the operator product. The stopping
+    rule stays on the unpreconditioned residual ``||b - M a|| / ||b||``.
 
     Proposition 3 of the paper: with complete labels, the symmetric (reciprocal) kernel gives the same predictions
     as the ordinary Kronecker kernel trained on ``(Y + Y^T) / 2`` (``(Y - Y^T) / 2``), i.e. on each edge included in

@@ -8,7 +8,7 @@ import iokr
 from iokr.estimators import ConditionalRankRLS, KronRLS, TwoStepRLS, kron
 from iokr.exceptions import ConvergenceWarning
 from iokr.kernels import Gaussian, Linear
-from iokr.linalg import commutation_matrix
+from iokr.linalg import commutation_matrix, sampled_kron_features
 from iokr.metrics import concordance_index
 from iokr.model_selection import pairwise_splits as _scheme_splits
 
@@ -545,3 +545,46 @@ def test_holdout_predictions_of_a_grid_stack_single_alphas(rng, model_cls, setti
 def test_split_modules_keep_the_old_import_path():
     assert kron.ConditionalRankRLS is iokr.ConditionalRankRLS and kron.TwoStepRLS is iokr.TwoStepRLS
     assert kron.KronRLS is iokr.KronRLS
+
+
+# ------------------------------------------------------------------ CG preconditioned by the top Kronecker eigenpairs
+def test_sampled_kron_features_are_the_restricted_truncation(rng):
+    K1, K2, r, c, _ = _sampled_system(rng, n1=7, n2=6, q=30)
+    Phi, lambda_next = sampled_kron_features(K1, K2, r, c, 9)
+    w, V = np.linalg.eigh(np.kron(K1, K2))  # brute force: the dense Kronecker kernel and its truncation
+    Kr = (V[:, -9:] * w[-9:]) @ V[:, -9:].T
+    flat = r * 6 + c
+    np.testing.assert_allclose(Phi @ Phi.T, Kr[np.ix_(flat, flat)], atol=1e-10 * w[-1])
+    assert lambda_next == pytest.approx(w[-10], rel=1e-10)
+    gap = np.linalg.eigvalsh(K1[np.ix_(r, r)] * K2[np.ix_(c, c)] - Phi @ Phi.T)
+    assert gap[0] > -1e-10 * w[-1] and gap[-1] <= lambda_next * (1 + 1e-10)
+
+
+@pytest.mark.parametrize("tol", [1e-3, 1e-9])
+def test_preconditioned_cg_reaches_the_dense_solution_in_fewer_iterations(rng, tol):
+    K1, K2, r, c, y = _sampled_system(rng, n1=12, n2=10, q=90)
+    alpha = 1e-3
+    M = K1[np.ix_(r, r)] * K2[np.ix_(c, c)] + alpha * np.eye(r.size)
+    plain = KronRLS(alpha=alpha, tol=tol).fit(K1, K2, (r, c, y))
+    pre = KronRLS(alpha=alpha, tol=tol, preconditioner_rank=20).fit(K1, K2, (r, c, y))
+    relative = np.linalg.norm(y - M @ pre.edge_coef_) / np.linalg.norm(y)
+    assert relative <= tol and pre.cg_info_.relative_residuals[0] == pytest.approx(relative, rel=1e-6)
+    exact = np.linalg.solve(M, y)
+    np.testing.assert_allclose(pre.edge_coef_, exact, atol=np.linalg.cond(M) * tol * np.linalg.norm(exact))
+    assert pre.n_iter_ < plain.n_iter_
+
+
+def test_preconditioned_ranking_matches_plain_cg(rng):
+    K1, K2, r, c, y = _sampled_system(rng, q=50)
+    plain = ConditionalRankRLS(alpha=0.1, tol=1e-11).fit(K1, K2, (r, c, y))
+    pre = ConditionalRankRLS(alpha=0.1, tol=1e-11, preconditioner_rank=10).fit(K1, K2, (r, c, y))
+    np.testing.assert_allclose(pre.edge_coef_, plain.edge_coef_, rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("params", [{"preconditioner_rank": 0}, {"preconditioner_rank": 2.5},
+                                    {"preconditioner_rank": 3, "solver": "minres"},
+                                    {"preconditioner_rank": 3, "symmetry": "symmetric"}])
+def test_preconditioner_rank_is_validated(rng, params):
+    K1, K2, r, c, y = _sampled_system(rng, n1=6, n2=6, q=20)
+    with pytest.raises(ValueError, match="'preconditioner_rank' parameter of KronRLS"):
+        KronRLS(**params).fit(K1, None if "symmetry" in params else K2, (r, c, y))
