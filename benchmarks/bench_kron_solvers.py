@@ -30,7 +30,7 @@ from functools import partial
 import numpy as np
 import scipy.linalg as sla
 
-from benchmarks._harness import best_time, gemm_seconds, measure, one_blas_thread
+from benchmarks._harness import best_time, gemm_seconds, one_blas_thread
 from iokr import KronRLS
 from iokr.kernels import Gaussian
 from iokr.linalg import SampledKroneckerOperator
@@ -38,7 +38,7 @@ from iokr.linalg import SampledKroneckerOperator
 TOLS = (1e-3, 1e-6)
 #: iokr's variants: plain CG, MINRES, and CG preconditioned by the top Kronecker eigenpairs (``preconditioner_rank``).
 PRECONDITIONER_RANK = 100
-DEFAULT = "cg"  # KronRLS's default solver, reported in the summary
+DEFAULT = "minres"  # KronRLS's default solver, reported in the summary
 SOLVERS = {"cg": {"solver": "cg"}, "minres": {"solver": "minres"},
            f"pcg{PRECONDITIONER_RANK}": {"solver": "cg", "preconditioner_rank": PRECONDITIONER_RANK}}
 
@@ -113,22 +113,19 @@ def _case(n, q, alpha, dense, runs, peer):
     def rel_error(a):
         return float(np.linalg.norm(a - exact) / np.linalg.norm(exact)) if exact is not None else None
 
+    walls, fits, peer_walls, iterates = _interleaved_runs(K1, K2, r, c, y, alpha, runs, peer)
     ours = {}
-    for solver in SOLVERS:
-        for tol in TOLS:
-            timing, (model, products) = _timed_fit(K1, K2, r, c, y, alpha, SOLVERS[solver], tol, runs)
-            a = model.edge_coef_
-            row = {"case": label, "solver": f"iokr {solver}", "tol": tol, "seconds": timing.wall,
-                   "runs_s": [round(t, 3) for t in timing.walls], "products": products,
-                   "floor_s": products * floor_product, "over_floor": timing.wall / (products * floor_product),
-                   "rel_residual": residual(a), "reported_residual": float(model.cg_info_.relative_residuals[0]),
-                   "rel_error": rel_error(a)}
-            ours[solver, tol] = row
-            rows.append(row)
+    for (solver, tol), (model, products) in fits.items():
+        a, seconds = model.edge_coef_, float(np.median(walls[solver, tol]))
+        ours[solver, tol] = {
+            "case": label, "solver": f"iokr {solver}", "tol": tol, "seconds": seconds,
+            "runs_s": [round(t, 3) for t in walls[solver, tol]], "products": products,
+            "floor_s": products * floor_product, "over_floor": seconds / (products * floor_product),
+            "rel_residual": residual(a), "reported_residual": float(model.cg_info_.relative_residuals[0]),
+            "rel_error": rel_error(a)}
+    rows += list(ours.values())
     if peer:
-        most = max(row["products"] for row in ours.values())
-        rows += _rlscore_rows(peer[0], K1, K2, r, c, y, alpha, runs, int(1.5 * most) + 10, label, floor_product,
-                              residual, rel_error, ours)
+        rows += _rlscore_rows(peer_walls, iterates, label, floor_product, residual, rel_error, ours)
     rows = rows[1 + bool(dense):] + rows[:1 + bool(dense)]  # solver rows first: their columns lead the table
     return [{k: row[k] for k in sorted(row, key=_column_rank) if row[k] is not None} for row in rows]
 
@@ -141,8 +138,28 @@ def _column_rank(key):
     return _COLUMNS.index(key) if key in _COLUMNS else len(_COLUMNS)
 
 
-def _timed_fit(K1, K2, r, c, y, alpha, params, tol, runs):
-    """Median wall time of ``KronRLS.fit`` and the number of operator products it made (counted, not estimated)."""
+def _interleaved_runs(K1, K2, r, c, y, alpha, runs, peer):
+    """``runs`` rounds, each timing every iokr variant at every tolerance, then one RLScore run: a change of load
+    on the shared machine hits both libraries alike. Returns the walls, the last fits with their product counts,
+    RLScore's per-iteration times of each round and its first round's iterates."""
+    walls = {(s, tol): [] for s in SOLVERS for tol in TOLS}
+    fits, peer_walls, iterates = {}, [], None
+    for _ in range(runs):
+        for solver, tol in walls:
+            wall, model, products = _timed_fit(K1, K2, r, c, y, alpha, SOLVERS[solver], tol)
+            walls[solver, tol].append(wall)
+            fits[solver, tol] = (model, products)
+        if peer:
+            # RLScore has no stopping rule: run it well past the most products iokr needed.
+            maxiter = int(1.5 * max(p for _, p in fits.values())) + 10
+            times, its = _rlscore_run(peer[0], K1, K2, r, c, y, alpha, maxiter)
+            peer_walls.append(times)
+            iterates = its if iterates is None else iterates
+    return walls, fits, peer_walls, iterates
+
+
+def _timed_fit(K1, K2, r, c, y, alpha, params, tol):
+    """Wall time of one ``KronRLS.fit``, the model and the operator products it made (counted, not estimated)."""
     original = SampledKroneckerOperator.matmat
     count = [0]
 
@@ -150,46 +167,41 @@ def _timed_fit(K1, K2, r, c, y, alpha, params, tol, runs):
         count[0] += 1 if np.ndim(V) == 1 else np.shape(V)[1]
         return original(self, V)
 
-    def fit():
-        count[0] = 0
-        model = KronRLS(alpha=alpha, tol=tol, max_iter=20_000, **params).fit(K1, K2, (r, c, y))
-        return model, count[0]
-
     SampledKroneckerOperator.matmat = counting
     try:
-        timing = measure(fit, runs)
-        return timing, timing.result
+        start = time.perf_counter()
+        model = KronRLS(alpha=alpha, tol=tol, max_iter=20_000, **params).fit(K1, K2, (r, c, y))
+        return time.perf_counter() - start, model, count[0]
     finally:
         SampledKroneckerOperator.matmat = original
 
 
-def _rlscore_rows(CGKronRLS, K1, K2, r, c, y, alpha, runs, maxiter, label, floor_product, residual, rel_error,
-                  ours):
+def _rlscore_run(CGKronRLS, K1, K2, r, c, y, alpha, maxiter):
+    """One RLScore solve to ``maxiter``: the time of each iteration since the call, and the iterates."""
     r32, c32 = r.astype(np.int32), c.astype(np.int32)
-    times, first = [], None
-    for _ in range(runs):
-        recorder = _Recorder()
-        start = time.perf_counter()
-        CGKronRLS(K1=K1, K2=K2, Y=y, label_row_inds=r32, label_col_inds=c32, regparam=alpha, maxiter=maxiter,
-                  callback=recorder)
-        times.append(np.array(recorder.times) - start)
-        if first is None:
-            first = recorder.iterates
-    residuals = np.array([residual(a) for a in first])
+    recorder = _Recorder()
+    start = time.perf_counter()
+    CGKronRLS(K1=K1, K2=K2, Y=y, label_row_inds=r32, label_col_inds=c32, regparam=alpha, maxiter=maxiter,
+              callback=recorder)
+    return np.array(recorder.times) - start, recorder.iterates
+
+
+def _rlscore_rows(peer_walls, iterates, label, floor_product, residual, rel_error, ours):
+    residuals = np.array([residual(a) for a in iterates])
     rows = []
     for tol in TOLS:
         hit = np.flatnonzero(residuals <= tol)
         row = {"case": label, "solver": "RLScore CGKronRLS (scipy MINRES)", "tol": tol}
         if hit.size == 0:
-            row["note"] = f"not reached in {maxiter} iterations (best {residuals.min():.3g})"
+            row["note"] = f"not reached in {len(iterates)} iterations (best {residuals.min():.3g})"
             rows.append(row)
             continue
         k = int(hit[0])
-        walls = [float(t[k]) for t in times]
+        walls = [float(t[k]) for t in peer_walls]
         seconds = float(np.median(walls))
         row.update(seconds=seconds, runs_s=[round(t, 3) for t in walls], products=k + 1,
                    floor_s=(k + 1) * floor_product, over_floor=seconds / ((k + 1) * floor_product),
-                   rel_residual=float(residuals[k]), rel_error=rel_error(first[k]))
+                   rel_residual=float(residuals[k]), rel_error=rel_error(iterates[k]))
         for solver in SOLVERS:
             ours[solver, tol]["speedup_vs_rlscore"] = seconds / ours[solver, tol]["seconds"]
         rows.append(row)
