@@ -103,7 +103,7 @@ class _PairwiseRLS(PairKernelsMixin, BaseEstimator):
     _ranking = False
 
     def __init__(self, alpha=1.0, kernel1="precomputed", kernel2="precomputed", symmetry=None, max_iter=None,
-                 tol=1e-10, solver="cg", preconditioner_rank=None):
+                 tol=1e-10, solver="minres", preconditioner_rank=None):
         self.alpha = alpha
         self.kernel1 = kernel1
         self.kernel2 = kernel2
