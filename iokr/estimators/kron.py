@@ -58,8 +58,8 @@ class KronRLS(_PairwiseRLS):
         Precondition CG (``solver="cg"``, ``symmetry=None``, ``alpha > 0``) with ``Phi Phi^T + alpha I``, ``Phi``
         the labelled pairs' features of the ``preconditioner_rank`` largest eigenpairs of ``K1 kron K2``
         (:func:`iokr.linalg.sampled_kron_features`); see the Notes. None (default): no preconditioner. Measured
-        with rank 100 on 1000 x 1000 grids (``benchmarks/results/kron_solvers.md``): 1.6-1.7x faster than MINRES
-        to 1e-6 at ``alpha=1`` (20k and 200k pairs), about even at ``alpha=0.01``. It costs two partial
+        with rank 100 on 1000 x 1000 grids (``benchmarks/results/kron_solvers.md``): 1.5-2.1x faster than MINRES
+        to 1e-3 and 1e-6 at ``alpha=1`` (20k and 200k pairs), 1.05-1.17x at ``alpha=0.01``. It costs two partial
         eigendecompositions of the factors (``O(n^3)`` each, however few pairs are labelled), which is why it is
         not the default.
 
