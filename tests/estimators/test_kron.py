@@ -595,3 +595,17 @@ def test_preconditioner_rank_is_validated(rng, params):
     K1, K2, r, c, y = _sampled_system(rng, n1=6, n2=6, q=20)
     with pytest.raises(ValueError, match="'preconditioner_rank' parameter of KronRLS"):
         KronRLS(**params).fit(K1, None if "symmetry" in params else K2, (r, c, y))
+
+
+@pytest.mark.parametrize("params", [{"solver": "cg"}, {"solver": "minres"}, {"solver": "cg", "preconditioner_rank": 4}])
+def test_cv_refits_use_the_models_solver(rng, params):
+    # Early stopping (max_iter=2) makes the iterates solver-dependent: the explicit k-fold refits must use the
+    # fitted model's solver and preconditioner, not the defaults.
+    K1, K2, r, c, y = _sampled_system(rng, n1=9, n2=7, q=40)
+    model = KronRLS(alpha=0.1, max_iter=2, **params).fit(K1, K2, (r, c, y))
+    P = model.holdout_predictions("A", n_folds=3, random_state=1)
+    expected = np.full(y.size, np.nan)
+    for train, test in _scheme_splits("A", r, c, False, 3, 1):
+        refit = KronRLS(alpha=0.1, max_iter=2, **params).fit(K1, K2, (r[train], c[train], y[train]))
+        expected[test] = refit.predict(K1, K2, pairs=(r[test], c[test]))
+    np.testing.assert_allclose(P, expected, rtol=1e-10, atol=1e-12)
