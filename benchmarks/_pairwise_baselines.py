@@ -141,7 +141,8 @@ def kron_predict(task, params, fit, pred):
         Y[r_local, c_local] = y - offset
         model = KronRLS(alpha=alpha).fit(K1, K2, Y)
     else:
-        model = KronRLS(alpha=alpha, max_iter=KRON_MAX_ITER, tol=KRON_TOL).fit(K1, K2, (r_local, c_local, y - offset))
+        model = KronRLS(alpha=alpha, max_iter=KRON_MAX_ITER, tol=KRON_TOL, solver="cg").fit(
+            K1, K2, (r_local, c_local, y - offset))
     test_drugs, pr = np.unique(task.rows[pred], return_inverse=True)
     test_targets, pc = np.unique(task.cols[pred], return_inverse=True)
     return model.predict(Kd[np.ix_(test_drugs, drugs)], Kt[np.ix_(test_targets, targets)], pairs=(pr, pc)) + offset

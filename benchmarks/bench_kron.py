@@ -95,7 +95,7 @@ def _incomplete_rows(rng, quick, peer, repeat):
         pko = peer["PairwiseKernelOperator"](K1, K2, r32, c32, r32, c32)
         t_pmv, mv_peer = median_time(lambda: pko.matvec(v), repeat)
         mv_row.update(rlscore_s=t_pmv, speedup_vs_rlscore=t_pmv / t_mv, max_rel_diff=_rel(mv, np.asarray(mv_peer)))
-    t_cg, model = median_time(lambda: KronRLS(alpha=1.0, max_iter=iters, tol=1e-30).fit(K1, K2, (r, c, y)), 1)
+    t_cg, model = median_time(lambda: KronRLS(alpha=1.0, max_iter=iters, tol=1e-30, solver="cg").fit(K1, K2, (r, c, y)), 1)
     pred = model.predict(K1, K2, pairs=(r, c))
     cg_row = {"case": f"KronRLS CG {n_nodes}^2 nodes, {q} pairs, {iters} iterations", "iokr_s": t_cg,
               "iokr_rel_residual": float(model.cg_info_.relative_residuals[0])}

@@ -501,7 +501,7 @@ def kiba(folder, alphas=(0.1, 1.0, 10.0), max_iter=100):
     def fit_eval(train, evaluate, alpha):
         # The Kronecker model has no intercept: fit the labels centred on the training mean.
         offset = values[train].mean()
-        model = KronRLS(alpha=alpha, max_iter=max_iter, tol=1e-6).fit(
+        model = KronRLS(alpha=alpha, max_iter=max_iter, tol=1e-6, solver="cg").fit(
             Kd, Kt, (rows[train], cols[train], values[train] - offset))
         pred = model.predict(Kd, Kt, pairs=(rows[evaluate], cols[evaluate])) + offset
         return concordance_index(values[evaluate], pred), float(np.mean((values[evaluate] - pred) ** 2)), model

@@ -28,7 +28,9 @@ def main(argv=None):
         module = importlib.import_module(f"benchmarks.bench_{name}")
         print(f"== {name}", flush=True)
         rows = module.run(quick=args.quick, data_dir=args.data)
-        print(write_results(args.output, name, rows, module.__doc__, args.quick), flush=True)
+        # A module may add a verdict in figures after its description (``summary(rows) -> str``).
+        doc = (module.__doc__ or "") + ("\n" + module.summary(rows) if hasattr(module, "summary") else "")
+        print(write_results(args.output, name, rows, doc, args.quick), flush=True)
 
 
 if __name__ == "__main__":

@@ -64,7 +64,7 @@ print("  setting B hold-out == retraining without the row: checked")
 # Incomplete labels: 15 % of the pairs observed (all positives kept), conjugate gradient with early stopping.
 rows, cols = np.nonzero(rng.random(Y.shape) < 0.15)
 rows, cols = np.concatenate([rows, np.arange(len(train))]), np.concatenate([cols, np.arange(len(train))])
-cg = KronRLS(alpha=0.01, max_iter=200).fit(K1, K2, (rows, cols, Y[rows, cols]))
+cg = KronRLS(alpha=0.01, max_iter=200, solver="cg").fit(K1, K2, (rows, cols, Y[rows, cols]))
 print(f"KronRLS, {rows.size} observed pairs, CG ({cg.n_iter_} iterations): {retrieval(cg.predict(K1_test, K2_test))}")
 
 # One domain. Symmetric relation "same book" and reciprocal relation "earlier in the canon" between English chapters.

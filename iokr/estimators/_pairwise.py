@@ -20,12 +20,14 @@ from ..kernels import make_kernel
 from ..linalg import (
     BlockCentering,
     EigenPath,
+    NystromPreconditioner,
     SampledKroneckerOperator,
     block_cg,
     kron_ranking_factors,
     kron_ridge_dual,
     kron_ridge_symmetric_dual,
     minres,
+    sampled_kron_features,
 )
 
 SYMMETRY = {None: None, "symmetric": 1, "reciprocal": -1}
@@ -101,7 +103,7 @@ class _PairwiseRLS(PairKernelsMixin, BaseEstimator):
     _ranking = False
 
     def __init__(self, alpha=1.0, kernel1="precomputed", kernel2="precomputed", symmetry=None, max_iter=None,
-                 tol=1e-10, solver="cg"):
+                 tol=1e-10, solver="minres", preconditioner_rank=None):
         self.alpha = alpha
         self.kernel1 = kernel1
         self.kernel2 = kernel2
@@ -109,6 +111,7 @@ class _PairwiseRLS(PairKernelsMixin, BaseEstimator):
         self.max_iter = max_iter
         self.tol = tol
         self.solver = solver
+        self.preconditioner_rank = preconditioner_rank
 
     # ----------------------------------------------------------------------------------------------- validation
     def _check_params(self):
@@ -128,6 +131,15 @@ class _PairwiseRLS(PairKernelsMixin, BaseEstimator):
             raise ValueError(f"The 'tol' parameter of {name} must be a float > 0. Got {self.tol!r}.")
         if self.solver not in ("cg", "minres"):
             raise ValueError(f"The 'solver' parameter of {name} must be 'cg' or 'minres'. Got {self.solver!r}.")
+        rank = self.preconditioner_rank
+        if rank is not None:
+            if isinstance(rank, bool) or not isinstance(rank, numbers.Integral) or rank < 1:
+                raise ValueError(
+                    f"The 'preconditioner_rank' parameter of {name} must be a positive int or None. Got {rank!r}.")
+            if self.solver != "cg" or self.symmetry is not None or not alpha > 0:
+                raise ValueError(
+                    f"The 'preconditioner_rank' parameter of {name} needs solver='cg', symmetry=None and alpha > 0 "
+                    f"(got solver={self.solver!r}, symmetry={self.symmetry!r}, alpha={alpha!r}).")
         return float(alpha)
 
     # ------------------------------------------------------------------------------------------------------ fit
@@ -262,11 +274,18 @@ class _PairwiseRLS(PairKernelsMixin, BaseEstimator):
             def matmat(B):
                 return op.matmat(B) + alpha * B
 
+        precond = None
+        if self.preconditioner_rank is not None:
+            # P = Phi Phi^T + alpha I from the top Kronecker eigenpairs (L Phi for the centred ranking system).
+            rank = min(self.preconditioner_rank, K1.shape[0] * K2.shape[0])
+            Phi, _ = sampled_kron_features(K1, K2, rows, cols, rank)
+            precond = NystromPreconditioner(L.apply(Phi) if self._ranking else Phi, alpha)
         if self.solver == "minres":
             coef, info = minres(lambda v: matmat(v[:, None])[:, 0], rhs, rtol=self.tol, max_iter=self.max_iter,
                                 warn=self.max_iter is None)
         else:
-            coef, info = block_cg(matmat, rhs, rtol=self.tol, max_iter=self.max_iter, warn=self.max_iter is None)
+            coef, info = block_cg(matmat, rhs, rtol=self.tol, max_iter=self.max_iter, preconditioner=precond,
+                                  warn=self.max_iter is None)
         self.n_iter_ = info.n_iter
         self.cg_info_ = info
         self.edge_coef_ = coef

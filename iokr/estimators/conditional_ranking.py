@@ -33,8 +33,11 @@ class ConditionalRankRLS(_PairwiseRLS):
         Iteration cap of the iterative solver on incomplete labels (early stopping).
     tol : float, default=1e-10
         Stopping rule of the iterative solver on the true relative residual, as in :class:`KronRLS`.
-    solver : {"cg", "minres"}, default="cg"
+    solver : {"minres", "cg"}, default="minres"
         Iterative solver on incomplete labels, as in :class:`KronRLS`.
+    preconditioner_rank : int, optional
+        Kronecker eigenpairs of the CG preconditioner, as in :class:`KronRLS` (here ``L Phi`` with ``L`` the
+        per-row centering, since the system is ``L K_q L + alpha I``).
 
     Notes
     -----

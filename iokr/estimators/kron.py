@@ -49,9 +49,19 @@ class KronRLS(_PairwiseRLS):
     tol : float, default=1e-10
         The iterative solver stops when the true relative residual ``||b - M a|| / ||b||`` of the pair system is
         at most ``tol`` (reported in ``cg_info_``); see the Notes of :class:`KronRLS`.
-    solver : {"cg", "minres"}, default="cg"
-        Iterative solver on incomplete labels. MINRES minimizes the residual over the same Krylov space, so it
-        reaches ``tol`` in at most as many operator products (``benchmarks/bench_kron_solvers.py``).
+    solver : {"minres", "cg"}, default="minres"
+        Iterative solver on incomplete labels. MINRES minimizes the residual over the same Krylov space as CG, so
+        it reaches ``tol`` in at most as many operator products; it is the default by measurement
+        (``benchmarks/results/kron_solvers.md``: 0-13 % fewer products than CG on 1000 x 1000 grids with 20k and
+        200k pairs, at 1e-3 and 1e-6, the same cost per product). "cg" is needed for ``preconditioner_rank``.
+    preconditioner_rank : int, optional
+        Precondition CG (``solver="cg"``, ``symmetry=None``, ``alpha > 0``) with ``Phi Phi^T + alpha I``, ``Phi``
+        the labelled pairs' features of the ``preconditioner_rank`` largest eigenpairs of ``K1 kron K2``
+        (:func:`iokr.linalg.sampled_kron_features`); see the Notes. None (default): no preconditioner. Measured
+        with rank 100 on 1000 x 1000 grids (``benchmarks/results/kron_solvers.md``): 1.5-2.1x faster than MINRES
+        to 1e-3 and 1e-6 at ``alpha=1`` (20k and 200k pairs), 1.05-1.17x at ``alpha=0.01``. It costs two partial
+        eigendecompositions of the factors (``O(n^3)`` each, however few pairs are labelled), which is why it is
+        not the default.
 
     Attributes
     ----------
@@ -71,6 +81,13 @@ class KronRLS(_PairwiseRLS):
     labelled pairs) and ``b`` the labels, by CG or MINRES from ``a = 0``. The stopping rule is stated on the true
     residual: the solver stops at the first iterate with ``||b - M a|| / ||b|| <= tol`` (a cheap recursive estimate
     proposes the stop, one product with ``M`` confirms it), or after ``max_iter`` iterations.
+
+    With ``preconditioner_rank = r``, CG runs on ``P^{-1} M`` with ``P = Phi Phi^T + alpha I`` and
+    ``Phi Phi^T = S K_r S^T`` (``K_r`` the rank-``r`` truncation of the Kronecker kernel, ``S`` the pair
+    selection). ``0 <= K_q - Phi Phi^T <= lambda_{r+1} I``, so the eigenvalues of ``P^{-1} M`` lie in
+    ``[1, 1 + lambda_{r+1} / alpha]``: the outlying top of the spectrum is removed. The setup costs two partial
+    eigendecompositions and ``O(q r^2)``; each iteration adds ``O(q r)`` to the operator product. The stopping
+    rule stays on the unpreconditioned residual ``||b - M a|| / ||b||``.
 
     Proposition 3 of the paper: with complete labels, the symmetric (reciprocal) kernel gives the same predictions
     as the ordinary Kronecker kernel trained on ``(Y + Y^T) / 2`` (``(Y - Y^T) / 2``), i.e. on each edge included in

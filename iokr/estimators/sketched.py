@@ -213,9 +213,12 @@ class SketchedIOKR(IOKR):
     sparsity : float, default=0.05
         Probability ``p`` of a nonzero entry of the p-sparsified sketch.
     max_iter : int, default=100
-        CG iterations of ``solver="falkon"``.
+        Cap on the CG iterations of ``solver="falkon"`` (a :class:`~iokr.exceptions.ConvergenceWarning` if some
+        output column has not reached ``tol`` by then).
     tol : float, default=1e-8
-        Relative residual at which CG stops.
+        Stopping rule of ``solver="falkon"``: CG stops output column ``j`` at the first iterate whose true relative
+        residual ``||Psi_j - (K + alpha I) c_j|| / ||Psi_j||`` is at most ``tol`` (the unpreconditioned residual of
+        the full problem, confirmed by one product with ``K``; reported in ``cg_info_``).
     random_state : int or None, default=None
         Seed of the landmark sampling, sketches and random features.
 
@@ -227,6 +230,9 @@ class SketchedIOKR(IOKR):
         ``(K + alpha I)^{-1} Psi`` (``solver="falkon"``).
     n_iter_ : int
         CG iterations (``solver="falkon"``).
+    cg_info_ : CGInfo
+        ``solver="falkon"``: ``relative_residuals`` (one per output column, the true
+        ``||Psi_j - (K + alpha I) c_j|| / ||Psi_j||`` at the stop) and ``converged``.
     n_components_ : int
         Rank of the input sketch actually used (eigenvalues of ``S K S^T`` under ``1e-10 x max`` are dropped).
 
@@ -387,6 +393,7 @@ class SketchedIOKR(IOKR):
         self.dual_coef_, info = falkon_solve(matmat, self.output_.train_features, Phi, alpha, rtol=self.tol,
                                              max_iter=self.max_iter)
         self.n_iter_ = info.n_iter
+        self.cg_info_ = info
         self.jitter_ = 0.0
         check_finite(self.dual_coef_, "dual_coef_")
 

@@ -42,6 +42,7 @@ from ._kronecker import (
     SymmetricKroneckerOperator,
     WeightedKroneckerSum,
     commutation_matrix,
+    sampled_kron_features,
 )
 from ._loo_path import AlphaSkeleton, loo_squared_errors
 from ._minres import minres
@@ -70,6 +71,7 @@ from ._ranking_holdout import (
     query_holdout_predictions,
 )
 from ._sketch import (
+    NystromPreconditioner,
     falkon_solve,
     greedy_landmarks,
     nystrom_whitening,
@@ -98,6 +100,7 @@ __all__ = [
     "SymmetricKroneckerOperator",
     "WeightedKroneckerSum",
     "LUShift",
+    "NystromPreconditioner",
     "PRODUCT_PATH_METHODS",
     "ProductEigenShift",
     "ProductShiftPath",
@@ -138,6 +141,7 @@ __all__ = [
     "ridge_solution",
     "mixing_holdout_coefficients",
     "row_slices",
+    "sampled_kron_features",
     "solve_shifted",
     "sparse_sketch",
     "sq_norms_in_kernel",

@@ -52,7 +52,8 @@ def retrain_holdout(model, setting, alpha, n_folds=None, random_state=0):
 def _refit_predict(model, alpha, r, c, v, r_test, c_test):
     """Refit on the labelled pairs ``(r, c, v)`` and score the test pairs."""
     params = {"alpha": alpha, "kernel1": "precomputed", "kernel2": "precomputed", "symmetry": model.symmetry,
-              "max_iter": model.max_iter, "tol": model.tol}
+              "max_iter": model.max_iter, "tol": model.tol, "solver": model.solver,
+              "preconditioner_rank": model.preconditioner_rank}
     one = model.one_domain_
     K1, K2 = model.K1_, None if one else model.K2_
     R, C = np.unique(r), np.unique(c)

@@ -22,7 +22,7 @@ from ._pairwise_splits import check_setting, count_pairwise_splits, scheme_name
 from ._search import DEFAULT_ALPHAS, SEARCH_DOCS, PathSearchMixin, apply_setting, expand_grid
 
 #: The estimator's own parameters a search forwards to it (documented by the estimator, shown again by the search).
-ESTIMATOR_PARAMETERS = ("kernel1, kernel2", "symmetry", "max_iter", "tol", "solver")
+ESTIMATOR_PARAMETERS = ("kernel1, kernel2", "symmetry", "max_iter", "tol", "solver", "preconditioner_rank")
 
 
 def _neg_mse(y, p, rows):
@@ -120,7 +120,7 @@ class PairwiseSearchBase(PathSearchMixin, BaseEstimator):
 
     def __init__(self, alphas=DEFAULT_ALPHAS, param_grid=None, setting="A", n_folds=None, random_state=0,
                  scoring=None, store_cv_results=False, kernel1="precomputed", kernel2="precomputed", symmetry=None,
-                 max_iter=None, tol=1e-10, solver="cg"):
+                 max_iter=None, tol=1e-10, solver="minres", preconditioner_rank=None):
         self.alphas = alphas
         self.param_grid = param_grid
         self.setting = setting
@@ -134,10 +134,12 @@ class PairwiseSearchBase(PathSearchMixin, BaseEstimator):
         self.max_iter = max_iter
         self.tol = tol
         self.solver = solver
+        self.preconditioner_rank = preconditioner_rank
 
     def _estimator_params(self):
         return {"kernel1": self.kernel1, "kernel2": self.kernel2, "symmetry": self.symmetry,
-                "max_iter": self.max_iter, "tol": self.tol, "solver": self.solver}
+                "max_iter": self.max_iter, "tol": self.tol, "solver": self.solver,
+                "preconditioner_rank": self.preconditioner_rank}
 
     def fit(self, X1, X2, Y):
         """Score every (kernel setting, alpha) by pooled hold-out predictions, then refit the best on all data.

@@ -8,7 +8,7 @@ import iokr
 from iokr.estimators import ConditionalRankRLS, KronRLS, TwoStepRLS, kron
 from iokr.exceptions import ConvergenceWarning
 from iokr.kernels import Gaussian, Linear
-from iokr.linalg import commutation_matrix
+from iokr.linalg import commutation_matrix, sampled_kron_features
 from iokr.metrics import concordance_index
 from iokr.model_selection import pairwise_splits as _scheme_splits
 
@@ -79,13 +79,14 @@ def test_conditional_rankrls_matches_dense_system(data, alpha):
     np.testing.assert_allclose(model.dual_coef_.ravel(), a, rtol=1e-8, atol=1e-10)
 
 
-def test_conditional_rankrls_cg_incomplete_matches_dense(rng):
+@pytest.mark.parametrize("solver", ["minres", "cg"])
+def test_conditional_rankrls_cg_incomplete_matches_dense(rng, solver):
     K1, K2 = _psd(rng, 7), _psd(rng, 6)
     rows, cols = rng.integers(0, 7, size=30), rng.integers(0, 6, size=30)
     rows[1], cols[1] = rows[0], cols[0]
     y = rng.normal(size=30)
     a = _dense_ranking_system(K1, K2, rows, cols, y, 0.3)
-    model = ConditionalRankRLS(alpha=0.3, tol=1e-13).fit(K1, K2, (rows, cols, y))
+    model = ConditionalRankRLS(alpha=0.3, tol=1e-13, solver=solver).fit(K1, K2, (rows, cols, y))
     np.testing.assert_allclose(model.edge_coef_, a, rtol=1e-7, atol=1e-9)
     # predictions: sum over edges of a_e K1[., r_e] K2[., c_e]
     T1, T2 = rng.normal(size=(3, 7)), rng.normal(size=(2, 6))
@@ -93,23 +94,25 @@ def test_conditional_rankrls_cg_incomplete_matches_dense(rng):
     np.testing.assert_allclose(model.predict(T1, T2), expected, rtol=1e-7, atol=1e-9)
 
 
+@pytest.mark.parametrize("solver", ["minres", "cg"])
 @pytest.mark.parametrize("model_cls", [KronRLS, ConditionalRankRLS])
-def test_cg_on_complete_data_matches_closed_form(data, model_cls):
+def test_cg_on_complete_data_matches_closed_form(data, model_cls, solver):
     K1, K2, Y = data
     rows, cols = (a.ravel() for a in np.indices(Y.shape))
     closed = model_cls(alpha=0.7).fit(K1, K2, Y)
-    cg = model_cls(alpha=0.7, tol=1e-13).fit(K1, K2, (rows, cols, Y.ravel()))
+    cg = model_cls(alpha=0.7, tol=1e-13, solver=solver).fit(K1, K2, (rows, cols, Y.ravel()))
     assert cg.n_iter_ > 0 and closed.n_iter_ == 0
     np.testing.assert_allclose(cg.dual_coef_, closed.dual_coef_, rtol=1e-7, atol=1e-9)
 
 
-def test_kronrls_cg_incomplete_matches_dense(rng):
+@pytest.mark.parametrize("solver", ["minres", "cg"])
+def test_kronrls_cg_incomplete_matches_dense(rng, solver):
     K1, K2 = _psd(rng, 8), _psd(rng, 5)
     rows, cols = rng.integers(0, 8, size=25), rng.integers(0, 5, size=25)
     y = rng.normal(size=25)
     Kq = K1[np.ix_(rows, rows)] * K2[np.ix_(cols, cols)]
     a = np.linalg.solve(Kq + 0.5 * np.eye(25), y)
-    model = KronRLS(alpha=0.5, tol=1e-13).fit(K1, K2, (rows, cols, y))
+    model = KronRLS(alpha=0.5, tol=1e-13, solver=solver).fit(K1, K2, (rows, cols, y))
     np.testing.assert_allclose(model.edge_coef_, a, rtol=1e-8, atol=1e-10)
 
 
@@ -117,7 +120,7 @@ def test_early_stopping_without_tikhonov(rng):
     K1, K2 = _psd(rng, 8), _psd(rng, 5)
     rows, cols = rng.integers(0, 8, size=25), rng.integers(0, 5, size=25)
     y = rng.normal(size=25)
-    model = KronRLS(alpha=0.0, max_iter=3).fit(K1, K2, (rows, cols, y))
+    model = KronRLS(alpha=0.0, max_iter=3, solver="cg").fit(K1, K2, (rows, cols, y))
     assert model.n_iter_ == 3
     # Three CG steps from zero stay in the Krylov space span{y, Kq y, Kq^2 y}.
     Kq = K1[np.ix_(rows, rows)] * K2[np.ix_(cols, cols)]
@@ -128,11 +131,12 @@ def test_early_stopping_without_tikhonov(rng):
         KronRLS(alpha=0.0).fit(K1, K2, (rows, cols, y))
 
 
-def test_cg_warns_when_not_converged(rng):
+@pytest.mark.parametrize("solver", ["minres", "cg"])
+def test_cg_warns_when_not_converged(rng, solver):
     K1, K2 = _psd(rng, 8), _psd(rng, 5)
     rows, cols = (a.ravel() for a in np.indices((8, 5)))
     with pytest.warns(ConvergenceWarning):
-        KronRLS(alpha=1e-6, tol=1e-15).fit(K1, K2, (rows[:30], cols[:30], rng.normal(size=30)))
+        KronRLS(alpha=1e-6, tol=1e-15, solver=solver).fit(K1, K2, (rows[:30], cols[:30], rng.normal(size=30)))
 
 
 # ----------------------------------------------------------------------------------- symmetric / reciprocal
@@ -495,6 +499,7 @@ def _sampled_system(rng, n1=9, n2=7, q=40):
 @pytest.mark.parametrize("solver", ["cg", "minres"])
 @pytest.mark.parametrize("tol", [1e-4, 1e-10])
 def test_iterative_solvers_stop_on_the_stated_residual(rng, solver, tol):
+    assert KronRLS().solver == "minres"  # the default, chosen by benchmarks/bench_kron_solvers.py
     K1, K2, r, c, y = _sampled_system(rng)
     alpha = 0.05
     M = K1[np.ix_(r, r)] * K2[np.ix_(c, c)] + alpha * np.eye(r.size)  # the pair system, densely
@@ -512,7 +517,7 @@ def test_iterative_solvers_stop_on_the_stated_residual(rng, solver, tol):
 
 def test_minres_ranking_matches_cg_and_needs_no_more_iterations(rng):
     K1, K2, r, c, y = _sampled_system(rng, q=50)
-    cg = ConditionalRankRLS(alpha=0.1, tol=1e-9).fit(K1, K2, (r, c, y))
+    cg = ConditionalRankRLS(alpha=0.1, tol=1e-9, solver="cg").fit(K1, K2, (r, c, y))
     mr = ConditionalRankRLS(alpha=0.1, tol=1e-9, solver="minres").fit(K1, K2, (r, c, y))
     np.testing.assert_allclose(mr.edge_coef_, cg.edge_coef_, rtol=1e-6, atol=1e-8)
     assert mr.n_iter_ <= cg.n_iter_ and mr.cg_info_.relative_residuals[0] <= 1e-9
@@ -545,3 +550,62 @@ def test_holdout_predictions_of_a_grid_stack_single_alphas(rng, model_cls, setti
 def test_split_modules_keep_the_old_import_path():
     assert kron.ConditionalRankRLS is iokr.ConditionalRankRLS and kron.TwoStepRLS is iokr.TwoStepRLS
     assert kron.KronRLS is iokr.KronRLS
+
+
+# ------------------------------------------------------------------ CG preconditioned by the top Kronecker eigenpairs
+def test_sampled_kron_features_are_the_restricted_truncation(rng):
+    K1, K2, r, c, _ = _sampled_system(rng, n1=7, n2=6, q=30)
+    Phi, lambda_next = sampled_kron_features(K1, K2, r, c, 9)
+    w, V = np.linalg.eigh(np.kron(K1, K2))  # brute force: the dense Kronecker kernel and its truncation
+    Kr = (V[:, -9:] * w[-9:]) @ V[:, -9:].T
+    flat = r * 6 + c
+    np.testing.assert_allclose(Phi @ Phi.T, Kr[np.ix_(flat, flat)], atol=1e-10 * w[-1])
+    assert lambda_next == pytest.approx(w[-10], rel=1e-10)
+    gap = np.linalg.eigvalsh(K1[np.ix_(r, r)] * K2[np.ix_(c, c)] - Phi @ Phi.T)
+    assert gap[0] > -1e-10 * w[-1] and gap[-1] <= lambda_next * (1 + 1e-10)
+
+
+@pytest.mark.parametrize("tol", [1e-3, 1e-9])
+def test_preconditioned_cg_reaches_the_dense_solution_in_fewer_iterations(rng, tol):
+    # solver="cg" is required (MINRES, the default, has no preconditioned form here).
+    K1, K2, r, c, y = _sampled_system(rng, n1=12, n2=10, q=90)
+    alpha = 1e-3
+    M = K1[np.ix_(r, r)] * K2[np.ix_(c, c)] + alpha * np.eye(r.size)
+    plain = KronRLS(alpha=alpha, tol=tol, solver="cg").fit(K1, K2, (r, c, y))
+    pre = KronRLS(alpha=alpha, tol=tol, solver="cg", preconditioner_rank=20).fit(K1, K2, (r, c, y))
+    relative = np.linalg.norm(y - M @ pre.edge_coef_) / np.linalg.norm(y)
+    assert relative <= tol and pre.cg_info_.relative_residuals[0] == pytest.approx(relative, rel=1e-6)
+    exact = np.linalg.solve(M, y)
+    np.testing.assert_allclose(pre.edge_coef_, exact, atol=np.linalg.cond(M) * tol * np.linalg.norm(exact))
+    assert pre.n_iter_ < plain.n_iter_
+
+
+def test_preconditioned_ranking_matches_plain_cg(rng):
+    K1, K2, r, c, y = _sampled_system(rng, q=50)
+    plain = ConditionalRankRLS(alpha=0.1, tol=1e-11, solver="cg").fit(K1, K2, (r, c, y))
+    pre = ConditionalRankRLS(alpha=0.1, tol=1e-11, solver="cg", preconditioner_rank=10).fit(K1, K2, (r, c, y))
+    np.testing.assert_allclose(pre.edge_coef_, plain.edge_coef_, rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("params", [{"preconditioner_rank": 0}, {"preconditioner_rank": 2.5},
+                                    {"preconditioner_rank": 3, "solver": "minres"},
+                                    {"preconditioner_rank": 3, "solver": "cg", "symmetry": "symmetric"},
+                                    {"preconditioner_rank": 3, "solver": "cg", "alpha": 0.0, "max_iter": 5}])
+def test_preconditioner_rank_is_validated(rng, params):
+    K1, K2, r, c, y = _sampled_system(rng, n1=6, n2=6, q=20)
+    with pytest.raises(ValueError, match="'preconditioner_rank' parameter of KronRLS"):
+        KronRLS(**params).fit(K1, None if "symmetry" in params else K2, (r, c, y))
+
+
+@pytest.mark.parametrize("params", [{"solver": "cg"}, {"solver": "minres"}, {"solver": "cg", "preconditioner_rank": 4}])
+def test_cv_refits_use_the_models_solver(rng, params):
+    # Early stopping (max_iter=2) makes the iterates solver-dependent: the explicit k-fold refits must use the
+    # fitted model's solver and preconditioner, not the defaults.
+    K1, K2, r, c, y = _sampled_system(rng, n1=9, n2=7, q=40)
+    model = KronRLS(alpha=0.1, max_iter=2, **params).fit(K1, K2, (r, c, y))
+    P = model.holdout_predictions("A", n_folds=3, random_state=1)
+    expected = np.full(y.size, np.nan)
+    for train, test in _scheme_splits("A", r, c, False, 3, 1):
+        refit = KronRLS(alpha=0.1, max_iter=2, **params).fit(K1, K2, (r[train], c[train], y[train]))
+        expected[test] = refit.predict(K1, K2, pairs=(r[test], c[test]))
+    np.testing.assert_allclose(P, expected, rtol=1e-10, atol=1e-12)

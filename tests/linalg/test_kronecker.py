@@ -157,25 +157,40 @@ def _sampled_dense(K1, K2, r_out, c_out, r_in, c_in, sign=None):
                   + sign * K1[np.ix_(r_out, c_in)] * K1[np.ix_(c_out, r_in)])
 
 
-class TestSampledTraining(OperatorMixin):
+# Every sampled operator is checked on both product routes (dense GEMMs; sparse first product), each against the
+# explicit pair kernel.
+@pytest.mark.parametrize("product", ["dense", "sparse"])
+class _SampledRoutes(OperatorMixin):
+    @pytest.fixture(autouse=True)
+    def _product(self, product):
+        self.product = product
+
+
+class TestSampledTraining(_SampledRoutes):
     def make(self, rng):
         K1, K2 = _psd(rng, 6), _psd(rng, 5)
         r, c = rng.integers(0, 6, size=20), rng.integers(0, 5, size=20)
         r[1], c[1] = r[0], c[0]  # a repeated pair
-        return SampledKroneckerOperator(K1, K2, r, c), _sampled_dense(K1, K2, r, c, r, c)
+        return SampledKroneckerOperator(K1, K2, r, c, product=self.product), _sampled_dense(K1, K2, r, c, r, c)
 
 
-class TestSampledTestBlock(OperatorMixin):
+@pytest.mark.parametrize("shapes", [((4, 6), (7, 5)), ((9, 6), (3, 5))], ids=["sparse-left", "sparse-right"])
+class TestSampledTestBlock(_SampledRoutes):
+    @pytest.fixture(autouse=True)
+    def _shapes(self, shapes):
+        self.shapes = shapes
+
     def make(self, rng):
-        K1, K2 = rng.normal(size=(4, 6)), rng.normal(size=(7, 5))
-        r, c = rng.integers(0, 6, size=15), rng.integers(0, 5, size=15)
-        ro, co = rng.integers(0, 4, size=9), rng.integers(0, 7, size=9)
-        op = SampledKroneckerOperator(K1, K2, r, c, ro, co)
+        (m1, n1), (m2, n2) = self.shapes
+        K1, K2 = rng.normal(size=(m1, n1)), rng.normal(size=(m2, n2))  # not symmetric: the transposes matter
+        r, c = rng.integers(0, n1, size=15), rng.integers(0, n2, size=15)
+        ro, co = rng.integers(0, m1, size=9), rng.integers(0, m2, size=9)
+        op = SampledKroneckerOperator(K1, K2, r, c, ro, co, product=self.product)
         return op, _sampled_dense(K1, K2, ro, co, r, c)
 
 
 @pytest.mark.parametrize("sign", [1, -1])
-class TestSampledSymmetric(OperatorMixin):
+class TestSampledSymmetric(_SampledRoutes):
     @pytest.fixture(autouse=True)
     def _sign(self, sign):
         self.sign = sign
@@ -183,7 +198,32 @@ class TestSampledSymmetric(OperatorMixin):
     def make(self, rng):
         K = _psd(rng, 6)
         r, c = rng.integers(0, 6, size=18), rng.integers(0, 6, size=18)
-        return SampledKroneckerOperator(K, K, r, c, sign=self.sign), _sampled_dense(K, K, r, c, r, c, self.sign)
+        op = SampledKroneckerOperator(K, K, r, c, sign=self.sign, product=self.product)
+        return op, _sampled_dense(K, K, r, c, r, c, self.sign)
+
+
+def test_sampled_sparse_route_both_sides_taken():
+    # The cost model sends the sparse product to the side with the smaller output (m1 < m2: left, else right).
+    rng = np.random.default_rng(0)
+    r, c = rng.integers(0, 6, size=15), rng.integers(0, 5, size=15)
+    left = SampledKroneckerOperator(rng.normal(size=(2, 6)), rng.normal(size=(40, 5)), r, c, [0], [0],
+                                    product="sparse")
+    right = SampledKroneckerOperator(rng.normal(size=(40, 6)), rng.normal(size=(2, 5)), r, c, [0], [0],
+                                     product="sparse")
+    assert left._sparse_left and not right._sparse_left
+
+
+@pytest.mark.parametrize("q, sparse", [(2_000, True), (180_000, False)])
+def test_sampled_auto_route_follows_density(q, sparse):
+    # 1000 x 1000 grid: 0.2% labelled goes sparse, 18% stays on dense GEMMs (the SPARSE_COST break-even is 1/6).
+    K = np.eye(1000)
+    flat = np.random.default_rng(0).choice(1_000_000, size=q, replace=False)
+    assert SampledKroneckerOperator(K, K, flat // 1000, flat % 1000).sparse is sparse
+
+
+def test_sampled_bad_product():
+    with pytest.raises(ValueError, match="'product'"):
+        SampledKroneckerOperator(np.eye(2), np.eye(2), [0], [1], product="gemm")
 
 
 def test_sampled_complete_equals_kron(rng):

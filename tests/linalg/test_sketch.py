@@ -93,6 +93,23 @@ def test_falkon_converges_to_exact_solution(center, normalize):
                                rtol=1e-7, atol=1e-8)
 
 
+@pytest.mark.parametrize("tol", [1e-3, 1e-6])
+def test_falkon_stops_on_true_relative_residual(tol):
+    # The stated rule: column j stops at the first iterate with ||Psi_j - (K + alpha I) c_j|| / ||Psi_j|| <= tol,
+    # checked here against the explicit kernel (no input transforms, so K is the Gaussian Gram itself).
+    X, Y, _, _ = _data(n=80)
+    alpha = 1e-3
+    model = SketchedIOKR(alpha=alpha, input_kernel=Gaussian(0.2), center_input=False, normalize_input=False,
+                         solver="falkon", n_components=2, tol=tol, max_iter=500, random_state=0).fit(X, Y)
+    K = Gaussian(0.2)(X)
+    Psi, C = model.output_.train_features, model.dual_coef_
+    true = np.linalg.norm(Psi - (K + alpha * np.eye(len(X))) @ C, axis=0) / np.linalg.norm(Psi, axis=0)
+    np.testing.assert_allclose(model.cg_info_.relative_residuals, true, rtol=1e-6)
+    assert model.cg_info_.converged.all() and (true <= tol * (1 + 1e-9)).all()
+    assert true.max() > tol / 1e3  # it stopped on the rule, not by running to machine precision
+    assert model.n_iter_ < 500
+
+
 def test_nystrom_preconditioner_is_woodbury_inverse():
     rng = np.random.default_rng(0)
     Phi, R = rng.normal(size=(20, 4)), rng.normal(size=(20, 3))
