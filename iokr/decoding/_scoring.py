@@ -87,21 +87,30 @@ class BinaryRule:
     needs_norms: bool = True
 
 
+#: Cap on the bytes of one candidate block with its score block, whatever the budget. Larger blocks only cost time
+#: (fresh pages, cache misses) and resident memory (issue 18): scoring 60 queries against 15k candidates of the demo's
+#: pool took 7.9-9.0 s in blocks sized to the default budget's 768 MiB and 4.8-5.0 s in blocks of 96-192 MiB, with
+#: bit-identical scores (benchmarks/results/demo_memory.md).
+MAX_CANDIDATE_BLOCK_MIB = 128
+
+
 def _plan(scorer, n_candidates, working_memory, itemsize=8):
-    """Split the budget: a quarter for the query block, the rest for candidate blocks and score blocks."""
+    """Split the budget: a quarter for the query block, the rest (at most :data:`MAX_CANDIDATE_BLOCK_MIB`) for
+    candidate blocks and score blocks."""
     budget = working_memory_bytes(working_memory)
     width = max(scorer.query_width, 1)
     query_rows = chunk_rows(scorer.n_queries, width * itemsize, budget / 4 / 2**20)
     per_candidate = width * itemsize + scorer.candidate_bytes_per_row + query_rows * itemsize * 2
-    candidate_rows = chunk_rows(n_candidates, per_candidate, budget * 3 / 4 / 2**20)
+    candidate_rows = chunk_rows(n_candidates, per_candidate, min(budget * 3 / 4 / 2**20, MAX_CANDIDATE_BLOCK_MIB))
     return query_rows, candidate_rows
 
 
 def plan_blocks(scorer, n_candidates, working_memory=None):
     """``(query rows, candidate rows)``: the chunk sizes every scoring function here uses for ``scorer``.
 
-    A quarter of the budget goes to the query block, the rest to candidate blocks and score blocks. Runs that split
-    the work elsewhere (:mod:`iokr.distributed`) align their tasks to these sizes to score exactly the same blocks.
+    A quarter of the budget goes to the query block, the rest (at most :data:`MAX_CANDIDATE_BLOCK_MIB`) to candidate
+    blocks and score blocks. Runs that split the work elsewhere (:mod:`iokr.distributed`) align their tasks to these
+    sizes to score exactly the same blocks.
     """
     return _plan(scorer, n_candidates, working_memory)
 

@@ -187,3 +187,19 @@ def test_order_by_score_and_rankings(rng):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         rankings_from_scores([np.array([1.0])], CandidateSets(np.eye(2), [np.array([1])]))
+
+
+def test_candidate_blocks_capped_whatever_the_budget(monkeypatch):
+    """A large budget does not enlarge candidate blocks past MAX_CANDIDATE_BLOCK_MIB (one block here: 41 rows, a few
+    KiB); with the cap lowered to ~3 rows' bytes, the pool is scored in small blocks, with the same scores."""
+    scorer, pool, S, seen_blocks = _problem(4, n_queries=13, n_pool=41)
+    sets = CandidateSets(pool, [np.arange(41)] * 13)
+    _, rows = _scoring.plan_blocks(scorer, 41, working_memory=1e6)
+    assert rows == 41
+    per_candidate = scorer.query_width * 8 + scorer.candidate_bytes_per_row + 13 * 8 * 2
+    monkeypatch.setattr(_scoring, "MAX_CANDIDATE_BLOCK_MIB", 3.5 * per_candidate / 2**20)
+    assert _scoring.plan_blocks(scorer, 41, working_memory=1e6) == (13, 3)
+    seen_blocks.clear()
+    scores = set_scores(scorer, sets, working_memory=1e6)
+    assert max(seen_blocks) == 3 and sum(seen_blocks) == 41
+    np.testing.assert_array_equal(np.array(scores), S)

@@ -1,11 +1,13 @@
 import io
 import tarfile
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from iokr.apps.metabolites import CandidateStore, Fingerprinter, read_candidate_lists
 from iokr.apps.metabolites._candidates import export_fingerprint_cache
+from iokr.apps.metabolites._jobs import _store
 from iokr.exceptions import IOKRDataError
 
 # L- and D-alanine share the first InChIKey block (QNAYBMKLOCPYGJ): a duplicate to merge.
@@ -93,3 +95,21 @@ def test_exported_cache_replaces_parsing(tmp_path):
     assert [lst.keys for lst in lists2] == [lst.keys for lst in lists]
     np.testing.assert_array_equal(fresh.fingerprints(lists[0].structures), store.fingerprints(lists[0].structures))
     assert CandidateStore(":memory:", Fingerprinter("maccs")).attach_cache(tmp_path / "cache.npz") == 0
+
+
+def test_job_store_is_a_temporary_file_deleted_after_the_job(tmp_path):
+    """Jobs without a store path keep the store in a temporary file (not in memory: issue 18), removed on exit; a
+    given path is kept, with what the job cached."""
+    fp = Fingerprinter("maccs")
+    with _store(None, fp) as store:
+        path = Path(store.path)
+        assert path.is_file() and store.path != ":memory:"
+        lists = read_candidate_lists(_folder(tmp_path), store)
+        assert store.fingerprints(lists[0].structures).shape == (len(lists[0]), fp.n_features)
+    assert not path.exists() and not path.parent.exists()
+    with _store(tmp_path / "kept.sqlite", fp) as store:
+        read_candidate_lists(_folder(tmp_path), store)
+        n = len(store)
+    again = CandidateStore(tmp_path / "kept.sqlite", fp)
+    assert len(again) == n > 0
+    again.close()
