@@ -90,7 +90,7 @@ class TrainingConfig:
     surrogate : {"fold", "formula", "both"}, default=DEFAULT_SURROGATE
         Candidate lists of the cross-validation score (see :func:`~._pipeline.cross_validate`).
     store_path : str or Path, optional
-        On-disk candidate store reused between runs (in memory when None).
+        On-disk candidate store reused between runs (a temporary file, deleted at the end, when None).
     """
 
     fingerprint: object = dataclasses.field(default_factory=lambda: dict(DEFAULT_FINGERPRINT))
@@ -123,7 +123,8 @@ def attach_first_cache(store, caches):
 
 
 def _store(path, fingerprinter):
-    return CandidateStore(path if path else ":memory:", fingerprinter)
+    # "": SQLite's private temporary file (on disk beyond a small page cache, deleted on close), not ":memory:"
+    return CandidateStore(path if path else "", fingerprinter)
 
 
 def fit_with_cv(spectra, store, cleaning, exclude_keys=(), config=None, feedback=None):
@@ -365,6 +366,7 @@ def evaluate_job(spectra_path, candidates_path, config=None, *, model_output=Non
                             "('_id=<InChIKey>' in the file name); they cannot be evaluated.")
     cleaning = Cleaning()
     model, train, table, timings, calibration = fit_with_cv(spectra, store, cleaning, exclude, config, feedback)
+    store.detach_cache()  # every structure scored from here on is in the store (about 60 MB for the bundled cache)
     timings["candidate_lists_s"] = t_lists
     t0 = time.perf_counter()
     summary = evaluate_lists(model, spectra, lists, store, cleaning, progress=progress(2, "scoring queries"),

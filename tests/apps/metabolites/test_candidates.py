@@ -93,3 +93,33 @@ def test_exported_cache_replaces_parsing(tmp_path):
     assert [lst.keys for lst in lists2] == [lst.keys for lst in lists]
     np.testing.assert_array_equal(fresh.fingerprints(lists[0].structures), store.fingerprints(lists[0].structures))
     assert CandidateStore(":memory:", Fingerprinter("maccs")).attach_cache(tmp_path / "cache.npz") == 0
+
+
+def test_default_store_is_a_temporary_file_with_the_same_contents(tmp_path):
+    fp = Fingerprinter("morgan_counts+maccs", n_bits=256)
+    memory, temporary = CandidateStore(":memory:", fp), CandidateStore(fingerprinter=fp)
+    assert temporary.path == ""  # SQLite's private temporary file, deleted on close
+    lists_m = read_candidate_lists(_folder(tmp_path), memory)
+    lists_t = read_candidate_lists(_folder(tmp_path), temporary)
+    assert [lst.keys for lst in lists_t] == [lst.keys for lst in lists_m]
+    structures = lists_m[0].structures
+    np.testing.assert_array_equal(temporary.fingerprints(structures), memory.fingerprints(structures))
+    np.testing.assert_array_equal(temporary.fingerprints(structures, compact=True).counts,
+                                  memory.fingerprints(structures, compact=True).counts)
+    temporary.close()
+
+
+def test_detached_cache_keeps_stored_structures_and_parses_new_ones(tmp_path):
+    fp = Fingerprinter("morgan_counts+maccs", n_bits=256)
+    store = CandidateStore(":memory:", fp)
+    lists = read_candidate_lists(_folder(tmp_path), store)
+    export_fingerprint_cache(store, [SARCOSINE, L_ALA, BETA_ALA], tmp_path / "cache.npz")
+    fresh = CandidateStore(fingerprinter=fp)
+    fresh.attach_cache(tmp_path / "cache.npz")
+    read_candidate_lists(_folder(tmp_path), fresh)
+    n_computed = fresh.n_computed
+    fresh.detach_cache()
+    np.testing.assert_array_equal(fresh.fingerprints(lists[0].structures), store.fingerprints(lists[0].structures))
+    assert fresh.n_computed == n_computed  # stored structures are not parsed again
+    fresh.fingerprints(["CCO"])  # not stored: parsed
+    assert fresh.n_computed == n_computed + 1
