@@ -45,7 +45,8 @@ def _row(label, root, budget, quick):
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [sys.executable, "-m", "iokr"] + ([] if budget is None else ["--working-memory", str(budget)])
         cmd += ["demo", "--output", f"{tmp}/demo", "--overwrite"] + (["--folds", "2"] if quick else [])
-        result = child_json(["-c", _CHILD, json.dumps(cmd)], env=env)
+        # cwd: `python -m` puts the working directory first on sys.path, ahead of PYTHONPATH
+        result = child_json(["-c", _CHILD, json.dumps(cmd)], cwd=root, env=env)
         if result["returncode"] != 0:
             raise RuntimeError(f"iokr demo failed:\n{result['stderr']}")
         timings = json.loads(Path(f"{tmp}/demo/summary.json").read_text())["timings_s"]
