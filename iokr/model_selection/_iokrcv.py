@@ -175,6 +175,10 @@ class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
         Budget in MiB for temporaries of scoring; the global setting by default.
     store_cv_results : bool, default=False
         Keep every held-out example's hold-out values in ``cv_results_`` (below).
+    refit : bool, default=True
+        Refit :attr:`best_estimator_` on all data with the best setting. ``False``: the search only (``cv_results_``
+        and the ``best_*`` attributes; no ``best_estimator_``, so no prediction), which saves one IOKR fit (a
+        factorization and the output Gram) when only the hold-out values are wanted.
 
     Attributes
     ----------
@@ -189,7 +193,7 @@ class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
         of shape (n,), the rank of each example's own output in its set (NaN where it is missing). Rows of
         examples no split holds out are NaN; an example held out by several splits keeps its last split's values.
     best_estimator_ : IOKR
-        Refit on all data with the best setting.
+        Refit on all data with the best setting (only with ``refit=True``).
     path_methods_ : list of str
         Route of the regularization path per input setting.
     skeleton_alphas_ : list of (ndarray or None)
@@ -230,7 +234,7 @@ class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
     def __init__(self, alphas=DEFAULT_ALPHAS, input_kernel="linear", output_kernel="linear",
                  center_input=True, normalize_input=True, center_output=True, normalize_output=True,
                  decoding="distance", cv=None, groups=None, scoring="mse", param_grid=None, path_method="auto",
-                 working_memory=None, store_cv_results=False):
+                 working_memory=None, store_cv_results=False, refit=True):
         self.alphas = alphas
         self.input_kernel = input_kernel
         self.output_kernel = output_kernel
@@ -246,6 +250,7 @@ class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
         self.path_method = path_method
         self.working_memory = working_memory
         self.store_cv_results = store_cv_results
+        self.refit = refit
 
     def fit(self, X, Y, candidate_sets=None, groups=None):
         """Search the grid by closed-form hold-out, then refit :attr:`best_estimator_` on all data.
@@ -303,9 +308,10 @@ class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
             self.cv_results_["holdout_predictions"] = [p for p, _ in stored]
             if sets is not None:
                 self.cv_results_["holdout_ranks"] = [r for _, r in stored]
-        self.best_estimator_ = IOKR(**apply_setting(base, self.best_params_)).fit(X, Y)
-        self.n_features_in_ = self.best_estimator_.n_features_in_
-        self.n_output_features_ = self.best_estimator_.n_output_features_
+        if self.refit:
+            self.best_estimator_ = IOKR(**apply_setting(base, self.best_params_)).fit(X, Y)
+            self.n_features_in_ = self.best_estimator_.n_features_in_
+            self.n_output_features_ = self.best_estimator_.n_output_features_
         return self
 
     def _path_results(self, path, targets, holdouts, scoring, sets, truth, store):

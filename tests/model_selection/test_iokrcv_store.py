@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import KFold
 
 from iokr import IOKR
@@ -74,3 +75,15 @@ def test_mse_store_without_sets_has_no_ranks_and_same_scores(rng):
         psi = OutputSide("linear", True, True).fit(Y).train_features
         assert -np.mean(np.sum((pred - psi) ** 2, axis=1)) == pytest.approx(
             stored.cv_results_["mean_test_score"][j], rel=1e-9)
+
+
+def test_search_without_refit_has_the_same_results_and_no_estimator(rng):
+    X, Y, sets = _data(rng)
+    full = IOKRCV(alphas=ALPHAS, cv=3, scoring="top1", store_cv_results=True).fit(X, Y, sets)
+    lean = IOKRCV(alphas=ALPHAS, cv=3, scoring="top1", store_cv_results=True, refit=False).fit(X, Y, sets)
+    assert lean.best_params_ == full.best_params_ and not hasattr(lean, "best_estimator_")
+    np.testing.assert_array_equal(lean.cv_results_["mean_test_score"], full.cv_results_["mean_test_score"])
+    for a, b in zip(lean.cv_results_["holdout_ranks"], full.cv_results_["holdout_ranks"], strict=True):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(NotFittedError):
+        lean.predict(X, sets)

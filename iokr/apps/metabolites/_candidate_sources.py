@@ -106,7 +106,7 @@ def open_source(path, fingerprinter, store_path=None, progress=None):
     if name.endswith((".sqlite", ".db", ".sqlite3")):
         return DatabaseSource(StructureDatabase(path))
     if path.is_dir() or name.endswith((".tar.gz", ".tgz", ".tar")):
-        store = CandidateStore(store_path if store_path else ":memory:", fingerprinter)
+        store = CandidateStore(store_path if store_path else "", fingerprinter)
         return ListSource(read_candidate_lists(path, store), store)
     if progress is None:
         db, _ = StructureDatabase.build(path, ":memory:", fingerprinter)

@@ -99,19 +99,19 @@ def evaluate_lists(model, spectra, lists, store, cleaning, progress=None, calibr
     for _, rows in structure_queries:
         m, _ = cleaning.merged(cleaned[rows], groups=[0] * rows.size)
         merged_queries.append(m)
-    structure_spectra = concatenate(merged_queries)
-    scores = model.score_sets(structure_spectra, CandidateSets(pool, struct_idx))
-    if progress is not None:
-        progress()
-    for (li, _), s in zip(structure_queries, scores, strict=True):
-        ti = lists[li].true_index
-        details[li]["rank"] = true_candidate_rank(s, ti) if ti is not None else None
     # per-spectrum queries: the cleaned single spectra, peaks capped as for merged ones
     single = clean_spectra(cleaned[np.asarray(spec_rows)], min_relative_intensity=0.0,
                            max_peaks=cleaning.max_peaks_merged, remove_precursor=False)
-    spec_scores = model.score_sets(single, CandidateSets(pool, spec_idx))
+    # One scoring pass for both kinds of queries: each block of the shared pool is turned into its kernel
+    # representation once (the expensive part), not once per kind.
+    n_structures = len(merged_queries)
+    all_scores = model.score_sets(concatenate([*merged_queries, single]), CandidateSets(pool, struct_idx + spec_idx))
+    scores, spec_scores = all_scores[:n_structures], all_scores[n_structures:]
     if progress is not None:
-        progress()
+        progress(2)
+    for (li, _), s in zip(structure_queries, scores, strict=True):
+        ti = lists[li].true_index
+        details[li]["rank"] = true_candidate_rank(s, ti) if ti is not None else None
     spec_ranks, pos = [], 0
     for li, rows in structure_queries:
         ti = lists[li].true_index

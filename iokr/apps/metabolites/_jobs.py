@@ -7,9 +7,7 @@ the command line to print.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import tempfile
 import time
 from pathlib import Path
 
@@ -92,7 +90,7 @@ class TrainingConfig:
     surrogate : {"fold", "formula", "both"}, default=DEFAULT_SURROGATE
         Candidate lists of the cross-validation score (see :func:`~._pipeline.cross_validate`).
     store_path : str or Path, optional
-        On-disk candidate store reused between runs (a temporary file, deleted after the job, when None).
+        On-disk candidate store reused between runs (a temporary file, deleted at the end, when None).
     """
 
     fingerprint: object = dataclasses.field(default_factory=lambda: dict(DEFAULT_FINGERPRINT))
@@ -124,23 +122,9 @@ def attach_first_cache(store, caches):
     return None
 
 
-@contextlib.contextmanager
 def _store(path, fingerprinter):
-    """The job's candidate store, closed on exit: the file ``path``, or a temporary file deleted on exit.
-
-    A file rather than ``":memory:"``: SQLite then keeps only a small page cache in the process and the rest in the
-    operating system's file cache, so the stored fingerprints (about 150 MB for the demo's 66k candidates) do not
-    add to the job's resident memory (issue 18). Writes to the temporary file skip the disk syncs.
-    """
-    with contextlib.ExitStack() as stack:
-        if not path:
-            path = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="iokr-store-"))) / "store.sqlite"
-            store = CandidateStore(path, fingerprinter)
-            store.db.execute("PRAGMA synchronous=OFF")
-        else:
-            store = CandidateStore(path, fingerprinter)
-        stack.callback(store.close)
-        yield store
+    # "": SQLite's private temporary file (on disk beyond a small page cache, deleted on close), not ":memory:"
+    return CandidateStore(path if path else "", fingerprinter)
 
 
 def fit_with_cv(spectra, store, cleaning, exclude_keys=(), config=None, feedback=None):
@@ -234,14 +218,14 @@ def train_job(spectra_path, output, config=None, *, exclude_candidates=None, fee
     feedback = Feedback() if feedback is None else feedback
     log = feedback.log
     fingerprinter = config.fingerprinter()
+    store = _store(config.store_path, fingerprinter)
     spectra, report = read_spectra(spectra_path, require_structure=True)
     log(f"{spectra_path}: {report.summary()}")
+    exclude = []
+    if exclude_candidates:
+        exclude = [lst.true_key for lst in read_candidate_lists(exclude_candidates, store) if lst.true_key]
     cleaning = Cleaning()
-    with _store(config.store_path, fingerprinter) as store:
-        exclude = []
-        if exclude_candidates:
-            exclude = [lst.true_key for lst in read_candidate_lists(exclude_candidates, store) if lst.true_key]
-        model, train, table, timings, calibration = fit_with_cv(spectra, store, cleaning, exclude, config, feedback)
+    model, train, table, timings, calibration = fit_with_cv(spectra, store, cleaning, exclude, config, feedback)
     extra = _model_extra(table, calibration, training_precursor_types(spectra, log), timings=timings,
                          licenses=train.licenses)
     save_identifier(output, model, fingerprinter, cleaning, extra=extra)
@@ -362,17 +346,10 @@ def evaluate_job(spectra_path, candidates_path, config=None, *, model_output=Non
     t_start = time.perf_counter()
     config = TrainingConfig() if config is None else config
     feedback = Feedback() if feedback is None else feedback
-    fingerprinter = config.fingerprinter()
-    with _store(config.store_path, fingerprinter) as store:
-        return _evaluate(spectra_path, candidates_path, config, store, fingerprinter, t_start, model_output=model_output,
-                         fingerprint_cache=fingerprint_cache, feedback=feedback)
-
-
-def _evaluate(spectra_path, candidates_path, config, store, fingerprinter, t_start, *, model_output, fingerprint_cache,
-              feedback):
-    """:func:`evaluate_job` on an open candidate store."""
     progress, log = feedback.progress, feedback.log
     n_folds = config.n_folds
+    fingerprinter = config.fingerprinter()
+    store = _store(config.store_path, fingerprinter)
     attach_first_cache(store, fingerprint_cache)
     spectra, report = read_spectra(spectra_path, require_structure=True)
     log(f"{spectra_path}: {report.summary()}")
@@ -389,6 +366,7 @@ def _evaluate(spectra_path, candidates_path, config, store, fingerprinter, t_sta
                             "('_id=<InChIKey>' in the file name); they cannot be evaluated.")
     cleaning = Cleaning()
     model, train, table, timings, calibration = fit_with_cv(spectra, store, cleaning, exclude, config, feedback)
+    store.detach_cache()  # every structure scored from here on is in the store (about 60 MB for the bundled cache)
     timings["candidate_lists_s"] = t_lists
     t0 = time.perf_counter()
     summary = evaluate_lists(model, spectra, lists, store, cleaning, progress=progress(2, "scoring queries"),

@@ -256,7 +256,8 @@ def _holdout_ranks(K, Y, alphas, splits, sets, output_kernel, working_memory, fo
         return fold_score(np.asarray(result.indices), np.asarray(result.ranks, dtype=np.float64))
 
     search = IOKRCV(alphas=list(alphas), input_kernel="precomputed", output_kernel=output_kernel, cv=splits,
-                    scoring=scoring, path_method="eigen", working_memory=working_memory, store_cv_results=True)
+                    scoring=scoring, path_method="eigen", working_memory=working_memory, store_cv_results=True,
+                    refit=False)  # only the hold-out ranks are used
     search.fit(K, Y, candidate_sets=sets)
     return [(float(alpha), ranks) for alpha, ranks in zip(search.cv_results_["param_alpha"],
                                                           search.cv_results_["holdout_ranks"], strict=True)]

@@ -1,13 +1,11 @@
 import io
 import tarfile
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from iokr.apps.metabolites import CandidateStore, Fingerprinter, read_candidate_lists
 from iokr.apps.metabolites._candidates import export_fingerprint_cache
-from iokr.apps.metabolites._jobs import _store
 from iokr.exceptions import IOKRDataError
 
 # L- and D-alanine share the first InChIKey block (QNAYBMKLOCPYGJ): a duplicate to merge.
@@ -97,19 +95,31 @@ def test_exported_cache_replaces_parsing(tmp_path):
     assert CandidateStore(":memory:", Fingerprinter("maccs")).attach_cache(tmp_path / "cache.npz") == 0
 
 
-def test_job_store_is_a_temporary_file_deleted_after_the_job(tmp_path):
-    """Jobs without a store path keep the store in a temporary file (not in memory: issue 18), removed on exit; a
-    given path is kept, with what the job cached."""
-    fp = Fingerprinter("maccs")
-    with _store(None, fp) as store:
-        path = Path(store.path)
-        assert path.is_file() and store.path != ":memory:"
-        lists = read_candidate_lists(_folder(tmp_path), store)
-        assert store.fingerprints(lists[0].structures).shape == (len(lists[0]), fp.n_features)
-    assert not path.exists() and not path.parent.exists()
-    with _store(tmp_path / "kept.sqlite", fp) as store:
-        read_candidate_lists(_folder(tmp_path), store)
-        n = len(store)
-    again = CandidateStore(tmp_path / "kept.sqlite", fp)
-    assert len(again) == n > 0
-    again.close()
+def test_default_store_is_a_temporary_file_with_the_same_contents(tmp_path):
+    fp = Fingerprinter("morgan_counts+maccs", n_bits=256)
+    memory, temporary = CandidateStore(":memory:", fp), CandidateStore(fingerprinter=fp)
+    assert temporary.path == ""  # SQLite's private temporary file, deleted on close
+    lists_m = read_candidate_lists(_folder(tmp_path), memory)
+    lists_t = read_candidate_lists(_folder(tmp_path), temporary)
+    assert [lst.keys for lst in lists_t] == [lst.keys for lst in lists_m]
+    structures = lists_m[0].structures
+    np.testing.assert_array_equal(temporary.fingerprints(structures), memory.fingerprints(structures))
+    np.testing.assert_array_equal(temporary.fingerprints(structures, compact=True).counts,
+                                  memory.fingerprints(structures, compact=True).counts)
+    temporary.close()
+
+
+def test_detached_cache_keeps_stored_structures_and_parses_new_ones(tmp_path):
+    fp = Fingerprinter("morgan_counts+maccs", n_bits=256)
+    store = CandidateStore(":memory:", fp)
+    lists = read_candidate_lists(_folder(tmp_path), store)
+    export_fingerprint_cache(store, [SARCOSINE, L_ALA, BETA_ALA], tmp_path / "cache.npz")
+    fresh = CandidateStore(fingerprinter=fp)
+    fresh.attach_cache(tmp_path / "cache.npz")
+    read_candidate_lists(_folder(tmp_path), fresh)
+    n_computed = fresh.n_computed
+    fresh.detach_cache()
+    np.testing.assert_array_equal(fresh.fingerprints(lists[0].structures), store.fingerprints(lists[0].structures))
+    assert fresh.n_computed == n_computed  # stored structures are not parsed again
+    fresh.fingerprints(["CCO"])  # not stored: parsed
+    assert fresh.n_computed == n_computed + 1

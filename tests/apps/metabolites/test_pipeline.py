@@ -8,6 +8,7 @@ import tarfile
 import numpy as np
 import pytest
 
+from iokr import config_context
 from iokr.apps.metabolites import (
     CandidateStore,
     Cleaning,
@@ -23,6 +24,7 @@ from iokr.apps.metabolites import (
     save_identifier,
 )
 from iokr.apps.metabolites._pipeline import evaluate_lists, training_set
+from iokr.apps.metabolites._spectra import clean_spectra
 from iokr.cli.main import main
 from iokr.datasets._metabolites import BUNDLED_METABOLITES
 from iokr.metrics import true_candidate_rank
@@ -115,6 +117,35 @@ def test_model_file_roundtrip_gives_identical_scores(tiny, tmp_path):
     query, _ = cleaning.merged(cleaned[rows], groups=[0] * rows.size)
     scores = model.score_sets(query, [store.fingerprints(lst.structures)])[0]
     assert d["rank"] == true_candidate_rank(scores, lst.true_index)
+
+
+def test_evaluate_lists_scores_both_query_kinds_as_alone_and_at_any_budget(tiny):
+    """One scoring pass serves merged and single-spectrum queries: each rank equals the query's own scoring, and the
+    ranks do not depend on the working-memory budget (a tiny one splits the pool into many blocks)."""
+    store = CandidateStore(fingerprinter=Fingerprinter())
+    spectra, _ = read_spectra(tiny["spectra"], require_structure=True)
+    lists = read_candidate_lists(tiny["lists"], store)
+    cleaning = Cleaning()
+    train = training_set(spectra, store, cleaning, exclude_keys=[lst.true_key for lst in lists])
+    model = MetaboliteIdentifier(kernels=("ppk", "binned"), alpha=0.5).fit(train.spectra, train.Y)
+    summary = evaluate_lists(model, spectra, lists, store, cleaning)
+    with config_context(working_memory=0.01):
+        small = evaluate_lists(model, spectra, lists, store, cleaning)
+    for key in ("rank", "spectrum_ranks"):
+        assert [d.get(key) for d in small["lists"]] == [d.get(key) for d in summary["lists"]]
+    cleaned = cleaning.single(spectra)
+    checked = 0
+    for d, lst in zip(summary["lists"], lists, strict=True):
+        if d.get("rank") is None:
+            continue
+        rows = np.flatnonzero((np.array(cleaned.structure_keys()) == lst.true_key[:14]) & (cleaned.n_peaks > 0))
+        F = store.fingerprints(lst.structures)
+        single = clean_spectra(cleaned[rows], min_relative_intensity=0.0, max_peaks=cleaning.max_peaks_merged,
+                               remove_precursor=False)
+        alone = [true_candidate_rank(s, lst.true_index) for s in model.score_sets(single, [F] * rows.size)]
+        assert d["spectrum_ranks"] == alone
+        checked += rows.size
+    assert checked > 1
 
 
 def test_cli_train_identify_evaluate_and_errors(tiny, tmp_path, capsys):
