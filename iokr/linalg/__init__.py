@@ -43,7 +43,7 @@ from ._kronecker import (
     WeightedKroneckerSum,
     commutation_matrix,
 )
-from ._loo_path import AlphaSkeleton, loo_squared_errors
+from ._loo_path import AlphaSkeleton, LooErrorBounds, loo_squared_errors
 from ._minres import minres
 from ._path import (
     EIGEN_MIN_ALPHAS,
@@ -98,6 +98,7 @@ __all__ = [
     "SymmetricKroneckerOperator",
     "WeightedKroneckerSum",
     "LUShift",
+    "LooErrorBounds",
     "PRODUCT_PATH_METHODS",
     "ProductEigenShift",
     "ProductShiftPath",

@@ -14,6 +14,12 @@ so ``A(alpha_k) = sum_j C_jk A(alpha_{S_j})`` and only the skeleton alphas need 
 skeleton is accepted only if every eigenvalue's ``g`` is reproduced to a relative tolerance (checked, not
 assumed) and the combination does not amplify round-off beyond it; otherwise every alpha is computed directly.
 The result is therefore the exact closed form up to that certified tolerance (1e-12 relative by default).
+
+Model selection rarely needs 1e-12: with ``tol > 0`` the skeleton is loosened (fewer products) to the relative
+accuracy that keeps every alpha's mean error within ``tol`` of its exact value, by an a-priori bound computed from the
+spectrum and ``G_ii`` before any product; the run's own bounds (per example and per mean, Notes of
+:func:`loo_squared_errors`) are returned, and alphas the bounds cannot order against the best are recomputed directly,
+so the smallest mean is the exact route's.
 """
 
 from __future__ import annotations
