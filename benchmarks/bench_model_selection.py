@@ -11,12 +11,23 @@ Rows:
   their largest relative difference. "gridsearch" is ``GridSearchCV(KernelRidge(kernel="rbf"), {"alpha": 31
   values}, cv=5)``, timed on the first ``gs_alphas`` alphas of the grid and extrapolated linearly to 31 (each alpha
   costs 5 independent fits of the same size, so the cost is linear in the number of alphas). "max_rel_err" compares
-  our LOO errors of two examples at the selected alpha with explicit retraining without them.
+  our LOO errors of two examples at the selected alpha with explicit retraining without them. "ours" is the
+  default ``tol`` (1e-3: skeleton loosened to a certified relative accuracy of every mean LOO error, see
+  ``iokr.linalg.loo_squared_errors``), "ours_exact" the same search with ``tol=0`` (skeleton certified to 1e-12, the
+  route before ``tol`` existed); "tol_bound_rel_max" is the largest certified bound of the run relative to the
+  mean score (``cv_results_["mean_test_score_bound"]``), "tol_actual_rel_max" the largest actual difference to the
+  exact route, "same_alpha" whether both select the same alpha. "gemm" is one n x n x p float64 product (the unit
+  cost of a skeleton alpha), timed in the same process.
 - rls_loo: single-output RLS, n = 2000, d = 50, Gaussian kernel: fit + exact LOO (``RLSCV`` with one alpha, and with
   the 31-alpha grid), next to RLScore HEAD (``rlscore.learner.RLS(X, y, kernel="GaussianKernel", gamma, regparam=1)``
   then ``leave_one_out()``, imported when its build is on ``PYTHONPATH``; same process, same BLAS threads), to
   ``RidgeCV`` (exact LOO by GCV, but on the *linear* d = 50 features: a different, much smaller problem, given as the
   scikit-learn tool for the job) and ``GridSearchCV(KernelRidge(kernel="rbf"), cv=5)`` over the 31 alphas.
+
+- scale (``IOKR_BENCH_SCALE=2000,4000,8000``, run separately): the grid of LOO errors alone
+  (``loo_squared_errors`` on one ``EigenPath``, same data model, d = 64) for n x p: one eigendecomposition per n,
+  one n x n x p product, the exact route (tol = 0) and the tolerance route (default tol) with their skeleton sizes,
+  alphas refined, certified and actual relative errors of the means, and "(eigh+grid)/eigh".
 
 Timings are single runs, OpenBLAS with 2 threads; both wall seconds (``*_s``) and the process's CPU seconds over all
 threads (``*_cpu_s``) are reported; on a shared machine the CPU-time ratios are the stabler comparison.
