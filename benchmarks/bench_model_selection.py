@@ -195,8 +195,9 @@ def _scale_rows(n, ps, d=64, seed=0):
 def run(quick=False, data_dir=None):
     if quick:
         return [_iokr_row(400, 256, 16, 2), _rls_row(300, 10), *_scale_rows(300, (16, 64))]
-    if os.environ.get("IOKR_BENCH_SCALE"):  # the n x p table alone: IOKR_BENCH_SCALE=2000,4000
-        return [row for n in map(int, os.environ["IOKR_BENCH_SCALE"].split(",")) for row in _scale_rows(n, SCALE_P)]
+    if os.environ.get("IOKR_BENCH_SCALE"):  # the n x p table alone: IOKR_BENCH_SCALE=2000,4000 [IOKR_BENCH_SCALE_P=256]
+        ps = tuple(map(int, os.environ.get("IOKR_BENCH_SCALE_P", ",".join(map(str, SCALE_P))).split(",")))
+        return [row for n in map(int, os.environ["IOKR_BENCH_SCALE"].split(",")) for row in _scale_rows(n, ps)]
     return [_iokr_row(4000, 2048, 64, 2), _rls_row(2000, 50)]
 
 
