@@ -11,12 +11,23 @@ Rows:
   their largest relative difference. "gridsearch" is ``GridSearchCV(KernelRidge(kernel="rbf"), {"alpha": 31
   values}, cv=5)``, timed on the first ``gs_alphas`` alphas of the grid and extrapolated linearly to 31 (each alpha
   costs 5 independent fits of the same size, so the cost is linear in the number of alphas). "max_rel_err" compares
-  our LOO errors of two examples at the selected alpha with explicit retraining without them.
+  our LOO errors of two examples at the selected alpha with explicit retraining without them. "ours" is the
+  default ``tol`` (1e-3: skeleton loosened to a certified relative accuracy of every mean LOO error, see
+  ``iokr.linalg.loo_squared_errors``), "ours_exact" the same search with ``tol=0`` (skeleton certified to 1e-12, the
+  route before ``tol`` existed); "tol_bound_rel_max" is the largest certified bound of the run relative to the
+  mean score (``cv_results_["mean_test_score_bound"]``), "tol_actual_rel_max" the largest actual difference to the
+  exact route, "same_alpha" whether both select the same alpha. "gemm" is one n x n x p float64 product (the unit
+  cost of a skeleton alpha), timed in the same process.
 - rls_loo: single-output RLS, n = 2000, d = 50, Gaussian kernel: fit + exact LOO (``RLSCV`` with one alpha, and with
   the 31-alpha grid), next to RLScore HEAD (``rlscore.learner.RLS(X, y, kernel="GaussianKernel", gamma, regparam=1)``
   then ``leave_one_out()``, imported when its build is on ``PYTHONPATH``; same process, same BLAS threads), to
   ``RidgeCV`` (exact LOO by GCV, but on the *linear* d = 50 features: a different, much smaller problem, given as the
   scikit-learn tool for the job) and ``GridSearchCV(KernelRidge(kernel="rbf"), cv=5)`` over the 31 alphas.
+
+- scale (``IOKR_BENCH_SCALE=2000,4000,8000``, run separately): the grid of LOO errors alone
+  (``loo_squared_errors`` on one ``EigenPath``, same data model, d = 64) for n x p: one eigendecomposition per n,
+  one n x n x p product, the exact route (tol = 0) and the tolerance route (default tol) with their skeleton sizes,
+  alphas refined, certified and actual relative errors of the means, and "(eigh+grid)/eigh".
 
 Timings are single runs, OpenBLAS with 2 threads; both wall seconds (``*_s``) and the process's CPU seconds over all
 threads (``*_cpu_s``) are reported; on a shared machine the CPU-time ratios are the stabler comparison.
@@ -24,17 +35,20 @@ threads (``*_cpu_s``) are reported; on a shared machine the CPU-time ratios are 
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 from scipy import linalg as sla
 from sklearn.kernel_ridge import KernelRidge
 from sklearn.linear_model import RidgeCV
 from sklearn.model_selection import GridSearchCV
 
-from benchmarks._harness import eigh_seconds, measure
+from benchmarks._harness import eigh_seconds, gemm_seconds, measure
 from iokr.estimators._sides import InputSide, OutputSide  # private: no public name for the CV's fitted Gram/outputs
 from iokr.kernels import Gaussian
 from iokr.linalg import EigenPath, loo_squared_errors
 from iokr.model_selection import IOKRCV, RLSCV
+from iokr.model_selection._search import DEFAULT_TOL
 
 ALPHAS = np.logspace(-6, 2, 31)
 RLSCORE_FIT_LOO_S = 1.00  # quoted from issue 3, not measured here
@@ -60,16 +74,25 @@ def _loo_spot_check(gram, features, alpha, scores):
     return errors
 
 
-def _iokr_row(n, p, d, gs_alphas, seed=0):
+def _data(n, p, d, seed=0):
     rng = np.random.default_rng(seed)
+    return rng.normal(size=(n, d)), (rng.random((n, p)) < 0.1).astype(np.float64)
+
+
+def _iokr_row(n, p, d, gs_alphas, seed=0):
     gamma = 1.0 / d
-    X = rng.normal(size=(n, d))
-    Y = (rng.random((n, p)) < 0.1).astype(np.float64)
-    ours = measure(lambda: IOKRCV(alphas=ALPHAS, input_kernel=Gaussian(gamma), cv=None, scoring="mse").fit(X, Y))
-    t_ours, c_ours, cv = ours.wall, ours.cpu, ours.result
+    X, Y = _data(n, p, d, seed)
     gram = InputSide(Gaussian(gamma), True, True).fit_gram(X)
     eigh = eigh_seconds(gram)
     t_eigh, c_eigh = eigh.wall, eigh.cpu
+    gemm = gemm_seconds(gram, Y)  # one n x n x p product, the unit of every skeleton alpha
+    ours = measure(lambda: IOKRCV(alphas=ALPHAS, input_kernel=Gaussian(gamma), cv=None, scoring="mse",
+                                  tol=DEFAULT_TOL).fit(X, Y))
+    t_ours, c_ours, cv = ours.wall, ours.cpu, ours.result
+    exact = measure(lambda: IOKRCV(alphas=ALPHAS, input_kernel=Gaussian(gamma), cv=None, scoring="mse",
+                                   tol=0.0).fit(X, Y))
+    t_exact, c_exact, cv_exact = exact.wall, exact.cpu, exact.result
+    res, ref = cv.cv_results_, cv_exact.cv_results_
     features = OutputSide("linear", True, True).fit(Y).train_features
     errors = _loo_spot_check(gram, features, cv.alpha_, cv.cv_results_["split_test_scores"][cv.best_index_])
     # The per-alpha closed form (one n x n x p product per alpha) against the skeleton route, on one decomposition.
@@ -82,6 +105,13 @@ def _iokr_row(n, p, d, gs_alphas, seed=0):
     c_gs = gs.cpu * ALPHAS.size / gs_alphas
     t_gs_full = gs.wall * ALPHAS.size / gs_alphas
     return {"row": "iokr_loo", "n": n, "p": p, "d": d, "n_alphas": ALPHAS.size, "path": cv.path_methods_[0],
+            "tol": DEFAULT_TOL, "tol_skeleton_alphas": int(cv.skeleton_alphas_[0].size),
+            "tol_bound_rel_max": float(np.max(res["mean_test_score_bound"] / np.abs(res["mean_test_score"]))),
+            "tol_actual_rel_max": float(np.max(np.abs(res["mean_test_score"] - ref["mean_test_score"])
+                                               / np.abs(ref["mean_test_score"]))),
+            "same_alpha": bool(cv.alpha_ == cv_exact.alpha_), "gemm_s": gemm,
+            "gemm_gflops": 2.0 * n * n * p / gemm / 1e9, "ours_exact_s": t_exact, "exact/eigh": t_exact / t_eigh,
+            "ours_exact_cpu_s": c_exact,
             "skeleton_alphas": int(skeleton.indices.size), "errors_per_alpha_s": t_direct,
             "errors_skeleton_s": t_skeleton, "per_alpha/skeleton": t_direct / t_skeleton,
             "skeleton_max_rel_diff": float(np.max(np.abs(compressed - direct) / direct)),
@@ -133,7 +163,42 @@ def _rls_row(n, d, seed=0):
             "cpu gridsearch/ours_31alphas": c_gs / c_grid, "alpha_": grid.alpha_}
 
 
+def _scale_rows(n, ps, d=64, seed=0):
+    """Cost of the grid of LOO errors against n and p: one eigendecomposition per n (it does not depend on p), then
+    per p one n x n x p product (the GEMM floor), the exact route (tol=0) and the tolerance route (default tol)."""
+    X, _ = _data(n, 1, d, seed)
+    gram = InputSide(Gaussian(1.0 / d), True, True).fit_gram(X)
+    eigh = eigh_seconds(gram).wall
+    path = EigenPath(gram, deflate_constant=True)
+    rows = []
+    for p in ps:
+        Y = (np.random.default_rng(seed + p).random((n, p)) < 0.1).astype(np.float64)
+        features = OutputSide("linear", True, True).fit(Y).train_features
+        gemm = gemm_seconds(gram, features, repeat=1)
+        t_exact, (exact, skeleton) = _wall(lambda f=features: loo_squared_errors(path, f, ALPHAS, tol=0.0))
+        t_tol, (loose, loose_skeleton, bounds) = _wall(
+            lambda f=features: loo_squared_errors(path, f, ALPHAS, tol=DEFAULT_TOL, return_bounds=True))
+        mean, ref = loose.mean(axis=1), exact.mean(axis=1)
+        rows.append({"row": "scale", "n": n, "p": p, "eigh_s": eigh, "gemm_s": gemm,
+                     "gemm_gflops": 2.0 * n * n * p / gemm / 1e9,
+                     "exact_skeleton_alphas": int(skeleton.indices.size), "exact_grid_s": t_exact,
+                     "exact_grid/gemm": t_exact / gemm, "(eigh+exact_grid)/eigh": (eigh + t_exact) / eigh,
+                     "tol_skeleton_alphas": int(loose_skeleton.indices.size), "tol_refined": int(bounds.refined.size),
+                     "tol_grid_s": t_tol, "tol_grid/gemm": t_tol / gemm, "(eigh+tol_grid)/eigh": (eigh + t_tol) / eigh,
+                     "tol_bound_rel_max": float(np.max(bounds.mean / ref)),
+                     "tol_actual_rel_max": float(np.max(np.abs(mean - ref) / ref)),
+                     "same_alpha": bool(np.argmin(mean) == np.argmin(ref))})
+        print(rows[-1], flush=True)
+    return rows
+
+
 def run(quick=False, data_dir=None):
     if quick:
-        return [_iokr_row(400, 256, 16, 2), _rls_row(300, 10)]
+        return [_iokr_row(400, 256, 16, 2), _rls_row(300, 10), *_scale_rows(300, (16, 64))]
+    if os.environ.get("IOKR_BENCH_SCALE"):  # the n x p table alone: IOKR_BENCH_SCALE=2000,4000 [IOKR_BENCH_SCALE_P=256]
+        ps = tuple(map(int, os.environ.get("IOKR_BENCH_SCALE_P", ",".join(map(str, SCALE_P))).split(",")))
+        return [row for n in map(int, os.environ["IOKR_BENCH_SCALE"].split(",")) for row in _scale_rows(n, ps)]
     return [_iokr_row(4000, 2048, 64, 2), _rls_row(2000, 50)]
+
+
+SCALE_P = (256, 2048, 8192)

@@ -44,7 +44,7 @@ from ._kronecker import (
     commutation_matrix,
     sampled_kron_features,
 )
-from ._loo_path import AlphaSkeleton, loo_squared_errors
+from ._loo_path import AlphaSkeleton, LooErrorBounds, loo_squared_errors
 from ._minres import minres
 from ._path import (
     EIGEN_MIN_ALPHAS,
@@ -101,6 +101,7 @@ __all__ = [
     "WeightedKroneckerSum",
     "LUShift",
     "NystromPreconditioner",
+    "LooErrorBounds",
     "PRODUCT_PATH_METHODS",
     "ProductEigenShift",
     "ProductShiftPath",

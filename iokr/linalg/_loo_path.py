@@ -14,6 +14,12 @@ so ``A(alpha_k) = sum_j C_jk A(alpha_{S_j})`` and only the skeleton alphas need 
 skeleton is accepted only if every eigenvalue's ``g`` is reproduced to a relative tolerance (checked, not
 assumed) and the combination does not amplify round-off beyond it; otherwise every alpha is computed directly.
 The result is therefore the exact closed form up to that certified tolerance (1e-12 relative by default).
+
+Model selection rarely needs 1e-12: with ``tol > 0`` the skeleton is loosened (fewer products) to the relative
+accuracy that keeps every alpha's mean error within ``tol`` of its exact value, by an a-priori bound computed from the
+spectrum and ``G_ii`` before any product; the run's own bounds (per example and per mean, Notes of
+:func:`loo_squared_errors`) are returned, and alphas the bounds cannot order against the best are recomputed directly,
+so the smallest mean is the exact route's.
 """
 
 from __future__ import annotations
@@ -118,7 +124,8 @@ class AlphaSkeleton:
         return self.indices.size < self.coefficients.shape[1]
 
 
-def loo_squared_errors(path, Y, alphas, *, working_memory=None, rtol=SKELETON_RTOL, compress=True):
+def loo_squared_errors(path, Y, alphas, *, working_memory=None, rtol=SKELETON_RTOL, compress=True, tol=0.0,
+                       return_bounds=False):
     """Leave-one-out squared residual norms ``||y_i - f_{-i}(x_i)||^2`` for every alpha of a grid.
 
     Parameters
@@ -136,6 +143,13 @@ def loo_squared_errors(path, Y, alphas, *, working_memory=None, rtol=SKELETON_RT
         Certified relative accuracy of the skeleton compression (see :class:`AlphaSkeleton`).
     compress : bool, default=True
         Use the skeleton compression when it saves products; False computes every alpha directly.
+    tol : float, default=0.0
+        Relative accuracy asked of the mean leave-one-out error of every alpha (``0 <= tol < 1``). ``0`` keeps the
+        skeleton at ``rtol``; ``tol > 0`` loosens it to the largest relative accuracy whose a-priori certificate
+        (see Notes) keeps every mean within ``tol`` of its exact value, and recomputes directly the alphas whose
+        certified interval overlaps that of the best (smallest) mean, so the selected alpha is the exact route's.
+    return_bounds : bool, default=False
+        Also return the certified bounds (:class:`LooErrorBounds`).
 
     Returns
     -------
@@ -143,31 +157,129 @@ def loo_squared_errors(path, Y, alphas, *, working_memory=None, rtol=SKELETON_RT
         Squared Euclidean norms of the leave-one-out residual rows.
     skeleton : AlphaSkeleton
         The skeleton used (``indices`` covers the whole grid when not compressed).
+    bounds : LooErrorBounds
+        Only with ``return_bounds``.
+
+    Notes
+    -----
+    With ``Z = U^T Y`` the exact residual rows are ``E = U diag(g) Z`` and the skeleton gives
+    ``U diag(g + dg) Z`` with ``|dg_a| <= eps g_a`` for every eigenvalue (``eps``: the skeleton's certified
+    relative error). Since ``U`` has orthonormal columns the difference ``D`` has
+    ``||D||_F <= eps (sum_a g_a^2 ||Z_a||^2)^(1/2)``, and the weighted sum ``sum_i ||E_i||^2 / G_ii^2`` changes by at
+    most ``2 (n m w_max)^(1/2) ||D||_F + w_max ||D||_F^2`` (Cauchy-Schwarz; ``m`` the computed mean,
+    ``w_max = max_i G_ii^-2``). Row by row, ``||D_i|| <= eps (|U| (g ||Z_a||))_i`` (triangle inequality, an
+    ``n x n x n_alphas`` product). Both bounds include the float64 round-off of the products (``gamma_n |U| |B|``)
+    and of ``Z``; they are computed per run from the data, not assumed. A priori ``m >= w_min S / n`` gives the
+    relative bound ``2 eps kappa^(1/2) + eps^2 kappa`` with ``kappa = w_max / w_min``, from which ``tol`` sets
+    ``eps`` before any product is formed. The eigendecomposition's own error is shared with the exact route and
+    not part of the bound.
     """
+    if not (isinstance(tol, (int, float, np.floating, np.integer)) and not isinstance(tol, bool)
+            and 0.0 <= float(tol) < 1.0):
+        raise ValueError(f"The 'tol' parameter of loo_squared_errors must be a float in [0, 1). Got {tol!r} instead.")
+    tol = float(tol)
     Y = np.asarray(Y, dtype=np.float64)
     if Y.ndim == 1:
         Y = Y[:, None]
     alphas = np.asarray(alphas, dtype=np.float64)
     s, U = path.eigenvalues, path.eigenvectors
-    n, m = U.shape[0], alphas.size
     g = 1.0 / (s[:, None] + alphas[None, :])                       # (n_eigenvalues, m)
     diag = _squared_rows_times(U, g, working_memory)                 # G_ii per alpha, (n, m)
+    if tol > 0.0 and compress:
+        rtol = max(rtol, _rtol_for(tol, diag))
     skeleton = AlphaSkeleton(s, alphas, rtol if compress else 0.0)
-    r = skeleton.indices.size
+    sq, znorm2 = _combined_norms(U, Y, g, skeleton.indices, skeleton.coefficients, working_memory)
+    sq /= diag.T**2
+    if not (return_bounds or tol > 0.0):
+        return sq, skeleton
+    eps = skeleton.max_relative_error + skeleton.amplification * 4 * np.finfo(np.float64).eps
+    bounds = _certified_bounds(U, Y, g, diag, sq, znorm2, eps, skeleton.amplification, working_memory)
+    refined = np.zeros(0, dtype=np.intp)
+    if tol > 0.0 and skeleton.compressed:
+        mean = sq.mean(axis=1)
+        best = int(np.argmin(mean))
+        refined = np.flatnonzero(mean - bounds.mean <= mean[best] + bounds.mean[best])
+        if refined.size > 1:  # the certificate cannot order them: recompute those alphas directly
+            direct, _ = _combined_norms(U, Y, g, refined, np.eye(refined.size), working_memory)
+            sq[refined] = direct / diag[:, refined].T ** 2
+            exact = _certified_bounds(U, Y, g[:, refined], diag[:, refined], sq[refined], znorm2, 0.0, 1.0,
+                                      working_memory)
+            bounds.rows[refined], bounds.mean[refined] = exact.rows, exact.mean
+        else:
+            refined = refined[:0]
+    bounds = LooErrorBounds(bounds.rows, bounds.mean, refined)
+    return (sq, skeleton, bounds) if return_bounds else (sq, skeleton)
+
+
+class LooErrorBounds:
+    """Certified bounds on the distance of computed leave-one-out squared errors to the exact closed form.
+
+    Attributes
+    ----------
+    rows : ndarray of shape (n_alphas, n)
+        ``|computed_i - exact_i|`` for every example.
+    mean : ndarray of shape (n_alphas,)
+        ``|mean_i computed_i - mean_i exact_i|`` (the tighter of the Frobenius bound and the mean of ``rows``).
+    refined : ndarray of int
+        Grid positions recomputed directly because their certified interval overlapped the best one's.
+    """
+
+    def __init__(self, rows, mean, refined=None):
+        self.rows, self.mean = rows, mean
+        self.refined = np.zeros(0, dtype=np.intp) if refined is None else refined
+
+
+def _rtol_for(tol, diag):
+    """Skeleton relative accuracy whose a-priori bound ``2 x + x^2`` (``x = eps kappa^(1/2)``) is ``tol / 2``."""
+    kappa = float(np.max(np.max(diag, axis=0) ** 2 / np.min(diag, axis=0) ** 2))
+    x = np.sqrt(1.0 + 0.5 * tol) - 1.0
+    return float(x / np.sqrt(kappa))
+
+
+def _combined_norms(U, Y, g, indices, coefficients, working_memory):
+    """``||(U diag(g C) U^T Y)_i||^2`` for every column of ``C`` with products only at ``indices``, and
+    ``||(U^T Y)_a||^2`` per eigenvector."""
+    n, m, r = U.shape[0], coefficients.shape[1], indices.size
     budget = working_memory_bytes(working_memory)
     # Per output column: the projected block, r skeleton solves and one row chunk of the m combinations.
     width = max(1, min(Y.shape[1], budget // (8 * n * (r + 3))))
-    sq = np.zeros((m, n))
+    sq, znorm2 = np.zeros((m, n)), np.zeros(U.shape[1])
     for start in range(0, Y.shape[1], width):
         Z = U.T @ Y[:, start:start + width]                          # (n, w)
+        znorm2 += np.einsum("aw,aw->a", Z, Z)
         w = Z.shape[1]
         solves = np.empty((r, n, w))                                 # skeleton solves, filled in place
-        for k, j in enumerate(skeleton.indices):
+        for k, j in enumerate(indices):
             np.matmul(U, Z * g[:, j][:, None], out=solves[k])
         for rows in row_slices(n, 8 * (r + m) * w, working_memory):
-            block = (skeleton.coefficients.T @ solves[:, rows, :].reshape(r, -1)).reshape(m, -1, w)  # (m, h, w)
+            block = (coefficients.T @ solves[:, rows, :].reshape(r, -1)).reshape(m, -1, w)  # (m, h, w)
             sq[:, rows] += np.einsum("khw,khw->kh", block, block)
-    return sq / diag.T**2, skeleton
+    return sq, znorm2
+
+
+def _certified_bounds(U, Y, g, diag, sq, znorm2, eps, amplification, working_memory):
+    """Bounds of :func:`loo_squared_errors` (Notes) for a relative error ``eps`` of the filter factors."""
+    n, k = U.shape
+    unit = np.finfo(np.float64).eps / 2
+    gamma = 1.01 * (k + g.shape[1] + 2) * unit                        # float64 dot products of length <= k + m
+    absU = np.abs(U)
+    ynorm = np.sqrt(np.einsum("ij,ij->i", Y, Y))
+    # ||Z_a|| of the exact U^T Y, from above: computed norm + round-off of the product.
+    zn = np.sqrt(znorm2) + gamma * (absU.T @ ynorm)
+    T = np.empty((n, g.shape[1]))
+    for rows in row_slices(n, 8 * (k + g.shape[1]), working_memory):
+        T[rows] = absU[rows] @ (g * zn[:, None])                   # (|U| (g ||Z_a||))_i, (n, m)
+    diag_low = diag * (1.0 - gamma)                                   # (U * U) g has positive terms
+    rel = eps + gamma * amplification
+    delta = rel * T / diag_low                                        # residual-row error over G_ii, (n, m)
+    value = np.sqrt(sq.T)                                             # computed ||E_i|| / G_ii
+    rows = (2 * value * delta + delta**2 + 4 * gamma * sq.T).T       # (m, n)
+    # Frobenius route: ||D||_F <= eps (sum_a g_a^2 ||Z_a||^2)^(1/2) + round-off of the rows.
+    frob = eps * np.sqrt((g**2).T @ zn**2) + gamma * amplification * np.sqrt(np.einsum("im,im->m", T, T))
+    wmax = np.max(1.0 / diag_low**2, axis=0)
+    mean_sq = sq.mean(axis=1)
+    mean = (2 * np.sqrt(n * mean_sq * wmax) * frob + wmax * frob**2) / n + 4 * gamma * mean_sq
+    return LooErrorBounds(rows, np.minimum(mean, rows.mean(axis=1)))
 
 
 def _squared_rows_times(U, right, working_memory):

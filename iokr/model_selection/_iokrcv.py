@@ -26,6 +26,7 @@ from ._scoring import (
 )
 from ._search import (
     DEFAULT_ALPHAS,
+    DEFAULT_TOL,
     SEARCH_DOCS,
     BestEstimatorMixin,
     PathSearchMixin,
@@ -179,13 +180,17 @@ class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
         Refit :attr:`best_estimator_` on all data with the best setting. ``False``: the search only (``cv_results_``
         and the ``best_*`` attributes; no ``best_estimator_``, so no prediction), which saves one IOKR fit (a
         factorization and the output Gram) when only the hold-out values are wanted.
+    %(tol)s
 
     Attributes
     ----------
     %(best_attributes)s
     cv_results_ : dict of arrays
         ``params``, ``param_alpha``, ``param_<name>``, ``mean_test_score``, ``std_test_score``,
-        ``rank_test_score``, ``split_test_scores`` (n_settings, n_splits). With ``store_cv_results=True`` also
+        ``rank_test_score``, ``split_test_scores`` (n_settings, n_splits); ``mean_test_score_bound`` (n_settings,)
+        and ``split_test_score_bound`` (n_settings, n_splits), certified bounds on their distance to the exact
+        closed form (skeleton compression and float64 round-off of the products; zero where the values were
+        computed alpha by alpha, exact up to round-off). With ``store_cv_results=True`` also
         ``holdout_predictions``: a list (one entry per setting, in ``params`` order) of arrays of shape (n, p),
         the hold-out predictions as transformed output features (as ``HoldoutResult.features``), or of shape
         (n, n), combinations of the training outputs (as ``HoldoutResult.coefficients``: kernel outputs and
@@ -198,7 +203,7 @@ class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
         Route of the regularization path per input setting.
     skeleton_alphas_ : list of (ndarray or None)
         Per input setting, the alphas whose ``n x n x p`` products served the whole grid of leave-one-out squared
-        errors (:func:`~iokr.linalg.loo_squared_errors`, certified to 1e-12 relative); None when the grid was
+        errors (:func:`~iokr.linalg.loo_squared_errors`, at the accuracy ``tol`` asks); None when the grid was
         evaluated alpha by alpha (ranking scores, k-fold, Cholesky route).
     cv_scheme_ : str
     n_splits_ : int
@@ -234,7 +239,7 @@ class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
     def __init__(self, alphas=DEFAULT_ALPHAS, input_kernel="linear", output_kernel="linear",
                  center_input=True, normalize_input=True, center_output=True, normalize_output=True,
                  decoding="distance", cv=None, groups=None, scoring="mse", param_grid=None, path_method="auto",
-                 working_memory=None, store_cv_results=False, refit=True):
+                 working_memory=None, store_cv_results=False, refit=True, tol=DEFAULT_TOL):
         self.alphas = alphas
         self.input_kernel = input_kernel
         self.output_kernel = output_kernel
@@ -251,6 +256,7 @@ class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
         self.working_memory = working_memory
         self.store_cv_results = store_cv_results
         self.refit = refit
+        self.tol = tol
 
     def fit(self, X, Y, candidate_sets=None, groups=None):
         """Search the grid by closed-form hold-out, then refit :attr:`best_estimator_` on all data.
@@ -280,7 +286,7 @@ class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
             truth = true_positions(sets, Y, owner, required=needs_candidates(scoring))
         alphas, holdouts, scheme = self._setup(n, groups, None)
         base = self._base_params()
-        rows, scores, used, self.path_methods_, self.skeleton_alphas_ = [], [], [], [], []
+        rows, scores, used, bounds, self.path_methods_, self.skeleton_alphas_ = [], [], [], [], [], []
         stored = [] if self.store_cv_results else None
         for in_setting in input_grid:
             in_params = apply_setting(base, in_setting)
@@ -299,11 +305,12 @@ class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
                 for j, alpha in enumerate(alphas):
                     rows.append({**in_setting, **out_setting, "alpha": float(alpha)})
                     scores.append(results[(k, j)])
+                    bounds.append(results.get((k, j, "bound"), (0.0, np.zeros(len(holdouts)))))
                     used.append(float(alpha))
                     if stored is not None:
                         stored.append(_stored_values(results[(k, j, "stored")], n))
             self.path_methods_.append(path.method)
-        self._finish(rows, scores, used, scheme, len(holdouts))
+        self._finish(rows, scores, used, scheme, len(holdouts), bounds=bounds)
         if stored is not None:
             self.cv_results_["holdout_predictions"] = [p for p, _ in stored]
             if sets is not None:
@@ -316,16 +323,19 @@ class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
 
     def _path_results(self, path, targets, holdouts, scoring, sets, truth, store):
         """Split scores ``{(output setting, alpha index): scores}`` along one input setting's path (with
-        ``store``, also ``{(k, j, "stored"): record}``); records the skeleton alphas of the leave-one-out grid."""
+        ``store``, also ``{(k, j, "stored"): record}``; on the grid route ``{(k, j, "bound"): (mean bound, split
+        bounds)}``); records the skeleton alphas of the leave-one-out grid."""
         alphas, results, skeleton = path.alphas, {}, None
         if scoring == "mse" and not store and path.method == "eigen" and all(h.size == 1 for h in holdouts):
             # Squared errors for the whole grid at once: a few skeleton alphas carry the n x n x p products.
             rows_all = np.concatenate(holdouts)
             for k, (_, target) in enumerate(targets):
-                sq, skeleton = loo_squared_errors(path.eigen, target.error_factor(), alphas,
-                                                  working_memory=self.working_memory)
+                sq, skeleton, bounds = loo_squared_errors(path.eigen, target.error_factor(), alphas,
+                                                          working_memory=self.working_memory, tol=self.tol,
+                                                          return_bounds=True)
                 for j in range(alphas.size):
                     results[(k, j)] = list(-sq[j, rows_all])
+                    results[(k, j, "bound")] = (float(bounds.mean[j]), bounds.rows[j, rows_all])
         self.skeleton_alphas_.append(None if skeleton is None else alphas[skeleton.indices])
         for j, solver in enumerate(path):  # (also raises the path's conditioning warnings)
             if (0, j) in results:

@@ -43,6 +43,15 @@ SEARCH_DOCS = {
         best_index_ : int
             Row of the best setting in ``cv_results_``; ties in the mean score go to the first setting in grid order
             (alphas in the given order).""",
+    "tol": """
+        tol : float, default=DEFAULT_TOL
+            Relative accuracy asked of the leave-one-out mean squared errors on the grid route (eigen path, squared
+            error, leave-one-out): the skeleton of :func:`~iokr.linalg.loo_squared_errors` is loosened so that every
+            ``mean_test_score`` is certified within ``tol`` of its exact value (the bound of this run is reported in
+            ``cv_results_["mean_test_score_bound"]``), and alphas whose certified interval overlaps the best one's
+            are recomputed exactly, so ``alpha_`` is the exact route's. ``0`` keeps the exact route (skeleton
+            certified to 1e-12). The default, 1e-3, is ten times finer than a 1 % plotting resolution; the
+            certified bounds are usually far under it. Other routes are exact and ignore it.""",
     "groups": """
         groups : array-like of shape (n,), optional
             Only if not given to the constructor.""",
@@ -52,6 +61,9 @@ SEARCH_DOCS = {
         self : object
             The fitted search, with :attr:`best_estimator_` refitted on all data.""",
 }
+
+#: Default relative accuracy of the grid of leave-one-out errors (see the ``tol`` parameter of the searches).
+DEFAULT_TOL = 1e-3
 
 #: 31 values from 1e-6 to 1e2, log-spaced (``np.logspace(-6, 2, 31)``), as a tuple so the default is immutable.
 DEFAULT_ALPHAS = tuple(np.logspace(-6, 2, 31).tolist())
@@ -121,11 +133,16 @@ class PathSearchMixin:
         if self.path_method not in PATH_METHODS:
             raise ValueError(f"The 'path_method' parameter of {owner} must be one of {PATH_METHODS}. "
                              f"Got {self.path_method!r} instead.")
+        tol = getattr(self, "tol", 0.0)  # searches without a grid route have no tol
+        if isinstance(tol, bool) or not isinstance(tol, (int, float, np.integer, np.floating)) or not 0 <= tol < 1:
+            raise ValueError(f"The 'tol' parameter of {owner} must be a float in the range [0, 1). Got {tol!r} instead.")
         groups = resolve_groups(self.groups, fit_groups, X_len, owner)
         holdouts, scheme = holdout_splits(self.cv, X_len, groups, y_for_split, owner)
         return alphas, holdouts, scheme
 
-    def _finish(self, rows, split_scores, alphas_used, scheme, n_splits, stored=None):
+    def _finish(self, rows, split_scores, alphas_used, scheme, n_splits, stored=None, bounds=None):
+        """Store ``cv_results_`` and the best setting; ``bounds`` (``(mean bound, split bounds)`` per row, from the
+        searches with a ``tol``) add the ``*_bound`` columns."""
         split_scores = np.asarray(split_scores, dtype=np.float64)
         if not np.isfinite(split_scores).all():
             raise FloatingPointError(f"{type(self).__name__}: non-finite hold-out scores; check the kernel and data.")
@@ -142,6 +159,9 @@ class PathSearchMixin:
             results[f"param_{key}"] = np.array([row.get(key) for row in rows], dtype=object)
         results.update(mean_test_score=mean, std_test_score=split_scores.std(axis=1), rank_test_score=rank,
                        split_test_scores=split_scores)
+        if bounds is not None:
+            results.update(mean_test_score_bound=np.array([b[0] for b in bounds], dtype=np.float64),
+                           split_test_score_bound=np.array([b[1] for b in bounds], dtype=np.float64))
         results.update(stored or {})  # store_cv_results: per-setting hold-out values, in ``params`` order
         self.cv_results_ = results
         self.best_index_ = int(order[0])
@@ -244,13 +264,17 @@ class RLSCV(PathSearchMixin, RegressorMixin, BaseEstimator):
         Route of the regularization path (see :class:`~iokr.linalg.RegularizationPath`).
     working_memory : float, optional
         Budget in MiB for temporaries; the global setting by default.
+    %(tol)s
 
     Attributes
     ----------
     %(best_attributes)s
     cv_results_ : dict of arrays
         ``params``, ``param_alpha``, ``param_<name>``, ``mean_test_score``, ``std_test_score``,
-        ``rank_test_score`` and ``split_test_scores`` (n_settings, n_splits). With ``store_cv_results``, also
+        ``rank_test_score`` and ``split_test_scores`` (n_settings, n_splits); ``mean_test_score_bound``
+        (n_settings,) and ``split_test_score_bound`` (n_settings, n_splits), certified bounds on their distance to
+        the exact closed form (skeleton compression and float64 round-off of the products; zero where the values
+        were computed alpha by alpha, exact up to round-off). With ``store_cv_results``, also
         ``holdout_predictions``: a list (one entry per setting, in ``params`` order) of arrays of the shape of ``y``
         holding every example's hold-out prediction (stacked in split order when splits repeat examples).
     best_estimator_ : RLS
@@ -259,7 +283,8 @@ class RLSCV(PathSearchMixin, RegressorMixin, BaseEstimator):
         Route taken per kernel setting (``"eigen"`` or ``"cholesky"``).
     skeleton_alphas_ : list of (ndarray or None)
         Per kernel setting, the alphas whose products served the whole grid of leave-one-out errors
-        (:func:`~iokr.linalg.loo_squared_errors`); None when the grid was evaluated alpha by alpha.
+        (:func:`~iokr.linalg.loo_squared_errors`, at the accuracy ``tol`` asks); None when the grid was evaluated
+        alpha by alpha.
     cv_scheme_ : str
     n_splits_ : int
 
@@ -276,7 +301,7 @@ class RLSCV(PathSearchMixin, RegressorMixin, BaseEstimator):
 
     def __init__(self, alphas=DEFAULT_ALPHAS, param_grid=None, cv=None, groups=None, scoring="mse",
                  store_cv_results=False, kernel="linear", center=False, normalize=False, path_method="auto",
-                 working_memory=None):
+                 working_memory=None, tol=DEFAULT_TOL):
         self.alphas = alphas
         self.param_grid = param_grid
         self.cv = cv
@@ -288,6 +313,7 @@ class RLSCV(PathSearchMixin, RegressorMixin, BaseEstimator):
         self.normalize = normalize
         self.path_method = path_method
         self.working_memory = working_memory
+        self.tol = tol
 
     def __sklearn_tags__(self):
         return RLS(kernel=self.kernel).__sklearn_tags__()
@@ -310,23 +336,25 @@ class RLSCV(PathSearchMixin, RegressorMixin, BaseEstimator):
         check_y_given(y, owner)
         n = n_samples(X)
         alphas, holdouts, scheme = self._setup(n, groups, np.asarray(y))
-        rows, scores, stored, self.path_methods_, self.skeleton_alphas_ = [], [], [], [], []
+        rows, scores, stored, bounds, self.path_methods_, self.skeleton_alphas_ = [], [], [], [], [], []
         best = (-np.inf, None, None, -1, None)  # (mean score, model, shifted solver, row, Gram): the refit reuses them
         for setting in kernel_grid:
             model = RLS(**apply_setting(base, setting))
             gram = model._fit_gram(X)
             y_checked = check_targets(y, gram.shape[0])
             path = RegularizationPath(gram, alphas, method=self.path_method, name="kernel", intercept=self.center)
-            for alpha, solver, split_scores, predictions in self._path_scores(path, y_checked, holdouts, scoring):
+            for alpha, solver, split_scores, predictions, bound in self._path_scores(path, y_checked, holdouts,
+                                                                                    scoring):
                 rows.append({**setting, "alpha": float(alpha)})
                 scores.append(split_scores)
                 stored.append(predictions)
+                bounds.append(bound)
                 if np.mean(split_scores) > best[0]:
                     best = (float(np.mean(split_scores)), model, solver, len(rows) - 1, gram)
             self.path_methods_.append(path.method)
         extra = ({"holdout_predictions": [per_example(holdouts, p, n) for p in stored]}
                  if self.store_cv_results else None)
-        self._finish(rows, scores, [row["alpha"] for row in rows], scheme, len(holdouts), extra)
+        self._finish(rows, scores, [row["alpha"] for row in rows], scheme, len(holdouts), extra, bounds)
         # Refit on all data through the best setting's own Gram and factorization (no second kernel or
         # factorization); ties go to the first setting, as in _finish.
         _, model, solver, row, gram = best
@@ -339,21 +367,26 @@ class RLSCV(PathSearchMixin, RegressorMixin, BaseEstimator):
         return self
 
     def _path_scores(self, path, y, holdouts, scoring):
-        """Yield ``(alpha, solver, split scores, stacked hold-out predictions or None)`` along one path."""
+        """Yield ``(alpha, solver, split scores, stacked hold-out predictions or None, (mean bound, split bounds))``
+        along one path."""
         rows_all = np.concatenate(holdouts)
         bounds = np.cumsum([0] + [h.size for h in holdouts])
         loo = rows_all.size == len(holdouts)  # singleton hold-outs: vectorized leave-one-out values
-        grid_errors, skeleton = None, None
+        grid_errors, skeleton, exact = None, None, (0.0, np.zeros(len(holdouts)))
         if scoring == "mse" and loo and path.method == "eigen" and not self.store_cv_results:
             # Squared errors for the whole grid at once (a few skeleton alphas carry the products).
-            grid_errors, skeleton = loo_squared_errors(path.eigen, y, path.alphas, working_memory=self.working_memory)
-            grid_errors /= 1 if y.ndim == 1 else y.shape[1]
+            grid_errors, skeleton, grid_bounds = loo_squared_errors(
+                path.eigen, y, path.alphas, working_memory=self.working_memory, tol=self.tol, return_bounds=True)
+            scale = 1 if y.ndim == 1 else y.shape[1]
+            grid_errors /= scale
+            row_bounds, mean_bounds = grid_bounds.rows / scale, grid_bounds.mean / scale
         self.skeleton_alphas_.append(None if skeleton is None else path.alphas[skeleton.indices])
         token, token_method = None, None
         for j, solver in enumerate(path):
-            predictions = None
+            predictions, bound = None, exact
             if grid_errors is not None:
                 per_row = grid_errors[j, rows_all]
+                bound = (float(mean_bounds[j]), row_bounds[j, rows_all])
             else:
                 if solver.method != token_method:  # the eigen projection serves all alphas of the path
                     token, token_method = solver.prepare(y), solver.method
@@ -368,7 +401,7 @@ class RLSCV(PathSearchMixin, RegressorMixin, BaseEstimator):
             else:
                 split_scores = [float(scoring(y[h], predictions[bounds[k]:bounds[k + 1]]))
                                 for k, h in enumerate(holdouts)]
-            yield path.alphas[j], solver, split_scores, predictions
+            yield path.alphas[j], solver, split_scores, predictions, bound
 
     def predict(self, X, *, input_diag=None):
         check_is_fitted(self, "best_estimator_")

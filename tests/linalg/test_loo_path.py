@@ -151,3 +151,80 @@ def test_rlscv_default_grid_on_a_rank_deficient_gram_matches_explicit_loo(rng):
         errors = [(RLS(alpha=alpha).fit(np.delete(X, i, 0), np.delete(y, i)).predict(X[i:i + 1])[0] - y[i]) ** 2
                   for i in range(21)]
         np.testing.assert_allclose(search.cv_results_["mean_test_score"][j], -np.mean(errors), rtol=1e-7)
+
+
+# -- tolerance route ---------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("d, gamma", [(64, 1 / 64), (20, 0.05), (2, 1.0)], ids=["wide", "mid", "low-rank"])
+@pytest.mark.parametrize("tol", [1e-2, 1e-3, 1e-5])
+@pytest.mark.parametrize("p", [1, 30])
+def test_tolerance_route_is_certified_against_the_exact_route(rng, d, gamma, tol, p):
+    K = gaussian_gram(rng, 200, d, gamma)
+    Y = rng.normal(size=(200, p)) if p > 1 else rng.normal(size=200)
+    path = EigenPath(K, deflate_constant=True)
+    exact, _ = loo_squared_errors(path, Y, GRID, compress=False)
+    errors, skeleton, bounds = loo_squared_errors(path, Y, GRID, tol=tol, return_bounds=True)
+    tight, _ = loo_squared_errors(path, Y, GRID)
+    assert skeleton.indices.size <= loo_squared_errors(path, Y, GRID)[1].indices.size
+    # The certified bounds hold row by row and on the means, and the means are within tol.
+    assert np.all(np.abs(errors - exact) <= bounds.rows)
+    mean, exact_mean = errors.mean(axis=1), exact.mean(axis=1)
+    assert np.all(np.abs(mean - exact_mean) <= bounds.mean)
+    assert np.all(bounds.mean <= tol * exact_mean)
+    # The selected alpha is the exact route's.
+    assert np.argmin(mean) == np.argmin(exact_mean)
+    assert tight.shape == errors.shape
+
+
+def test_tolerance_route_saves_products(rng):
+    K = gaussian_gram(rng, 300, 64, 1 / 64)
+    Y = rng.normal(size=(300, 20))
+    path = EigenPath(K, deflate_constant=True)
+    loose = loo_squared_errors(path, Y, GRID, tol=1e-3)[1].indices.size
+    assert loose < loo_squared_errors(path, Y, GRID)[1].indices.size
+
+
+def test_zero_tolerance_is_the_exact_route_bit_for_bit(rng):
+    K = gaussian_gram(rng, 150, 20, 0.05)
+    Y = rng.normal(size=(150, 9))
+    path = EigenPath(K, deflate_constant=True)
+    default, skeleton = loo_squared_errors(path, Y, GRID)
+    zero, zero_skeleton, bounds = loo_squared_errors(path, Y, GRID, tol=0.0, return_bounds=True)
+    np.testing.assert_array_equal(zero, default)
+    np.testing.assert_array_equal(zero_skeleton.indices, skeleton.indices)
+    assert bounds.refined.size == 0
+    direct, _ = loo_squared_errors(path, Y, GRID, compress=False)
+    assert np.all(np.abs(default - direct) <= bounds.rows)
+    assert np.all(bounds.mean <= 1e-9 * direct.mean(axis=1))
+
+
+def test_overlapping_intervals_are_recomputed_exactly(rng):
+    # A loose tolerance makes the best alpha's interval overlap its neighbours': those alphas are recomputed
+    # directly, so they equal the per-alpha route and carry round-off bounds only.
+    K = gaussian_gram(rng, 200, 20, 0.05)
+    Y = rng.normal(size=(200, 5))
+    path = EigenPath(K, deflate_constant=True)
+    exact, _ = loo_squared_errors(path, Y, GRID, compress=False)
+    errors, skeleton, bounds = loo_squared_errors(path, Y, GRID, tol=0.3, return_bounds=True)
+    assert skeleton.compressed and bounds.refined.size > 1
+    assert int(np.argmin(exact.mean(axis=1))) in bounds.refined
+    np.testing.assert_allclose(errors[bounds.refined], exact[bounds.refined], rtol=1e-10)
+    assert np.all(bounds.mean[bounds.refined] <= 1e-9 * exact.mean(axis=1)[bounds.refined])
+    assert np.argmin(errors.mean(axis=1)) == np.argmin(exact.mean(axis=1))
+
+
+@pytest.mark.parametrize("intercept", [False, True])
+def test_tolerance_route_within_bounds_of_retraining(rng, intercept):
+    K = gaussian_gram(rng, 60, 10, 0.1, center=False)
+    Y = rng.normal(size=(60, 4))
+    errors, _, bounds = loo_squared_errors(EigenPath(K, deflate_constant=intercept), Y, GRID, tol=1e-2,
+                                           return_bounds=True)
+    for j in (0, 9, 20, 30):
+        retrained = retrained_errors(K, Y, GRID[j], range(6), intercept)
+        assert np.all(np.abs(errors[j, :6] - retrained) <= bounds.rows[j, :6] + 1e-8 * retrained)
+
+
+@pytest.mark.parametrize("tol", [-1e-3, 1.0, "0.1", True, np.nan])
+def test_tolerance_is_validated(rng, tol):
+    path = EigenPath(gaussian_gram(rng, 20, 3, 0.5))
+    with pytest.raises(ValueError, match="'tol' parameter of loo_squared_errors must be a float in"):
+        loo_squared_errors(path, rng.normal(size=20), GRID, tol=tol)

@@ -292,3 +292,46 @@ def test_bad_input(rng):
         IOKRCV(alphas=ALPHAS).fit(X, Y[:11])
     with pytest.raises(ValueError, match="holds 3 sets"):
         IOKRCV(alphas=ALPHAS, scoring="top1").fit(X, Y, candidate_sets=[Y[:2]] * 3)
+
+
+def test_tolerance_route_selects_the_exact_alpha_within_its_bounds(rng):
+    X, Y = make_data(rng, (160, 8), 40, np.float64, binary=True)
+    Y[:, :5] = (X[:, :5] > 0).astype(float)  # outputs that depend on the inputs
+    alphas = np.logspace(-6, 2, 31)
+    kwargs = {"alphas": alphas, "input_kernel": Gaussian(0.1)}
+    exact = IOKRCV(tol=0.0, **kwargs).fit(X, Y)
+    loose = IOKRCV(tol=1e-2, **kwargs).fit(X, Y)
+    assert loose.alpha_ == exact.alpha_
+    assert loose.skeleton_alphas_[0].size < exact.skeleton_alphas_[0].size
+    results, reference = loose.cv_results_, exact.cv_results_
+    diff = np.abs(results["mean_test_score"] - reference["mean_test_score"])
+    assert np.all(diff <= results["mean_test_score_bound"] + reference["mean_test_score_bound"])
+    assert np.all(results["mean_test_score_bound"] <= 1e-2 * np.abs(reference["mean_test_score"]))
+    split_diff = np.abs(results["split_test_scores"] - reference["split_test_scores"])
+    assert np.all(split_diff <= results["split_test_score_bound"] + reference["split_test_score_bound"])
+    # The exact route's bounds are round-off only; routes computed alpha by alpha report zero.
+    assert np.all(reference["mean_test_score_bound"] <= 1e-9 * np.abs(reference["mean_test_score"]))
+    kfold = IOKRCV(cv=3, **kwargs).fit(X, Y)
+    np.testing.assert_array_equal(kfold.cv_results_["mean_test_score_bound"], 0.0)
+    assert kfold.cv_results_["split_test_score_bound"].shape == (31, 3)
+
+
+def test_tolerance_route_within_bounds_of_retraining(rng):
+    """The tolerance route's LOO errors at every alpha are within their certified bound of explicit retraining."""
+    X, Y = make_data(rng, (120, 5), 12, np.float64)
+    alphas = np.logspace(-6, 2, 31)
+    kernel = Gaussian(0.2)
+    search = IOKRCV(alphas=alphas, input_kernel=kernel, tol=1e-2).fit(X, Y)
+    gram, out = fixed_transform_sides(X, Y, kernel, "linear")
+    for j in (0, 12, search.best_index_, 30):
+        retrained = np.array([retrained_sq_errors(gram, out, np.array([i]), alphas[j])[0] for i in (0, 57)])
+        ours = -search.cv_results_["split_test_scores"][j, [0, 57]]
+        assert np.all(np.abs(ours - retrained) <= search.cv_results_["split_test_score_bound"][j, [0, 57]]
+                      + 1e-8 * retrained)
+
+
+@pytest.mark.parametrize("tol", [-1e-3, 1.5, "0", False])
+def test_tolerance_is_validated(rng, tol):
+    X, Y = make_data(rng, (10, 2), 3, np.float64)
+    with pytest.raises(ValueError, match=r"The 'tol' parameter of IOKRCV must be a float in the range \[0, 1\)"):
+        IOKRCV(tol=tol).fit(X, Y)

@@ -10,6 +10,7 @@ from sklearn.model_selection import GroupKFold, KFold, RepeatedKFold, ShuffleSpl
 from iokr.estimators.rls import RLS
 from iokr.exceptions import NumericalStabilityWarning
 from iokr.kernels import Gaussian, KernelTransform
+from iokr.linalg import RegularizationPath, loo_squared_errors
 from iokr.model_selection import IOKRCV, RLSCV
 
 ALPHAS = [1e-2, 0.3, 3.0]
@@ -226,7 +227,7 @@ def test_skeleton_route_is_recorded_and_matches_per_alpha_route(rng):
     """The grid route (skeleton alphas) and the per-alpha Cholesky route give the same LOO scores."""
     X, y = rng.normal(size=(80, 4)), rng.normal(size=(80, 2))
     alphas = np.logspace(-4, 2, 31)
-    grid = RLSCV(alphas=alphas, kernel=Gaussian(gamma=0.3), path_method="eigen").fit(X, y)
+    grid = RLSCV(alphas=alphas, kernel=Gaussian(gamma=0.3), path_method="eigen", tol=0.0).fit(X, y)
     per_alpha = RLSCV(alphas=alphas, kernel=Gaussian(gamma=0.3), path_method="cholesky").fit(X, y)
     assert grid.skeleton_alphas_[0] is not None and per_alpha.skeleton_alphas_ == [None]
     assert set(grid.skeleton_alphas_[0]) <= set(alphas)
@@ -266,3 +267,43 @@ def test_store_cv_results_holds_every_holdout_prediction(rng, center, n_targets,
         mse = np.mean((stored[j] - y[np.concatenate(tests)] if kind == "repeated" else stored[j] - y) ** 2)
         if kind == "loo":
             assert -search.cv_results_["mean_test_score"][j] == pytest.approx(mse, rel=1e-10)
+
+
+@pytest.mark.parametrize("center", [False, True])
+def test_tolerance_route_selects_the_exact_alpha_within_its_bounds(rng, center):
+    X = rng.normal(size=(150, 6))
+    y = np.sin(X[:, 0]) + 0.3 * rng.normal(size=150)
+    alphas = np.logspace(-6, 2, 31)
+    exact = RLSCV(alphas=alphas, kernel=Gaussian(gamma=0.2), center=center, tol=0.0).fit(X, y)
+    loose = RLSCV(alphas=alphas, kernel=Gaussian(gamma=0.2), center=center, tol=1e-2).fit(X, y)
+    assert loose.alpha_ == exact.alpha_
+    assert loose.skeleton_alphas_[0].size < exact.skeleton_alphas_[0].size
+    results, reference = loose.cv_results_, exact.cv_results_
+    diff = np.abs(results["mean_test_score"] - reference["mean_test_score"])
+    assert np.all(diff <= results["mean_test_score_bound"] + reference["mean_test_score_bound"])
+    assert np.all(results["mean_test_score_bound"] <= 1e-2 * np.abs(reference["mean_test_score"]))
+    split_diff = np.abs(results["split_test_scores"] - reference["split_test_scores"])
+    assert np.all(split_diff <= results["split_test_score_bound"] + reference["split_test_score_bound"])
+    assert results["split_test_score_bound"].shape == results["split_test_scores"].shape
+    # Explicit retraining without example 0 at the selected alpha, within the certified bound.
+    model = RLS(alpha=loose.alpha_, kernel=Gaussian(gamma=0.2), center=center).fit(X[1:], y[1:])
+    retrained = (y[0] - model.predict(X[:1])[0]) ** 2
+    row = loose.best_index_
+    assert abs(-results["split_test_scores"][row, 0] - retrained) <= (results["split_test_score_bound"][row, 0]
+                                                                       + 1e-8 * retrained)
+
+
+def test_zero_tolerance_keeps_the_exact_route(rng):
+    X, y = rng.normal(size=(90, 4)), rng.normal(size=90)
+    alphas = np.logspace(-6, 2, 31)
+    search = RLSCV(alphas=alphas, kernel=Gaussian(gamma=0.3), tol=0.0).fit(X, y)
+    path = RegularizationPath(Gaussian(gamma=0.3)(X, X), alphas, method="eigen")
+    errors, _ = loo_squared_errors(path.eigen, y, alphas)  # the exact route as it was: skeleton at 1e-12
+    np.testing.assert_array_equal(search.cv_results_["split_test_scores"], -errors)
+    assert np.all(search.cv_results_["mean_test_score_bound"] <= 1e-9 * np.abs(search.cv_results_["mean_test_score"]))
+
+
+@pytest.mark.parametrize("tol", [-0.1, 1.0, "1e-3", None])
+def test_tolerance_is_validated(rng, tol):
+    with pytest.raises(ValueError, match=r"The 'tol' parameter of RLSCV must be a float in the range \[0, 1\)"):
+        RLSCV(tol=tol).fit(rng.normal(size=(10, 2)), rng.normal(size=10))
