@@ -572,12 +572,22 @@ def pairwise_baselines(data, datasets=("davis", "kiba", "metz"), log=print, prev
             section["datasets"].setdefault(name, {})[setting] = baselines.run_task(task, log=log, **options)
         section["datasets"][name] = dict(sorted(section["datasets"][name].items()))
     section["protocol"] = _baseline_protocol(section["datasets"])
-    section["not_run"] = (
-        "Not run: Metz settings B and D (new drugs): Metz has no drug information at all (the drug similarity file "
-        "is missing and there are no compound identifiers, see the data README), so a held-out drug is "
-        "indistinguishable from any other unseen drug: its identity-kernel row and its one-hot features are zero, "
-        "and no method can rank new drugs against each other.")
+    section["not_run"] = _baseline_not_run(section["datasets"])
     return section
+
+
+def _baseline_not_run(datasets):
+    """The report's "Not run:" line: Metz B and D (impossible), then any runnable setting absent from the JSON."""
+    line = ("Not run: Metz settings B and D (new drugs): Metz has no drug information at all (the drug similarity "
+            "file is missing and there are no compound identifiers, see the data README), so a held-out drug is "
+            "indistinguishable from any other unseen drug: its identity-kernel row and its one-hot features are "
+            "zero, and no method can rank new drugs against each other.")
+    runnable = {"Davis": SETTINGS, "KIBA": SETTINGS, "Metz": ("A", "C")}
+    missing = [f"{name} {s}" for name, settings in runnable.items() for s in settings
+               if s not in datasets.get(name, {})]
+    if missing:
+        line += " Runnable but absent from this report (see the reading below): " + ", ".join(missing) + "."
+    return line
 
 
 def _davis_baseline_tasks(folder, settings):

@@ -209,3 +209,11 @@ def test_runner_metz_section_keeps_previous_settings(tmp_path, rng, monkeypatch)
     entry = section["datasets"]["Metz"]["A"]
     assert set(entry["results"]) == set(pb.METHODS) and entry["verdict"].startswith("KronRLS ")
     assert previous["datasets"]["Metz"] == {"C": {"n_train": 1, "kept": True}}  # the caller's dict is not mutated
+
+
+def test_runner_not_run_line_names_absent_runnable_settings():
+    rp = pytest.importorskip("benchmarks.realdata_pairwise")
+    full = {name: dict.fromkeys("ABCD", {}) for name in ("Davis", "KIBA")} | {"Metz": {"A": {}, "C": {}}}
+    assert "absent" not in rp._baseline_not_run(full) and "Metz settings B and D" in rp._baseline_not_run(full)
+    del full["Metz"]["C"]
+    assert rp._baseline_not_run(full).endswith("absent from this report (see the reading below): Metz C.")
