@@ -372,7 +372,8 @@ def _chosen(value):
 
 def baseline_markdown(section):
     """Markdown lines of the runner's ``baselines`` section (tables, then one verdict line per data set/setting)."""
-    lines = ["", "## Baselines beside KronRLS (issue 19): same splits, same CV folds, pKd (Davis) / KIBA scores", "",
+    lines = ["", ("## Baselines beside KronRLS (issue 19): same splits, same CV folds, pKd (Davis) / KIBA scores / "
+              "pKi (Metz)"), "",
              section["protocol"], "",
              ("| data | setting | train / test pairs | method | chosen | CV cindex | test cindex | test MSE | "
               "pairs fitted | seconds |"), "|---|---|---|---|---|---|---|---|---|---|"]

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from benchmarks import _pairwise_baselines as pb
+from benchmarks import _pairwise_splits as ps
 from iokr.metrics import concordance_index
 
 
@@ -114,3 +115,105 @@ def test_run_task_caps_only_the_tree_methods(rng):
     assert record["results"]["random_forest"]["n_train_pairs"] == 12
     assert record["results"]["kronrls"]["n_train_pairs"] == task.train.size
     assert record["verdict"].startswith("KronRLS ")
+
+
+# -- splits of KIBA B-D and Metz (benchmarks/_pairwise_splits.py) ---------------------------------------------------
+@pytest.mark.parametrize("setting", ["B", "C", "D"])
+def test_holdout_nodes_partition_the_held_out_side(setting):
+    tr_d, tr_t, te_d, te_t = ps.holdout_nodes(30, 12, setting, test_fraction=1 / 3, seed=3)
+    for train, test, n, held in ((tr_d, te_d, 30, setting in "BD"), (tr_t, te_t, 12, setting in "CD")):
+        if held:
+            assert np.intersect1d(train, test).size == 0 and train.size + test.size == n
+            assert test.size == round(n / 3)
+        else:
+            np.testing.assert_array_equal(train, np.arange(n))
+            np.testing.assert_array_equal(test, np.arange(n))
+    again = ps.holdout_nodes(30, 12, setting, test_fraction=1 / 3, seed=3)
+    assert all(np.array_equal(a, b) for a, b in zip(again, (tr_d, tr_t, te_d, te_t), strict=True))
+
+
+@pytest.mark.parametrize(("setting", "fraction", "match"), [("A", 0.3, "'setting'"), ("B", 1.0, "'test_fraction'")])
+def test_holdout_nodes_rejects_bad_arguments(setting, fraction, match):
+    with pytest.raises(ValueError, match=match):
+        ps.holdout_nodes(10, 10, setting, test_fraction=fraction)
+
+
+def test_random_pair_parts_partition_the_pairs():
+    parts = ps.random_pair_parts(23, n_parts=6, seed=0)
+    assert len(parts) == 6 and {p.size for p in parts} == {3, 4}
+    np.testing.assert_array_equal(np.sort(np.concatenate(parts)), np.arange(23))
+
+
+@pytest.mark.parametrize("setting", ["B", "C", "D"])
+def test_node_task_keeps_held_out_nodes_out_of_training(rng, setting):
+    n_d, n_t = 12, 9
+    Y = rng.normal(size=(n_d, n_t))
+    Y[rng.random(Y.shape) < 0.2] = np.nan
+    rows, cols = np.nonzero(~np.isnan(Y))
+    split = ps.holdout_nodes(n_d, n_t, setting, seed=2)
+    task = ps.node_task((("k", np.eye(n_d), np.eye(n_t)),), (np.eye(n_d), np.eye(n_t)), rows, cols, Y[rows, cols],
+                        split, setting)
+    tr_d, tr_t, te_d, te_t = split
+    assert np.isin(rows[task.train], tr_d).all() and np.isin(cols[task.train], tr_t).all()
+    assert np.isin(rows[task.test], te_d).all() and np.isin(cols[task.test], te_t).all()
+    if setting in "BD":
+        assert np.intersect1d(rows[task.train], rows[task.test]).size == 0
+    if setting in "CD":
+        assert np.intersect1d(cols[task.train], cols[task.test]).size == 0
+    expected = (np.isin(rows, te_d) & np.isin(cols, te_t)).sum()
+    assert task.test.size == expected and task.unit == setting and len(task.folds) == 3
+
+
+def _write_metz(folder, rng, n_d=40, n_t=9):
+    Xt = rng.normal(size=(n_t, 3))
+    S = 100 * np.exp(-((Xt[:, None] - Xt[None]) ** 2).sum(-1))
+    Y = 6 + np.tanh(rng.normal(size=(n_d, 1)) + Xt[:, 0])
+    Y[rng.random(Y.shape) < 0.3] = np.nan
+    np.savetxt(folder / ps.METZ_Y, Y)
+    np.savetxt(folder / ps.METZ_TARGET_SIM, S)
+    return Y, S
+
+
+def test_metz_tasks_identity_drug_kernel_and_target_split(tmp_path, rng):
+    Y0, S = _write_metz(tmp_path, rng)
+    Y, Kt = ps.load_metz(tmp_path)
+    np.testing.assert_array_equal(np.isnan(Y), np.isnan(Y0))
+    # S is PSD (a Gaussian kernel): scaling by 1/100 is the only change; a non-PSD part would be clipped
+    np.testing.assert_allclose(Kt, S / 100, atol=1e-12)
+    indefinite = np.diag([1.0, -1.0] + [1.0] * (S.shape[0] - 2))
+    np.savetxt(tmp_path / ps.METZ_TARGET_SIM, 100 * indefinite)
+    assert ps.load_metz(tmp_path)[1][1, 1] == 0.0
+    tasks = ps.metz_tasks(Y, Kt, embed_dim=4)
+    a, c = tasks["A"], tasks["C"]
+    np.testing.assert_array_equal(a.kernels[0][1], np.eye(Y.shape[0]))
+    assert np.intersect1d(a.train, a.test).size == 0 and a.train.size + a.test.size == a.y.size
+    (fit, valid), = a.folds
+    assert np.intersect1d(fit, valid).size == 0 and np.union1d(fit, valid).size == a.train.size
+    assert np.intersect1d(c.cols[c.train], c.cols[c.test]).size == 0
+    np.testing.assert_array_equal(c.drug_features, np.eye(Y.shape[0], dtype=np.float32))
+    with pytest.raises(ValueError, match="no drug information"):
+        ps.metz_tasks(Y, Kt, settings=("B",))
+
+
+def test_runner_metz_section_keeps_previous_settings(tmp_path, rng, monkeypatch):
+    rp = pytest.importorskip("benchmarks.realdata_pairwise")
+    (tmp_path / "pairwise" / "metz").mkdir(parents=True)
+    _write_metz(tmp_path / "pairwise" / "metz", rng)
+    monkeypatch.setattr(pb, "RF_TREES", 5)
+    monkeypatch.setattr(pb, "HGB_ITER", 5)
+    monkeypatch.setattr(pb, "EMBED_DIM", 4)
+    previous = {"datasets": {"Metz": {"C": {"n_train": 1, "kept": True}}, "Davis": {"A": {"n_train": 2}}}}
+    section = rp.pairwise_baselines(tmp_path, ["metz"], log=lambda m: None, previous=previous, settings=("A",))
+    assert list(section["datasets"]["Metz"]) == ["A", "C"] and section["datasets"]["Metz"]["C"]["kept"]
+    assert section["datasets"]["Davis"] == {"A": {"n_train": 2}} and "new drugs" in section["not_run"]
+    entry = section["datasets"]["Metz"]["A"]
+    assert set(entry["results"]) == set(pb.METHODS) and entry["verdict"].startswith("KronRLS ")
+    assert previous["datasets"]["Metz"] == {"C": {"n_train": 1, "kept": True}}  # the caller's dict is not mutated
+
+
+def test_runner_not_run_line_names_absent_runnable_settings():
+    rp = pytest.importorskip("benchmarks.realdata_pairwise")
+    full = {name: dict.fromkeys("ABCD", {}) for name in ("Davis", "KIBA")} | {"Metz": {"A": {}, "C": {}}}
+    assert "absent" not in rp._baseline_not_run(full) and "Metz settings B and D" in rp._baseline_not_run(full)
+    del full["Metz"]["C"]
+    assert rp._baseline_not_run(full).endswith("absent from this report (see the reading below): Metz C.")
