@@ -136,6 +136,9 @@ class PathSearchMixin:
         tol = getattr(self, "tol", 0.0)  # searches without a grid route have no tol
         if isinstance(tol, bool) or not isinstance(tol, (int, float, np.integer, np.floating)) or not 0 <= tol < 1:
             raise ValueError(f"The 'tol' parameter of {owner} must be a float in the range [0, 1). Got {tol!r} instead.")
+        refit = getattr(self, "refit", True)  # searches that always refit have no such parameter
+        if not isinstance(refit, (bool, np.bool_)):
+            raise ValueError(f"The 'refit' parameter of {owner} must be a bool. Got {refit!r} instead.")
         groups = resolve_groups(self.groups, fit_groups, X_len, owner)
         holdouts, scheme = holdout_splits(self.cv, X_len, groups, y_for_split, owner)
         return alphas, holdouts, scheme

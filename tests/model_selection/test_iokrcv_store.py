@@ -87,3 +87,9 @@ def test_search_without_refit_has_the_same_results_and_no_estimator(rng):
         np.testing.assert_array_equal(a, b)
     with pytest.raises(NotFittedError):
         lean.predict(X, sets)
+
+
+def test_refit_must_be_a_bool(rng):
+    X, Y, sets = _data(rng)
+    with pytest.raises(ValueError, match="'refit' parameter of IOKRCV must be a bool. Got 'no'"):
+        IOKRCV(alphas=ALPHAS, cv=3, refit="no").fit(X, Y, sets)
