@@ -220,7 +220,7 @@ def read_candidate_lists(path, store=None, progress=None):
             raise IOKRDataError(f"Candidate list {name}: {exc}") from None
         keys, ok = store.keys_for(structures)
         if any(good and not key for key, good in zip(keys, ok, strict=True)):
-            raise IOKRDataError(f"Candidate store {store.path} holds parsed structures without an InChIKey; the "
+            raise IOKRDataError(f"Candidate store {store.label} holds parsed structures without an InChIKey; the "
                                 "file is damaged: delete it to rebuild the cache.")
         lst = CandidateList(name=name, formula=formula, true_key=true_key, n_rows=len(structures))
         best, lst_scores = {}, []
@@ -256,7 +256,7 @@ def _store_errors(method):
         try:
             return method(self, *args, **kwargs)
         except sqlite3.DatabaseError as exc:
-            raise IOKRDataError(f"Candidate store {self.path} cannot be read ({exc}); the file is damaged: "
+            raise IOKRDataError(f"Candidate store {self.label} cannot be read ({exc}); the file is damaged: "
                                 "delete it to rebuild the cache.") from None
     return wrapper
 
@@ -282,6 +282,11 @@ class CandidateStore:
     otherwise). Looking up cached structures costs one indexed query; only new texts are parsed.
     """
 
+    @property
+    def label(self):
+        """The store's name in messages: its path, or "(temporary file)" for SQLite's private temporary file."""
+        return self.path or "(temporary file)"
+
     def __init__(self, path="", fingerprinter=None):
         self.fingerprinter = Fingerprinter() if fingerprinter is None else fingerprinter
         self.path = str(path)
@@ -297,9 +302,9 @@ class CandidateStore:
                 self.db.execute("INSERT INTO meta VALUES ('fingerprint', ?)", (params,))
                 self.db.commit()
         except sqlite3.DatabaseError as exc:
-            raise IOKRDataError(f"Candidate store {self.path} is not a usable SQLite database ({exc}).") from None
+            raise IOKRDataError(f"Candidate store {self.label} is not a usable SQLite database ({exc}).") from None
         if row is not None and row[0] != params:
-            raise IOKRDataError(f"Candidate store {self.path} caches fingerprints {row[0]}, not {params}; "
+            raise IOKRDataError(f"Candidate store {self.label} caches fingerprints {row[0]}, not {params}; "
                                 "use another store file.")
         self.n_computed = 0
         self._cache = None
@@ -348,7 +353,7 @@ class CandidateStore:
 
     def _decode(self, blobs, compact=False):
         return decode_fingerprints(blobs, self.fingerprinter.n_features, self.fingerprinter.binary,
-                                   f"Candidate store {self.path}", compact=compact)
+                                   f"Candidate store {self.label}", compact=compact)
 
     @_store_errors
     def add(self, structures):

@@ -123,3 +123,10 @@ def test_detached_cache_keeps_stored_structures_and_parses_new_ones(tmp_path):
     assert fresh.n_computed == n_computed  # stored structures are not parsed again
     fresh.fingerprints(["CCO"])  # not stored: parsed
     assert fresh.n_computed == n_computed + 1
+
+
+def test_temporary_store_is_named_in_messages():
+    store = CandidateStore()
+    assert store.label == "(temporary file)"
+    assert CandidateStore(":memory:").label == ":memory:"
+    store.close()
