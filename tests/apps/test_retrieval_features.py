@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _retrieval_refit import refit_fold_mrr
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.model_selection import KFold
 from sklearn.preprocessing import StandardScaler
@@ -125,14 +126,7 @@ def _refit_scores(split_features, grid, alphas, folds):
     for row, features in enumerate(grid):
         s = split_features.get(features)
         for column, alpha in enumerate(alphas):
-            per_fold = []
-            for train, test in folds:
-                model = IOKR(alpha=alpha, input_kernel="precomputed").fit(s.gram_train[np.ix_(train, train)],
-                                                                          s.Y_train[train])
-                S = model.decision_function(s.gram_train[np.ix_(test, train)], s.Y_train[test],
-                                            input_diag=np.diag(s.gram_train)[test])
-                per_fold.append(mean_reciprocal_rank([true_candidate_rank(S[j], j) for j in range(test.size)]))
-            scores[row, column] = np.mean(per_fold)
+            scores[row, column] = refit_fold_mrr(s.gram_train, s.Y_train, alpha, folds)
     return scores
 
 
