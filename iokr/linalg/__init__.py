@@ -44,7 +44,7 @@ from ._kronecker import (
     commutation_matrix,
     sampled_kron_features,
 )
-from ._loo_path import AlphaSkeleton, LooErrorBounds, loo_squared_errors
+from ._loo_path import AlphaSkeleton, LooErrorBounds, check_loo_tol, loo_squared_errors
 from ._minres import minres
 from ._path import (
     EIGEN_MIN_ALPHAS,
@@ -102,6 +102,7 @@ __all__ = [
     "LUShift",
     "NystromPreconditioner",
     "LooErrorBounds",
+    "check_loo_tol",
     "PRODUCT_PATH_METHODS",
     "ProductEigenShift",
     "ProductShiftPath",

@@ -174,10 +174,7 @@ def loo_squared_errors(path, Y, alphas, *, working_memory=None, rtol=SKELETON_RT
     ``eps`` before any product is formed. The eigendecomposition's own error is shared with the exact route and
     not part of the bound.
     """
-    if not (isinstance(tol, (int, float, np.floating, np.integer)) and not isinstance(tol, bool)
-            and 0.0 <= float(tol) < 1.0):
-        raise ValueError(f"The 'tol' parameter of loo_squared_errors must be a float in [0, 1). Got {tol!r} instead.")
-    tol = float(tol)
+    tol = check_loo_tol(tol, "loo_squared_errors")
     Y = np.asarray(Y, dtype=np.float64)
     if Y.ndim == 1:
         Y = Y[:, None]
@@ -209,6 +206,13 @@ def loo_squared_errors(path, Y, alphas, *, working_memory=None, rtol=SKELETON_RT
             refined = refined[:0]
     bounds = LooErrorBounds(bounds.rows, bounds.mean, refined)
     return (sq, skeleton, bounds) if return_bounds else (sq, skeleton)
+
+
+def check_loo_tol(tol, owner):
+    """``tol`` of :func:`loo_squared_errors` (and of the searches that pass it on) as a float in ``[0, 1)``."""
+    if isinstance(tol, bool) or not isinstance(tol, (int, float, np.integer, np.floating)) or not 0 <= tol < 1:
+        raise ValueError(f"The 'tol' parameter of {owner} must be a float in the range [0, 1). Got {tol!r} instead.")
+    return float(tol)
 
 
 class LooErrorBounds:

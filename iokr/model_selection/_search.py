@@ -23,6 +23,7 @@ from ..linalg import (
     PATH_METHODS,
     RegularizationPath,
     check_alphas,
+    check_loo_tol,
     holdout_residuals,
     loo_residuals,
     loo_squared_errors,
@@ -133,9 +134,7 @@ class PathSearchMixin:
         if self.path_method not in PATH_METHODS:
             raise ValueError(f"The 'path_method' parameter of {owner} must be one of {PATH_METHODS}. "
                              f"Got {self.path_method!r} instead.")
-        tol = getattr(self, "tol", 0.0)  # searches without a grid route have no tol
-        if isinstance(tol, bool) or not isinstance(tol, (int, float, np.integer, np.floating)) or not 0 <= tol < 1:
-            raise ValueError(f"The 'tol' parameter of {owner} must be a float in the range [0, 1). Got {tol!r} instead.")
+        check_loo_tol(getattr(self, "tol", 0.0), owner)  # searches without a grid route have no tol
         refit = getattr(self, "refit", True)  # searches that always refit have no such parameter
         if not isinstance(refit, (bool, np.bool_)):
             raise ValueError(f"The 'refit' parameter of {owner} must be a bool. Got {refit!r} instead.")
