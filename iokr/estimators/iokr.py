@@ -181,6 +181,16 @@ class IOKR(BaseEstimator):
         else:
             self.factor_ = factor
 
+    def _set_fitted(self, input_side, output_side, dual_coef):
+        """Fitted state from sides fitted elsewhere and the dual coefficients ``(K_x + alpha I)^{-1} Psi`` of an
+        explicit output side (:class:`~iokr.model_selection.IOKRCV` reuses its path's decomposition)."""
+        self._check_params()
+        self.input_, self.output_ = input_side, output_side
+        self.n_features_in_ = input_side.n_features_in
+        self.n_output_features_ = output_side.n_features
+        self.dual_coef_, self.factor_, self.jitter_ = dual_coef, None, 0.0
+        return self
+
     # -- prediction ----------------------------------------------------------------------------------------------
     def _coefficients(self, test_gram):
         """``h(x)`` features (explicit path) or ``c(x)^T`` dual weights (kernel path) for a block of queries."""

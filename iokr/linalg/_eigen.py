@@ -95,6 +95,42 @@ class EigenPath:
         """Solve ``(K + alpha I) X = rhs``; ``rhs`` of shape (n,) or (n, k)."""
         return self.solve_projected(self.project(rhs), alpha)
 
+    def solve_without_intercept(self, gram, rhs, alpha, *, projected=None):
+        """Solve ``(K + alpha I) X = rhs`` for the plain model, also on a decomposition with ``deflate_constant``.
+
+        Not deflated, this is :meth:`solve`. Deflated, the constant direction ``e = 1 / sqrt(n)`` enters through
+        one bordered (Schur complement) step: with ``b = U^T K e``, ``D = diag(1 / (s + alpha))`` and
+        ``Z = U^T rhs``, ``x_e = (e^T rhs - b^T D Z) / (e^T K e + alpha - b^T D b)`` and
+        ``X = U D (Z - b x_e) + e x_e``; the Schur complement is at least ``alpha``, so the step is stable.
+
+        Parameters
+        ----------
+        gram : ndarray of shape (n, n)
+            The matrix this path decomposed (only ``K e`` is read).
+        rhs : ndarray of shape (n, k)
+            Right-hand sides; not modified.
+        alpha : float
+            Regularization (> 0).
+        projected : ndarray of shape (n_eigenvalues, k), optional
+            ``U^T rhs`` when the caller has it (:meth:`project`).
+
+        Returns
+        -------
+        X : ndarray of shape (n, k)
+        """
+        rhs = np.asarray(rhs, dtype=np.float64)
+        Z = self.project(rhs) if projected is None else projected
+        if not self.deflate_constant:
+            return self.solve_projected(Z, alpha)
+        n = self.n
+        e = np.full(n, 1.0 / np.sqrt(n))
+        Ke = np.asarray(gram, dtype=np.float64) @ e
+        b = self.eigenvectors.T @ Ke
+        d = 1.0 / (self.eigenvalues + alpha)
+        schur = float(e @ Ke) + alpha - float(b @ (d * b))
+        x_e = (e @ rhs - (b * d) @ Z) / schur                          # (k,)
+        return self.eigenvectors @ ((Z - np.outer(b, x_e)) * d[:, None]) + np.outer(e, x_e)
+
     def hat_diagonal(self, alpha):
         """Diagonal of ``K (K + alpha I)^{-1}`` (the leave-one-out leverages), shape (n,)."""
         weights = self.eigenvalues / (self.eigenvalues + alpha)

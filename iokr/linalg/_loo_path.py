@@ -125,7 +125,7 @@ class AlphaSkeleton:
 
 
 def loo_squared_errors(path, Y, alphas, *, working_memory=None, rtol=SKELETON_RTOL, compress=True, tol=0.0,
-                       return_bounds=False):
+                       return_bounds=False, projected=None):
     """Leave-one-out squared residual norms ``||y_i - f_{-i}(x_i)||^2`` for every alpha of a grid.
 
     Parameters
@@ -150,6 +150,9 @@ def loo_squared_errors(path, Y, alphas, *, working_memory=None, rtol=SKELETON_RT
         certified interval overlaps that of the best (smallest) mean, so the selected alpha is the exact route's.
     return_bounds : bool, default=False
         Also return the certified bounds (:class:`LooErrorBounds`).
+    projected : ndarray of shape (n_eigenvalues, p), optional
+        ``U^T Y`` when the caller has it (it serves the refit too, :meth:`EigenPath.solve_projected`); computed
+        here otherwise. Not modified.
 
     Returns
     -------
@@ -171,7 +174,9 @@ def loo_squared_errors(path, Y, alphas, *, working_memory=None, rtol=SKELETON_RT
     ``n x n x n_alphas`` product). Both bounds include the float64 round-off of the products (``gamma_n |U| |B|``)
     and of ``Z``; they are computed per run from the data, not assumed. A priori ``m >= w_min S / n`` gives the
     relative bound ``2 eps kappa^(1/2) + eps^2 kappa`` with ``kappa = w_max / w_min``, from which ``tol`` sets
-    ``eps`` before any product is formed. The eigendecomposition's own error is shared with the exact route and
+    ``eps`` before any product is formed. With ``tol > 0`` the squares of the combinations are taken through each
+    row's ``r x r`` Gram of skeleton residuals; its round-off, ``gamma_(p + r^2) (sum_j |C_jk| ||S_j,i||)^2`` per
+    example, is added to both bounds. The eigendecomposition's own error is shared with the exact route and
     not part of the bound.
     """
     tol = check_loo_tol(tol, "loo_squared_errors")
@@ -185,19 +190,25 @@ def loo_squared_errors(path, Y, alphas, *, working_memory=None, rtol=SKELETON_RT
     if tol > 0.0 and compress:
         rtol = max(rtol, _rtol_for(tol, diag))
     skeleton = AlphaSkeleton(s, alphas, rtol if compress else 0.0)
-    sq, znorm2 = _combined_norms(U, Y, g, skeleton.indices, skeleton.coefficients, working_memory)
+    # With tol > 0 the combinations are squared through the r x r Gram of each row's skeleton residuals (exact in
+    # arithmetic, a quadratic round-off term that the bounds carry): no (n_alphas, n, p) block is ever formed.
+    through_gram = tol > 0.0 and skeleton.compressed
+    sq, znorm2, gram_rounding = _combined_norms(U, Y, g, skeleton.indices, skeleton.coefficients, working_memory,
+                                                projected=projected, through_gram=through_gram)
     sq /= diag.T**2
     if not (return_bounds or tol > 0.0):
         return sq, skeleton
     eps = skeleton.max_relative_error + skeleton.amplification * 4 * np.finfo(np.float64).eps
-    bounds = _certified_bounds(U, Y, g, diag, sq, znorm2, eps, skeleton.amplification, working_memory)
+    bounds = _certified_bounds(U, Y, g, diag, sq, znorm2, eps, skeleton.amplification, working_memory,
+                               extra_rows=None if gram_rounding is None else gram_rounding / diag.T**2)
     refined = np.zeros(0, dtype=np.intp)
     if tol > 0.0 and skeleton.compressed:
         mean = sq.mean(axis=1)
         best = int(np.argmin(mean))
         refined = np.flatnonzero(mean - bounds.mean <= mean[best] + bounds.mean[best])
         if refined.size > 1:  # the certificate cannot order them: recompute those alphas directly
-            direct, _ = _combined_norms(U, Y, g, refined, np.eye(refined.size), working_memory)
+            direct, _, _ = _combined_norms(U, Y, g, refined, np.eye(refined.size), working_memory,
+                                           projected=projected)
             sq[refined] = direct / diag[:, refined].T ** 2
             exact = _certified_bounds(U, Y, g[:, refined], diag[:, refined], sq[refined], znorm2, 0.0, 1.0,
                                       working_memory)
@@ -240,29 +251,51 @@ def _rtol_for(tol, diag):
     return float(x / np.sqrt(kappa))
 
 
-def _combined_norms(U, Y, g, indices, coefficients, working_memory):
+def _combined_norms(U, Y, g, indices, coefficients, working_memory, *, projected=None, through_gram=False):
     """``||(U diag(g C) U^T Y)_i||^2`` for every column of ``C`` with products only at ``indices``, and
-    ``||(U^T Y)_a||^2`` per eigenvector."""
+    ``||(U^T Y)_a||^2`` per eigenvector.
+
+    Direct route: the combinations ``C^T S`` of the skeleton residuals ``S_j = U diag(g_j) U^T Y`` are formed row
+    block by row block and squared. ``through_gram``: ``||sum_j C_jk S_j,i||^2 = c_k^T P_i c_k`` with the
+    ``r x r`` Gram ``P_i`` of row ``i``'s skeleton residuals, which costs ``r^2`` instead of ``r n_alphas`` per
+    entry; the third value is then the bound ``gamma (sum_j |C_jk| ||S_j,i||)^2`` on its round-off, shape
+    ``(n_alphas, n)`` (else None).
+    """
     n, m, r = U.shape[0], coefficients.shape[1], indices.size
     budget = working_memory_bytes(working_memory)
     # Per output column: the projected block, r skeleton solves and one row chunk of the m combinations.
     width = max(1, min(Y.shape[1], budget // (8 * n * (r + 3))))
     sq, znorm2 = np.zeros((m, n)), np.zeros(U.shape[1])
+    pair = np.zeros((n, r, r)) if through_gram else None
     for start in range(0, Y.shape[1], width):
-        Z = U.T @ Y[:, start:start + width]                          # (n, w)
+        columns = slice(start, start + width)
+        Z = U.T @ Y[:, columns] if projected is None else projected[:, columns]  # (n, w)
         znorm2 += np.einsum("aw,aw->a", Z, Z)
         w = Z.shape[1]
         solves = np.empty((r, n, w))                                 # skeleton solves, filled in place
         for k, j in enumerate(indices):
             np.matmul(U, Z * g[:, j][:, None], out=solves[k])
+        if through_gram:
+            for rows in row_slices(n, 8 * 2 * r * w, working_memory):
+                block = solves[:, rows, :].transpose(1, 0, 2)       # (h, r, w)
+                pair[rows] += np.matmul(block, block.transpose(0, 2, 1))
+            continue
         for rows in row_slices(n, 8 * (r + m) * w, working_memory):
             block = (coefficients.T @ solves[:, rows, :].reshape(r, -1)).reshape(m, -1, w)  # (m, h, w)
             sq[:, rows] += np.einsum("khw,khw->kh", block, block)
-    return sq, znorm2
+    if not through_gram:
+        return sq, znorm2, None
+    sq = np.maximum(np.einsum("jk,ijl,lk->ki", coefficients, pair, coefficients), 0.0)
+    norms = np.sqrt(np.maximum(np.einsum("ijj->ij", pair), 0.0))     # ||S_j,i||, (n, r)
+    # Each P_i entry is a float64 dot product of length p (error gamma_p ||S_j,i|| ||S_l,i||), then r^2 terms.
+    gamma = 1.01 * (Y.shape[1] + r * r + 2) * np.finfo(np.float64).eps / 2
+    rounding = gamma * (np.abs(coefficients).T @ norms.T) ** 2        # (m, n)
+    return sq, znorm2, rounding
 
 
-def _certified_bounds(U, Y, g, diag, sq, znorm2, eps, amplification, working_memory):
-    """Bounds of :func:`loo_squared_errors` (Notes) for a relative error ``eps`` of the filter factors."""
+def _certified_bounds(U, Y, g, diag, sq, znorm2, eps, amplification, working_memory, extra_rows=None):
+    """Bounds of :func:`loo_squared_errors` (Notes) for a relative error ``eps`` of the filter factors, plus
+    ``extra_rows`` (shape (n_alphas, n)), a further per-example bound of how the squares were formed."""
     n, k = U.shape
     unit = np.finfo(np.float64).eps / 2
     gamma = 1.01 * (k + g.shape[1] + 2) * unit                        # float64 dot products of length <= k + m
@@ -278,11 +311,15 @@ def _certified_bounds(U, Y, g, diag, sq, znorm2, eps, amplification, working_mem
     delta = rel * T / diag_low                                        # residual-row error over G_ii, (n, m)
     value = np.sqrt(sq.T)                                             # computed ||E_i|| / G_ii
     rows = (2 * value * delta + delta**2 + 4 * gamma * sq.T).T       # (m, n)
+    if extra_rows is not None:
+        rows = rows + extra_rows
     # Frobenius route: ||D||_F <= eps (sum_a g_a^2 ||Z_a||^2)^(1/2) + round-off of the rows.
     frob = eps * np.sqrt((g**2).T @ zn**2) + gamma * amplification * np.sqrt(np.einsum("im,im->m", T, T))
     wmax = np.max(1.0 / diag_low**2, axis=0)
     mean_sq = sq.mean(axis=1)
     mean = (2 * np.sqrt(n * mean_sq * wmax) * frob + wmax * frob**2) / n + 4 * gamma * mean_sq
+    if extra_rows is not None:
+        mean = mean + extra_rows.mean(axis=1)
     return LooErrorBounds(rows, np.minimum(mean, rows.mean(axis=1)))
 
 

@@ -57,6 +57,7 @@ class _OutputTarget:
         self._token, self._token_method = None, None
         self._pool_cache = None
         self._factor = None
+        self.projected = None  # U^T of the error factor on the eigen grid route (kept for the refit if explicit)
 
     def error_factor(self):
         """``F`` with ``F F^T = K_y`` (transformed): output-space squared errors are Euclidean norms through ``F``."""
@@ -316,10 +317,32 @@ class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
             if sets is not None:
                 self.cv_results_["holdout_ranks"] = [r for _, r in stored]
         if self.refit:
-            self.best_estimator_ = IOKR(**apply_setting(base, self.best_params_)).fit(X, Y)
+            best = IOKR(**apply_setting(base, self.best_params_))
+            reused = self._reusable_refit(input_grid, path, input_side, targets)
+            if reused is None:
+                best.fit(X, Y)
+            else:  # the path's decomposition and U^T Psi give the dual coefficients with one product
+                dual = path.eigen.solve_without_intercept(gram, reused.rhs, self.best_params_["alpha"],
+                                                          projected=reused.projected)
+                best._set_fitted(input_side, reused.side, dual)
+            self.best_estimator_ = best
             self.n_features_in_ = self.best_estimator_.n_features_in_
             self.n_output_features_ = self.best_estimator_.n_output_features_
         return self
+
+    def _reusable_refit(self, input_grid, path, input_side, targets):
+        """The best output setting's target when the refit can reuse the last path (else None).
+
+        Only one input setting leaves its path alive at the end; the explicit-output grid route kept ``U^T Psi``.
+        """
+        if len(input_grid) != 1 or path.method != "eigen":
+            return None
+        k = self.best_index_ // len(path.alphas)
+        target = targets[k][1]
+        if not target.explicit or target.projected is None:
+            return None
+        input_side.owner = IOKR.__name__  # the refitted estimator's name in its own error messages
+        return target
 
     def _path_results(self, path, targets, holdouts, scoring, sets, truth, store):
         """Split scores ``{(output setting, alpha index): scores}`` along one input setting's path (with
@@ -330,9 +353,14 @@ class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
             # Squared errors for the whole grid at once: a few skeleton alphas carry the n x n x p products.
             rows_all = np.concatenate(holdouts)
             for k, (_, target) in enumerate(targets):
-                sq, skeleton, bounds = loo_squared_errors(path.eigen, target.error_factor(), alphas,
+                factor = target.error_factor()
+                # U^T F once: it feeds the grid and, for explicit outputs (F = the training features), the refit.
+                target.projected = path.eigen.project(factor)
+                sq, skeleton, bounds = loo_squared_errors(path.eigen, factor, alphas,
                                                           working_memory=self.working_memory, tol=self.tol,
-                                                          return_bounds=True)
+                                                          return_bounds=True, projected=target.projected)
+                if not target.explicit:
+                    target.projected = None
                 for j in range(alphas.size):
                     results[(k, j)] = list(-sq[j, rows_all])
                     results[(k, j, "bound")] = (float(bounds.mean[j]), bounds.rows[j, rows_all])

@@ -121,6 +121,26 @@ def test_eigen_path_against_dense(rng, n, rank):
     assert (path.eigenvalues >= 0).all()
 
 
+@pytest.mark.parametrize("deflate", [False, True])
+@pytest.mark.parametrize("alpha", [1e-6, 1e-2, 10.0])
+def test_solve_without_intercept_is_the_plain_ridge_solve(rng, deflate, alpha):
+    # A Gram that does not annihilate the constant vector (normalized after centering, as IOKR's input side does):
+    # the bordered step recovers (K + alpha I)^{-1} B from the deflated decomposition.
+    F = rng.normal(size=(30, 60))  # full rank: the dense reference stays accurate at alpha = 1e-6
+    F -= F.mean(axis=0)
+    F /= np.linalg.norm(F, axis=1, keepdims=True)
+    K = F @ F.T
+    assert np.abs(K @ np.ones(30)).max() > 1e-3
+    B = rng.normal(size=(30, 4))
+    before = B.copy()
+    path = EigenPath(K, deflate_constant=deflate)
+    expected = np.linalg.solve(K + alpha * np.eye(30), B)
+    got = path.solve_without_intercept(K, B, alpha)
+    np.testing.assert_allclose(got, expected, rtol=1e-8, atol=1e-10 * np.abs(expected).max())
+    np.testing.assert_allclose(path.solve_without_intercept(K, B, alpha, projected=path.project(B)), got, rtol=1e-12)
+    np.testing.assert_array_equal(B, before)
+
+
 def test_eigen_path_rejects_indefinite():
     K = np.diag([1.0, 2.0, -1.0])
     with pytest.raises(ValueError, match="not positive semidefinite"):

@@ -5,6 +5,7 @@ import pytest
 
 from iokr import RLS, RLSCV, config_context
 from iokr.linalg import AlphaSkeleton, EigenPath, EigenShift, InterceptShift, loo_residuals, loo_squared_errors
+from iokr.linalg._loo_path import _combined_norms
 
 GRID = np.logspace(-6, 2, 31)
 
@@ -210,6 +211,39 @@ def test_overlapping_intervals_are_recomputed_exactly(rng):
     np.testing.assert_allclose(errors[bounds.refined], exact[bounds.refined], rtol=1e-10)
     assert np.all(bounds.mean[bounds.refined] <= 1e-9 * exact.mean(axis=1)[bounds.refined])
     assert np.argmin(errors.mean(axis=1)) == np.argmin(exact.mean(axis=1))
+
+
+def test_squares_through_row_grams_equal_direct_combinations(rng):
+    # The tolerance route squares the skeleton combinations through each row's r x r Gram; same skeleton, same
+    # values as forming the combinations (up to the round-off term it adds to the bounds).
+    K = gaussian_gram(rng, 160, 20, 0.05)
+    Y = rng.normal(size=(160, 12))
+    path = EigenPath(K, deflate_constant=True)
+    s, U = path.eigenvalues, path.eigenvectors
+    g = 1.0 / (s[:, None] + GRID[None, :])
+    skeleton = AlphaSkeleton(s, GRID, rtol=1e-6)
+    assert skeleton.compressed
+    direct, znorm2, none = _combined_norms(U, Y, g, skeleton.indices, skeleton.coefficients, None)
+    grams, znorm2_b, rounding = _combined_norms(U, Y, g, skeleton.indices, skeleton.coefficients, None,
+                                                through_gram=True)
+    assert none is None and rounding.shape == direct.shape
+    np.testing.assert_allclose(znorm2_b, znorm2)
+    assert np.all(np.abs(grams - direct) <= rounding + 1e-13 * direct)
+    np.testing.assert_allclose(grams, direct, rtol=1e-9)
+
+
+@pytest.mark.parametrize("tol", [0.0, 1e-3])
+def test_projected_outputs_give_the_same_errors(rng, tol):
+    K = gaussian_gram(rng, 120, 20, 0.05)
+    Y = rng.normal(size=(120, 7))
+    path = EigenPath(K, deflate_constant=True)
+    Y_before = Y.copy()
+    projected = path.project(Y)
+    given, _, given_bounds = loo_squared_errors(path, Y, GRID, tol=tol, projected=projected, return_bounds=True)
+    computed, _, bounds = loo_squared_errors(path, Y, GRID, tol=tol, return_bounds=True)
+    np.testing.assert_allclose(given, computed, rtol=1e-12)
+    np.testing.assert_allclose(given_bounds.mean, bounds.mean, rtol=1e-9)
+    np.testing.assert_array_equal(projected, path.project(Y_before))
 
 
 @pytest.mark.parametrize("intercept", [False, True])

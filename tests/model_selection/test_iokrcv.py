@@ -191,6 +191,30 @@ def test_best_estimator_and_public_api(rng):
     np.testing.assert_array_equal(cv.predict(X[:4], sets[:4]), ref.predict(X[:4], sets[:4]))
 
 
+@pytest.mark.parametrize("center_input, normalize_input, center_output, normalize_output",
+                         [(True, True, True, True), (True, False, True, False), (False, True, False, True),
+                          (True, True, False, True)])
+def test_refit_from_the_path_equals_a_cholesky_refit(rng, monkeypatch, center_input, normalize_input,
+                                                       center_output, normalize_output):
+    # One input setting on the eigen grid route: the refit reuses the decomposition (IOKR.fit is never called) and
+    # gives the plain model's dual coefficients, also when the path was deflated for the intercept.
+    X, Y = make_data(rng, (40, 4), 7, np.float64, binary=True)
+    flags = dict(center_input=center_input, normalize_input=normalize_input, center_output=center_output,
+                 normalize_output=normalize_output)
+    cv = IOKRCV(alphas=np.logspace(-3, 1, 9), input_kernel=Gaussian(0.3), cv=None, scoring="mse", **flags)
+    calls = []
+    monkeypatch.setattr(IOKR, "fit", lambda self, X, Y: calls.append(1) or self)
+    cv.fit(X, Y)
+    assert calls == []
+    monkeypatch.undo()
+    ref = IOKR(alpha=cv.alpha_, input_kernel=Gaussian(0.3), **flags).fit(X, Y)
+    np.testing.assert_allclose(cv.best_estimator_.dual_coef_, ref.dual_coef_, rtol=1e-9,
+                               atol=1e-11 * np.abs(ref.dual_coef_).max())
+    assert cv.best_estimator_.jitter_ == 0.0 and cv.best_estimator_.factor_ is None
+    assert cv.best_estimator_.n_output_features_ == ref.n_output_features_ == 7
+    np.testing.assert_allclose(cv.decision_function(X[:5], Y), ref.decision_function(X[:5], Y), rtol=1e-9)
+
+
 def test_output_kernel_grid_reuses_input_decomposition(rng):
     X, Y = make_data(rng, (20, 3), 8, np.float64, binary=True)
     in_kernel, out_kernel = Gaussian(1.0), GaussianTanimoto(1.0)
