@@ -130,7 +130,7 @@ def register(subparsers):
                           help=f"query spectra: {SPECTRA_FORMATS}")
     identify.add_argument("--candidates", required=True,
                           help="a structure database built by 'index' (.sqlite), one CSV/TSV/SDF of structures "
-                               "(indexed in memory), or a folder / .tar.gz of per-formula lists")
+                               "(indexed for this run), or a folder / .tar.gz of per-formula lists")
     identify.add_argument("--output", required=True,
                           help="folder to write: structure_identifications.tsv, structure_candidates.tsv, "
                                "parameters.json")

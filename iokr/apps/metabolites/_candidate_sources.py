@@ -3,7 +3,8 @@
 Both sources answer the same three questions: which candidates fit a query (``select``: by canonical formula, or by
 monoisotopic mass within ``[low, high]``), their fingerprints, and their output columns (``records``).
 
-- :class:`DatabaseSource`: an indexed database (``iokr metabolites index``), or one CSV/TSV/SDF indexed in memory;
+- :class:`DatabaseSource`: an indexed database (``iokr metabolites index``), or one CSV/TSV/SDF indexed into a
+  temporary file;
 - :class:`ListSource`: a folder or ``.tar.gz`` of per-formula lists (``scoring_list=<FORMULA>_...csv``), each
   list selected by the canonical form of the formula in its name (or of its structures).
 """
@@ -96,8 +97,9 @@ def open_source(path, fingerprinter, store_path=None, progress=None):
     """The candidate source for ``identify --candidates PATH``.
 
     ``.sqlite`` / ``.db``: an indexed database (opened read-only); a folder or ``.tar(.gz)``: per-formula lists;
-    any other file: one CSV/TSV/SDF indexed in memory (each query still gets only the structures that fit it).
-    ``progress``: the jobs' factory ``progress(total, label)``, used while a table is indexed in memory.
+    any other file: one CSV/TSV/SDF indexed into SQLite's private temporary file (on disk beyond a
+    small page cache, deleted on close; each query still gets only the structures that fit it).
+    ``progress``: the jobs' factory ``progress(total, label)``, used while a table is indexed.
     """
     path = Path(path)
     if not path.exists():
@@ -109,8 +111,8 @@ def open_source(path, fingerprinter, store_path=None, progress=None):
         store = CandidateStore(store_path if store_path else "", fingerprinter)
         return ListSource(read_candidate_lists(path, store), store)
     if progress is None:
-        db, _ = StructureDatabase.build(path, ":memory:", fingerprinter)
+        db, _ = StructureDatabase.build(path, "", fingerprinter)
     else:
-        with progress(None, f"indexing {path.name} in memory (rows)") as tick:
-            db, _ = StructureDatabase.build(path, ":memory:", fingerprinter, progress=tick)
-    return DatabaseSource(db, name=f"{path} (indexed in memory; 'iokr metabolites index' builds it once)")
+        with progress(None, f"indexing {path.name} (rows)") as tick:
+            db, _ = StructureDatabase.build(path, "", fingerprinter, progress=tick)
+    return DatabaseSource(db, name=f"{path} (indexed for this run; 'iokr metabolites index' builds it once)")

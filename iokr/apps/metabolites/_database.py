@@ -209,8 +209,8 @@ class StructureDatabase:
     # -- building ---------------------------------------------------------------------------------------------------
     @classmethod
     def build(cls, source, output, fingerprinter=None, progress=None, n_jobs=None):
-        """Parse every structure of ``source`` and write the database ``output`` (``":memory:"`` for a temporary
-        one). Rows RDKit rejects are counted; rows whose first InChIKey block repeats an earlier row are merged
+        """Parse every structure of ``source`` and write the database ``output`` (``""`` for SQLite's private
+        temporary file, deleted on close; ``":memory:"`` to hold it all in memory). Rows RDKit rejects are counted; rows whose first InChIKey block repeats an earlier row are merged
         into it (the first row's columns kept).
 
         Parameters
@@ -235,8 +235,9 @@ class StructureDatabase:
         fingerprinter = Fingerprinter() if fingerprinter is None else fingerprinter
         t0 = time.perf_counter()
         columns, rows, structure_columns = read_structure_rows(source)
-        if str(output) == ":memory:":
-            connection, tmp = sqlite3.connect(":memory:"), None
+        temporary = str(output) in ("", ":memory:")
+        if temporary:
+            connection, tmp = sqlite3.connect(str(output)), None
         else:
             output = Path(output)
             output.parent.mkdir(parents=True, exist_ok=True)
@@ -267,7 +268,7 @@ class StructureDatabase:
             raise
         stats["seconds"] = time.perf_counter() - t0
         stats["structures_per_s"] = stats["n_rows"] / max(stats["seconds"], 1e-9)
-        db = cls(output) if tmp is not None else cls(":memory:", _connection=connection)
+        db = cls(str(output) or "(temporary file)", _connection=connection) if temporary else cls(output)
         return db, stats
 
     @staticmethod

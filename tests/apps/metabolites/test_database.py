@@ -135,3 +135,14 @@ def test_worker_processes_give_the_single_process_database(table, monkeypatch):
     ids = np.arange(1, stats_one["n_structures"] + 1)
     assert one.records(ids) == two.records(ids)
     np.testing.assert_array_equal(one.fingerprints(ids), two.fingerprints(ids))
+
+
+def test_temporary_file_database_equals_the_in_memory_one(table):
+    # identify indexes a candidate table into SQLite's private temporary file (""), not into memory.
+    memory, stats_memory = StructureDatabase.build(table, ":memory:", FP, n_jobs=1)
+    temporary, stats_temporary = StructureDatabase.build(table, "", FP, n_jobs=1)
+    assert temporary.path == "(temporary file)" and memory.path == ":memory:"
+    assert stats_temporary["n_structures"] == stats_memory["n_structures"] > 0
+    ids = np.arange(1, stats_memory["n_structures"] + 1)
+    assert temporary.records(ids) == memory.records(ids)
+    np.testing.assert_array_equal(temporary.fingerprints(ids), memory.fingerprints(ids))
