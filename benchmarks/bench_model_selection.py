@@ -4,7 +4,7 @@ form, scikit-learn searches and RLScore.
 Rows:
 - iokr_loo: ``IOKRCV(alphas=np.logspace(-6, 2, 31), input_kernel=Gaussian, cv=None, scoring="mse")`` on n = 4000,
   d = 64 Gaussian inputs and 2048-d binary outputs (density 0.1): exact leave-one-out output-space errors for all 31
-  alphas plus the final refit. "eigh" is one dense ``scipy.linalg.eigh`` (driver evd) of the n x n Gram, the floor of
+  alphas plus the final refit (from the search's own decomposition). "eigh" is one dense ``scipy.linalg.eigh`` (driver evd) of the n x n Gram, the floor of
   any eigen route. "errors_per_alpha" vs "errors_skeleton": the grid of leave-one-out errors on one decomposition by
   the per-alpha closed form (one n x n x p product per alpha, the naive route) and by the skeleton route
   (``iokr.linalg.loo_squared_errors``: a few skeleton alphas carry the products, certified to 1e-12 relative), with
@@ -16,7 +16,8 @@ Rows:
   ``iokr.linalg.loo_squared_errors``), "ours_exact" the same search with ``tol=0`` (skeleton certified to 1e-12, the
   route before ``tol`` existed); "tol_bound_rel_max" is the largest certified bound of the run relative to the
   mean score (``cv_results_["mean_test_score_bound"]``), "tol_actual_rel_max" the largest actual difference to the
-  exact route, "same_alpha" whether both select the same alpha. "gemm" is one n x n x p float64 product (the unit
+  exact route, "same_alpha" whether both select the same alpha; "route_floor/eigh" the least this route can
+  cost, (eigh + (skeleton alphas + 2) products) / eigh (U^T Psi, the skeleton, the refit). "gemm" is one n x n x p float64 product (the unit
   cost of a skeleton alpha), timed in the same process.
 - rls_loo: single-output RLS, n = 2000, d = 50, Gaussian kernel: fit + exact LOO (``RLSCV`` with one alpha, and with
   the 31-alpha grid), next to RLScore HEAD (``rlscore.learner.RLS(X, y, kernel="GaussianKernel", gamma, regparam=1)``
@@ -109,7 +110,9 @@ def _iokr_row(n, p, d, gs_alphas, seed=0):
             "tol_bound_rel_max": float(np.max(res["mean_test_score_bound"] / np.abs(res["mean_test_score"]))),
             "tol_actual_rel_max": float(np.max(np.abs(res["mean_test_score"] - ref["mean_test_score"])
                                                / np.abs(ref["mean_test_score"]))),
-            "same_alpha": bool(cv.alpha_ == cv_exact.alpha_), "gemm_s": gemm,
+            "same_alpha": bool(cv.alpha_ == cv_exact.alpha_),
+            # The least this route can cost: eigh + U^T Psi + one product per skeleton alpha + the refit's product.
+            "route_floor/eigh": (t_eigh + (cv.skeleton_alphas_[0].size + 2) * gemm) / t_eigh, "gemm_s": gemm,
             "gemm_gflops": 2.0 * n * n * p / gemm / 1e9, "ours_exact_s": t_exact, "exact/eigh": t_exact / t_eigh,
             "ours_exact_cpu_s": c_exact,
             "skeleton_alphas": int(skeleton.indices.size), "errors_per_alpha_s": t_direct,
