@@ -2,23 +2,24 @@
 form, scikit-learn searches and RLScore.
 
 Rows:
-- iokr_loo: ``IOKRCV(alphas=np.logspace(-6, 2, 31), input_kernel=Gaussian, cv=None, scoring="mse")`` on n = 4000,
-  d = 64 Gaussian inputs and 2048-d binary outputs (density 0.1): exact leave-one-out output-space errors for all 31
-  alphas plus the final refit (from the search's own decomposition). "eigh" is one dense ``scipy.linalg.eigh`` (driver evd) of the n x n Gram, the floor of
-  any eigen route. "errors_per_alpha" vs "errors_skeleton": the grid of leave-one-out errors on one decomposition by
-  the per-alpha closed form (one n x n x p product per alpha, the naive route) and by the skeleton route
-  (``iokr.linalg.loo_squared_errors``: a few skeleton alphas carry the products, certified to 1e-12 relative), with
-  their largest relative difference. "gridsearch" is ``GridSearchCV(KernelRidge(kernel="rbf"), {"alpha": 31
-  values}, cv=5)``, timed on the first ``gs_alphas`` alphas of the grid and extrapolated linearly to 31 (each alpha
-  costs 5 independent fits of the same size, so the cost is linear in the number of alphas). "max_rel_err" compares
-  our LOO errors of two examples at the selected alpha with explicit retraining without them. "ours" is the
-  default ``tol`` (1e-3: skeleton loosened to a certified relative accuracy of every mean LOO error, see
-  ``iokr.linalg.loo_squared_errors``), "ours_exact" the same search with ``tol=0`` (skeleton certified to 1e-12, the
-  route before ``tol`` existed); "tol_bound_rel_max" is the largest certified bound of the run relative to the
-  mean score (``cv_results_["mean_test_score_bound"]``), "tol_actual_rel_max" the largest actual difference to the
-  exact route, "same_alpha" whether both select the same alpha; "route_floor/eigh" the least this route can
-  cost, (eigh + (skeleton alphas + 2) products) / eigh (U^T Psi, the skeleton, the refit). "gemm" is one n x n x p float64 product (the unit
-  cost of a skeleton alpha), timed in the same process.
+- iokr_loo: ``IOKRCV(alphas=np.logspace(-6, 2, 31), input_kernel=Gaussian, cv=None, scoring="mse")`` on n = 4000, d =
+  64 Gaussian inputs and 2048-d binary outputs (density 0.1): exact leave-one-out output-space errors for all 31
+  alphas plus the final refit (from the search's own decomposition). "eigh" is one dense ``scipy.linalg.eigh``
+  (driver evd) of the n x n Gram, the floor of any eigen route. "errors_per_alpha" vs "errors_skeleton": the grid of
+  leave-one-out errors on one decomposition by the per-alpha closed form (one n x n x p product per alpha, the naive
+  route) and by the skeleton route (``iokr.linalg.loo_squared_errors``: a few skeleton alphas carry the products,
+  certified to 1e-12 relative), with their largest relative difference. "gridsearch" is
+  ``GridSearchCV(KernelRidge(kernel="rbf"), {"alpha": 31 values}, cv=5)``, timed on the first ``gs_alphas`` alphas of
+  the grid and extrapolated linearly to 31 (each alpha costs 5 independent fits of the same size, so the cost is
+  linear in the number of alphas). "max_rel_err" compares our LOO errors of two examples at the selected alpha with
+  explicit retraining without them. "ours" is the default ``tol`` (1e-3: skeleton loosened to a certified relative
+  accuracy of every mean LOO error, see ``iokr.linalg.loo_squared_errors``), "ours_exact" the same search with
+  ``tol=0`` (skeleton certified to 1e-12, the route before ``tol`` existed); "tol_bound_rel_max" is the largest
+  certified bound of the run relative to the mean score (``cv_results_["mean_test_score_bound"]``),
+  "tol_actual_rel_max" the largest actual difference to the exact route, "same_alpha" whether both select the same
+  alpha; "route_floor/eigh" the least this route can cost, (eigh + (skeleton alphas + 2) products) / eigh (U^T Psi,
+  the skeleton, the refit). "gemm" is one n x n x p float64 product (the unit cost of a skeleton alpha), timed in the
+  same process.
 - rls_loo: single-output RLS, n = 2000, d = 50, Gaussian kernel: fit + exact LOO (``RLSCV`` with one alpha, and with
   the 31-alpha grid), next to RLScore HEAD (``rlscore.learner.RLS(X, y, kernel="GaussianKernel", gamma, regparam=1)``
   then ``leave_one_out()``, imported when its build is on ``PYTHONPATH``; same process, same BLAS threads), to
