@@ -10,7 +10,8 @@ Jaccard-like share of explained fragments or losses, independent of m/z toleranc
 
 Spectra the annotation cannot handle (no formula, unsupported elements or charges, low resolution, see
 :mod:`._annotation`) have an empty feature vector: their normalized rows are 0 and the model relies on its
-unannotated kernels for them; :meth:`FormulaTokenKernel.annotation_report` counts them.
+unannotated kernels for them; :meth:`FormulaTokenKernel.annotation_report` counts them. ``identify`` gives each
+query the formula it knows, or annotates it under each formula of its candidates (:mod:`._hypotheses`).
 """
 
 from __future__ import annotations
@@ -111,9 +112,14 @@ class FormulaTokenKernel(SpectrumKernel):
         return AnnotationSettings(ppm=check_positive_scalar(self.ppm, "ppm", owner),
                                   abs_tolerance=check_positive_scalar(self.abs_tolerance, "abs_tolerance", owner))
 
+    def annotation(self, spectra):
+        """The :class:`~._annotation.Annotation` of ``spectra`` under this kernel's tolerances (computed once per
+        Spectra object)."""
+        return cached_annotation(self.validate(spectra, "spectra"), self._settings())
+
     def annotation_report(self, spectra):
         """The :class:`~._annotation.AnnotationReport` of ``spectra`` under this kernel's tolerances."""
-        return cached_annotation(self.validate(spectra, "spectra"), self._settings()).report
+        return self.annotation(spectra).report
 
     def token_weights(self, spectra):
         """``(spectrum index, token key, weight)`` of every token occurrence (equal tokens not yet added)."""
