@@ -10,24 +10,24 @@ formula ``f`` and the query's precursor type; every candidate is scored under th
    kernels do not depend on ``f`` (computed once per query). The annotated ones are cosine-normalized per
    hypothesis: unit self-similarity in each when ``f`` gives the spectrum tokens, a zero row otherwise (like the
    training spectra the annotation cannot handle). The model's kernel weights combine them.
-2. IOKR predicts ``h_f(x)``; a candidate ``y`` of formula ``f`` gets
+2. IOKR predicts ``h_f(x)``; a candidate ``y`` of formula ``f`` gets the model's score under that hypothesis,
+   ``score_f(y) = 2 <h_f(x), psi(y)> - ||psi(y)||^2`` (:meth:`MetaboliteIdentifier.score_sets`, distance decoding).
 
-   ``s(y) = -||h_f(x) - psi(y)||^2 + ||h_0(x)||^2 = score_f(y) - (||h_f(x)||^2 - ||h_0(x)||^2)``,
+Why scores of different formulas are comparable: the model centers and normalizes its output features, so every
+candidate has ``||psi(y)|| = 1`` and ``score_f(y) = 2 <h_f(x), psi(y)> - 1``: an inner product between the candidate
+and the prediction under the candidate's own formula. All predictions are points of one output space, made from
+input rows normalized alike (the same normalized base kernels, the same weights, the same fitted IOKR), so their
+inner products with candidates compare directly; a hypothesis whose row finds more support among the training
+spectra gives a longer prediction and counts for more. A hypothesis that gives the spectrum no token (no peak
+explained, or an annotation fallback) is scored with the unannotated row itself, so its scores are exactly the
+unannotated scores. A candidate's score does not depend on whether the query gave its formula or on which other
+formulas share the mass window.
 
-   with ``score_f`` the model's score (:meth:`MetaboliteIdentifier.score_sets`) under hypothesis ``f`` and
-   ``h_0`` the prediction for the query without a formula (every annotated row 0).
-
-Why scores of different formulas are comparable: all hypotheses are points of one input feature space (the same
-normalized base kernels, the same weights, the same fitted IOKR), and ``s`` is minus the pre-image distance of ``y``
-to the prediction under ``y``'s own formula, plus one constant per query. Ranking all candidates by ``s`` is the
-joint pre-image ``argmin over f and y in C_f of ||h_f(x) - psi(y)||^2``. The distance decoding of ``score_sets``
-drops ``||h(x)||^2``, constant for one prediction but not across hypotheses: hence the shift, one constant per
-hypothesis, which leaves the order of one formula's candidates as the model gives it. The constant ``||h_0||^2``
-keeps the familiar scale. It also makes the scores of a hypothesis that gives the spectrum no token (no peak
-explained, or an annotation fallback) exactly the unannotated scores: such a hypothesis is scored with the
-unannotated row itself. A candidate's score does not depend on whether the query gave its formula or on which
-other formulas share the mass window. (Cosine decoding needs no shift; inner decoding compares ``<h_f, psi(y)>``
-as is: neither is the app's.)
+``across="preimage"`` instead ranks by the pre-image distance under each candidate's formula,
+``-||h_f(x) - psi(y)||^2 + ||h_0(x)||^2 = score_f(y) - (||h_f(x)||^2 - ||h_0(x)||^2)`` (``h_0``: the query without
+formula), the joint pre-image over formulas and candidates. It penalizes long predictions, and on a structure
+hold-out of the training data it ranked worse than the inner product (reports/metabolites.md), so it is not the
+default.
 
 Models without annotated kernels do not depend on the formula and never come here.
 """
@@ -44,6 +44,8 @@ from ._annotated_kernels import FormulaTokenKernel
 from ._kernels import normalized_gram
 from ._spectra import Spectra
 
+#: How scores compare across formula hypotheses (see the module notes); the first is the default.
+ACROSS = ("inner", "preimage")
 #: Hypothesis rows whose input rows are formed at once (whole queries; one query with more stays whole).
 HYPOTHESIS_BLOCK = 256
 #: Why a hypothesis uses the unannotated row although its annotation ran: no peak explained, so no token (the
@@ -145,7 +147,8 @@ def prediction_sq_norms(model, K, diag):
 @dataclass(frozen=True)
 class QueryHypotheses:
     """How one query was annotated: per distinct candidate formula (sorted), the fallback reason (``""`` when
-    annotated), the peaks explained and above the precursor, and the shift subtracted from the model's scores."""
+    annotated), the peaks explained and above the precursor, and the shift subtracted from the model's scores
+    (0 unless ``across="preimage"``)."""
 
     formulas: tuple
     fallback: tuple
@@ -204,7 +207,7 @@ def _blocks(sizes):
         yield start, len(sizes)
 
 
-def score_hypotheses(model, queries, adducts, pool, sets, formulas, given=None):
+def score_hypotheses(model, queries, adducts, pool, sets, formulas, given=None, across="inner"):
     """Scores of every query's candidates, each under the hypothesis of its formula (see the module notes).
 
     Parameters
@@ -222,6 +225,8 @@ def score_hypotheses(model, queries, adducts, pool, sets, formulas, given=None):
         Canonical formula of each candidate (``""``: unknown; scored without annotation).
     given : sequence of m bool, optional
         Queries that gave their formula (for the summaries).
+    across : {"inner", "preimage"}, default="inner"
+        The model's scores under each hypothesis as they are, or shifted to pre-image distances (module notes).
 
     Returns
     -------
@@ -229,6 +234,8 @@ def score_hypotheses(model, queries, adducts, pool, sets, formulas, given=None):
         In each query's candidate order.
     hypotheses : list of m QueryHypotheses
     """
+    if across not in ACROSS:
+        raise ValueError(f"The 'across' parameter of score_hypotheses must be one of {ACROSS}. Got {across!r}.")
     given = [False] * len(queries) if given is None else list(given)
     plans = _plan(formulas)
     grams = query_grams(model, queries)
@@ -245,7 +252,7 @@ def score_hypotheses(model, queries, adducts, pool, sets, formulas, given=None):
         of_query = np.asarray(of_query, dtype=np.int64)
         hyps = hypothesis_spectra(queries, of_query, hyp_formulas, [adducts[j] for j in of_query])
         K, diag, tokens = hypothesis_test_kernel(model, hyps, of_query, grams)
-        sq = prediction_sq_norms(model, K, diag)
+        sq = prediction_sq_norms(model, K, diag) if across == "preimage" else None
         ann = kernel.annotation(hyps)
         n_explained, n_above = ann.per_spectrum(hyps)
         rows, row_sets, row_shift, row_pos = [], [], [], []

@@ -82,30 +82,34 @@ def test_hypothesis_rows_are_the_models_test_kernel(fitted, input_gamma):
 
 def _sq_norm_by_decodings(model, K, diag, C):
     """``||h||^2`` of one query from the scores of the inner, cosine and distance decodings:
-    ``I = <h, psi>``, ``D = 2 I - ||psi||^2``, ``cos = I / (||h|| ||psi||)``."""
+    ``I = <h, psi>``, ``D = 2 I - ||psi||^2``, ``cos = I / (||h|| ||psi||)``; also checks ``||psi|| = 1`` (the
+    model's output features are centered and normalized)."""
     scores = {}
     for rule in ("inner", "cosine", "distance"):
         iokr = copy.deepcopy(model.iokr_).set_params(decoding=rule)
         scores[rule] = iokr.decision_function(K, C, input_diag=diag)[0]
     psi = np.sqrt(2.0 * scores["inner"] - scores["distance"])
+    np.testing.assert_allclose(psi, 1.0, rtol=1e-5)
     estimates = (scores["inner"] / (scores["cosine"] * psi)) ** 2
-    np.testing.assert_allclose(estimates, estimates[0], rtol=1e-6)
+    np.testing.assert_allclose(estimates, estimates[0], rtol=1e-5)
     return float(np.median(estimates))
 
 
-def test_scores_do_not_depend_on_how_the_formula_is_known(fitted):
+@pytest.mark.parametrize("across", ["inner", "preimage"])
+def test_scores_do_not_depend_on_how_the_formula_is_known(fitted, across):
     """The true formula's candidates get the same scores whether the query gives its formula or the candidates
-    come from a mass window of six formulas; those scores are the model's scores under that formula, shifted by
-    ||h_f||^2 - ||h_0||^2 (checked against the scores of three decoding rules)."""
+    come from a mass window of six formulas. Those scores are the model's scores of the query carrying that formula
+    (``across="inner"``), or these shifted by ||h_f||^2 - ||h_0||^2, checked against the scores of three decoding
+    rules (``"preimage"``)."""
     model, rng = fitted
     Q = _queries(rng)[np.array([0])]
     C = (rng.random((36, N_FP)) < 0.3).astype(float)
     formulas = WINDOW[np.arange(36) % WINDOW.size]
-    window, (hyp,) = score_hypotheses(model, Q, ["[M+H]+"], C, [np.arange(36)], [formulas])
+    window, (hyp,) = score_hypotheses(model, Q, ["[M+H]+"], C, [np.arange(36)], [formulas], across=across)
     true = np.flatnonzero(formulas == TRUE)
-    given, (hyp_given,) = score_hypotheses(model, Q, ["[M+H]+"], C, [true], [formulas[true]], given=[True])
+    given, (hyp_given,) = score_hypotheses(model, Q, ["[M+H]+"], C, [true], [formulas[true]], given=[True],
+                                           across=across)
     np.testing.assert_array_equal(window[0][true], given[0])
-    # the model's own scores of the query carrying each formula, minus the shift of the hypothesis
     shifts = dict(zip(hyp.formulas, hyp.shift, strict=True))
     h0 = hypothesis_spectra(Q, [0], [None], ["[M+H]+"])
     sq0 = _sq_norm_by_decodings(model, *model.test_kernel(h0), C)
@@ -113,10 +117,14 @@ def test_scores_do_not_depend_on_how_the_formula_is_known(fitted):
         mine = np.flatnonzero(formulas == f)
         spectra = hypothesis_spectra(Q, [0], [f], ["[M+H]+"])
         own = model.score_sets(spectra, [C[mine]])[0]
-        np.testing.assert_allclose(window[0][mine], own - shifts[f], rtol=1e-12, atol=1e-12)
-        expected = _sq_norm_by_decodings(model, *model.test_kernel(spectra), C) - sq0
-        np.testing.assert_allclose(shifts[f], expected, rtol=1e-6, atol=1e-9)
-    assert shifts[TRUE] != 0.0
+        if across == "inner":
+            assert shifts[f] == 0.0
+            np.testing.assert_array_equal(window[0][mine], own)
+        else:
+            np.testing.assert_allclose(window[0][mine], own - shifts[f], rtol=1e-12, atol=1e-12)
+            expected = _sq_norm_by_decodings(model, *model.test_kernel(spectra), C) - sq0
+            np.testing.assert_allclose(shifts[f], expected, rtol=1e-5, atol=1e-9)
+            assert (shifts[f] != 0.0) == (f in (TRUE, "C8H11N3O", "C9H11NS", "C7H11N5"))
     assert dict(zip(hyp.formulas, hyp.fallback, strict=True)) == {
         TRUE: "", "C8H11N3O": "", "C9H11NS": "", "C7H11N5": "", "C6H11N3O3": "precursor_mismatch",
         "C6H9AsO": "unsupported_element"}
@@ -125,6 +133,8 @@ def test_scores_do_not_depend_on_how_the_formula_is_known(fitted):
     assert hyp.summary(TRUE) == ("4/6 candidate formulas annotated; fallback to the unannotated kernels: "
                                  "precursor_mismatch=1, unsupported_element=1; top hit C9H11NO2: 5/9 peaks "
                                  "explained, 1 above the precursor")
+    with pytest.raises(ValueError, match="'across' parameter"):
+        score_hypotheses(model, Q, ["[M+H]+"], C, [true], [formulas[true]], across="joint")
 
 
 def test_unexplained_queries_fall_back_exactly_to_the_unannotated_scores(fitted):
