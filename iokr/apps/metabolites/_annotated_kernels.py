@@ -31,8 +31,9 @@ TOKENS = ("fragments", "losses", "pair_losses")
 _PAIR_CHUNK = 1 << 19
 EXPLANATIONS = ("best", "all")
 
-# Annotations of the Spectra objects a kernel has seen, per settings: the training spectra are annotated once
-# however many blocks, diagonals and fits use them (weak keys: nothing outlives its Spectra).
+# Annotations (per settings) and token weights (per settings and token kind) of the Spectra objects a kernel has
+# seen: the training spectra are annotated once however many blocks, diagonals and fits use them (weak keys:
+# nothing outlives its Spectra).
 _CACHE = weakref.WeakKeyDictionary()
 
 
@@ -122,8 +123,22 @@ class FormulaTokenKernel(SpectrumKernel):
         return self.annotation(spectra).report
 
     def token_weights(self, spectra):
-        """``(spectrum index, token key, weight)`` of every token occurrence (equal tokens not yet added)."""
-        ann = cached_annotation(spectra, self._settings())
+        """``(spectrum index, token key, weight)`` of every token occurrence (equal tokens not yet added).
+
+        Computed once per Spectra object and token setting (read-only arrays): the training side of every test
+        block reuses them."""
+        settings = self._settings()
+        per_object = _CACHE.setdefault(spectra, {})
+        key = (settings, self.tokens, float(self.power), self.explanations)
+        if key not in per_object:
+            out = self._token_weights(spectra, settings)
+            for a in out:
+                a.flags.writeable = False
+            per_object[key] = out
+        return per_object[key]
+
+    def _token_weights(self, spectra, settings):
+        ann = cached_annotation(spectra, settings)
         n_expl = np.diff(ann.offsets)
         peak = np.repeat(np.arange(n_expl.size), n_expl)
         weight = (spectra.intensity ** self.power)[peak]

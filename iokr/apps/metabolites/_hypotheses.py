@@ -282,7 +282,10 @@ def score_hypotheses(model, queries, adducts, pool, sets, formulas, given=None, 
                                      int(queries.n_peaks[j]), bool(given[j]))
             scores[j] = np.empty(inverse.size)
         rows = np.asarray(rows, dtype=np.int64)
-        block_scores = model.score_sets(hyps[rows], CandidateSets(pool, row_sets), test_kernel=(K[rows], diag[rows]))
+        # the block's own candidates only: the candidate side is computed once per block, not for the whole pool
+        used = np.unique(np.concatenate(row_sets))
+        block_sets = CandidateSets(pool[used], [np.searchsorted(used, r) for r in row_sets])
+        block_scores = model.score_sets(hyps[rows], block_sets, test_kernel=(K[rows], diag[rows]))
         for s, shift, (j, pos) in zip(block_scores, row_shift, row_pos, strict=True):
             scores[j][pos] = s - shift if shift else s
     return scores, out
