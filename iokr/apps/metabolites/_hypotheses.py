@@ -148,7 +148,8 @@ def prediction_sq_norms(model, K, diag):
 class QueryHypotheses:
     """How one query was annotated: per distinct candidate formula (sorted), the fallback reason (``""`` when
     annotated), the peaks explained and above the precursor, and the shift subtracted from the model's scores
-    (0 unless ``across="preimage"``)."""
+    (0 unless ``across="preimage"``). ``n_dropped_above``: peaks of the raw query heavier than its precursor, which
+    the query cleaning drops before any annotation (set by ``identify``)."""
 
     formulas: tuple
     fallback: tuple
@@ -157,6 +158,7 @@ class QueryHypotheses:
     shift: tuple
     n_peaks: int
     given: bool
+    n_dropped_above: int = 0
 
     @property
     def n_annotated(self):
@@ -170,6 +172,11 @@ class QueryHypotheses:
         """One line for the query's ``annotation`` column."""
         if not self.formulas:
             return ""
+        n = self.n_dropped_above
+        dropped = f"; {n} peak{'s' * (n != 1)} above the precursor dropped by cleaning" if n else ""
+        return self._summary(top_formula) + dropped
+
+    def _summary(self, top_formula):
         if self.given and len(self.formulas) == 1:
             f, reason = self.formulas[0], self.fallback[0]
             return f"{f}: {self._peaks(0)}" if not reason else \
@@ -300,4 +307,5 @@ def annotation_totals(hypotheses):
             "formula_hypotheses": sum(len(h.formulas) for h in done),
             "hypotheses_annotated": sum(h.n_annotated for h in done),
             "fallbacks": dict(sorted(falls.items())),
-            "peaks_above_precursor": sum(sum(h.n_above) for h in done)}
+            "peaks_above_precursor": sum(sum(h.n_above) for h in done),
+            "peaks_above_precursor_dropped_by_cleaning": sum(h.n_dropped_above for h in done)}

@@ -17,7 +17,7 @@ score as they always did.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -31,6 +31,8 @@ QUERY_ID_FIELDS = ("feature_id", "scans", "title", "spectrum_id")
 ADDUCT_POLICIES = ("refuse", "assume")
 #: Precursor m/z above this are refused as implausible for small molecules (and would break m/z arithmetic).
 MAX_PRECURSOR_MZ = 5000.0
+#: A raw peak this far (Da) above the precursor m/z is heavier than the precursor (counted; cleaning drops it).
+ABOVE_PRECURSOR = 0.5
 
 #: Columns of ``structure_identifications.tsv`` before the candidate's own columns.
 QUERY_COLUMNS = ("query_id", "precursor_mz", "adduct", "query_formula", "lookup", "n_candidates")
@@ -91,6 +93,7 @@ class Query:
     candidates: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     annotation: str = ""
     hypotheses: object = None
+    n_above_precursor: int = 0
 
 
 def query_id(meta, index, field=None):
@@ -174,6 +177,7 @@ def plan_queries(spectra, cleaned_peaks, model_adducts, source, settings):
         if precursor > MAX_PRECURSOR_MZ:
             q.status, q.detail = "implausible precursor m/z", f"{precursor:g} > {MAX_PRECURSOR_MZ:g}"
             continue
+        q.n_above_precursor = int(np.count_nonzero(spectra.peaks(i)[0] > precursor + ABOVE_PRECURSOR))
         adduct, q.status, q.detail = _resolve_adduct(meta, model_adducts, settings.adduct_policy)
         if adduct is None:
             continue
@@ -228,7 +232,7 @@ def score_queries(model, cleaned, queries, source, fingerprinter, settings, prog
             scores, hypotheses = score_hypotheses(model, spectra, [q.adduct for q in batch], pool, sets, formulas,
                                                   given=[bool(q.formula) for q in batch])
             for q, s, h, f in zip(batch, scores, hypotheses, formulas, strict=True):
-                q.hypotheses = h
+                q.hypotheses = h = replace(h, n_dropped_above=q.n_above_precursor)
                 q.annotation = h.summary(f[int(np.argmax(s))])
         yield from zip(batch, scores, strict=True)
         if progress is not None:

@@ -331,8 +331,9 @@ def identify_job(model_path, spectra_path, candidates_path, settings=None, *, st
         falls = ", ".join(f"{k}={v}" for k, v in totals["fallbacks"].items()) or "none"
         log(f"annotation: {totals['queries_annotated']}/{totals['queries']} scored queries annotated under at least "
             f"one formula; {totals['hypotheses_annotated']}/{totals['formula_hypotheses']} formula hypotheses "
-            f"annotated, fallbacks to the unannotated kernels: {falls}; {totals['peaks_above_precursor']} peaks "
-            "above the precursor")
+            f"annotated, fallbacks to the unannotated kernels: {falls}; "
+            f"{totals['peaks_above_precursor_dropped_by_cleaning']} peaks above the precursor dropped by cleaning, "
+            f"{totals['peaks_above_precursor']} left unannotated")
     return {"identifications": rows, "candidates": candidates, "candidate_columns": source.columns,
             "statuses": statuses, "parameters": parameters}
 

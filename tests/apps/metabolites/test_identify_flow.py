@@ -269,11 +269,12 @@ def test_identify_with_annotated_kernels(lab, tmp_path):
     peaks = explained[0][len(fb) + 2:]
     assert ident["202"]["annotation"] == f"1/1 candidate formulas annotated; top hit {fb}: {peaks}"
     assert ident["203"]["annotation"] == f"{fa}: fallback to the unannotated kernels (low_resolution)"
-    # the query cleaning drops peaks heavier than the precursor before any annotation
-    assert ident["204"]["annotation"] == ident["201"]["annotation"]
+    # the query cleaning drops peaks heavier than the precursor before any annotation: counted
+    assert ident["204"]["annotation"] == ident["201"]["annotation"] + "; 1 peak above the precursor dropped by cleaning"
     totals = result["parameters"]["annotation"]
     assert totals == {"queries": 4, "queries_annotated": 3, "queries_with_given_formula": 3, "formula_hypotheses": 4,
-                      "hypotheses_annotated": 3, "fallbacks": {"low_resolution": 1}, "peaks_above_precursor": 0}
+                      "hypotheses_annotated": 3, "fallbacks": {"low_resolution": 1}, "peaks_above_precursor": 0,
+                      "peaks_above_precursor_dropped_by_cleaning": 1}
     assert any(line.startswith("annotation: 3/4 scored queries annotated") for line in lines)
     # query 202 by hand: its mass window's rows of the CSV, with their formulas, through score_hypotheses; the
     # same scores as query 201, which gives the formula
