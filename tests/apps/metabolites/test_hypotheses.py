@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 from test_annotated_kernels import MASSES, annotated_spectra
 
-from iokr.apps.metabolites import MetaboliteIdentifier, Spectra
+from iokr.apps.metabolites import Fingerprinter, MetaboliteIdentifier, Spectra
 from iokr.apps.metabolites._annotation import precursor_ion
-from iokr.apps.metabolites._formulas import ELECTRON_MASS
+from iokr.apps.metabolites._candidate_sources import open_source
+from iokr.apps.metabolites._formulas import ELECTRON_MASS, monoisotopic_mass
 from iokr.apps.metabolites._hypotheses import (
     HYPOTHESIS_BLOCK,
     annotation_totals,
@@ -220,3 +221,24 @@ def test_default_model_scores_are_unchanged(fitted):
     assert queries[0].annotation.startswith("4/6 candidate formulas annotated")
     assert queries[1].annotation == "C9H11NO2: fallback to the unannotated kernels (no_peak_explained)"
     assert queries[1].hypotheses.given and queries[1].hypotheses.formulas == (TRUE,)
+
+
+def test_candidate_sources_give_canonical_formulas(tmp_path):
+    """Both sources name each candidate's canonical formula, the key ``identify`` groups hypotheses by."""
+    folder = tmp_path / "lists"
+    folder.mkdir()
+    for formula, smiles in (("NO2C9H11", ["NC(Cc1ccccc1)C(=O)O", "CNc1ccccc1CC(=O)O"]),
+                            ("C8H11N3O", ["Cc1ccc(NC(N)=O)cc1N"]), ("C2H6O", ["CCO"])):
+        name = f"scoring_list={formula}_spec=X_id=AAAAAAAAAAAAAA-UHFFFAOYSA-N.csv"
+        (folder / name).write_text("smiles\n" + "\n".join(smiles) + "\n")
+    lists = open_source(folder, Fingerprinter())
+    ids = lists.select(TRUE, None, None)
+    assert ids.size == 2 and lists.formulas_of(ids) == [TRUE, TRUE]  # canonical, whatever the file name's order
+    window = lists.select(None, monoisotopic_mass(TRUE) - 0.05, monoisotopic_mass(TRUE) + 0.05)
+    assert sorted(lists.formulas_of(window)) == ["C8H11N3O", TRUE, TRUE]
+    table = tmp_path / "structures.csv"
+    table.write_text("SMILES\nNC(Cc1ccccc1)C(=O)O\nOCC\nCCO\n")
+    db = open_source(table, Fingerprinter())
+    ids = db.select(None, 0.0, 1000.0)
+    assert sorted(db.formulas_of(ids)) == ["C2H6O", "C9H11NO2"]
+    assert db.formulas_of(db.select("C9H11NO2", None, None)) == ["C9H11NO2"]
