@@ -107,7 +107,8 @@ def hypothesis_test_kernel(model, hypotheses, of_query, grams_of_queries):
     K : ndarray of shape (n_h, n_train)
     diag : ndarray of shape (n_h,)
     tokens : ndarray of bool, shape (n_h,)
-        Hypotheses with a nonzero row in some annotated kernel (the others have exactly the unannotated row).
+        Hypotheses with tokens in some annotated kernel (a positive self-similarity); the others have exactly the
+        row and diagonal of their query without formula.
     """
     grams, test_diags, tokens = [], [], np.zeros(len(hypotheses), dtype=bool)
     for i, (kernel, train_diag) in enumerate(zip(model.base_kernels_, model.train_raw_diags_, strict=True)):
