@@ -10,7 +10,8 @@ Jaccard-like share of explained fragments or losses, independent of m/z toleranc
 
 Spectra the annotation cannot handle (no formula, unsupported elements or charges, low resolution, see
 :mod:`._annotation`) have an empty feature vector: their normalized rows are 0 and the model relies on its
-unannotated kernels for them; :meth:`FormulaTokenKernel.annotation_report` counts them.
+unannotated kernels for them; :meth:`FormulaTokenKernel.annotation_report` counts them. ``identify`` gives each
+query the formula it knows, or annotates it under each formula of its candidates (:mod:`._hypotheses`).
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ TOKENS = ("fragments", "losses", "pair_losses")
 _PAIR_CHUNK = 1 << 19
 EXPLANATIONS = ("best", "all")
 
-# Annotations of the Spectra objects a kernel has seen, per settings: the training spectra are annotated once
-# however many blocks, diagonals and fits use them (weak keys: nothing outlives its Spectra).
+# Annotations (per settings) and token weights (per settings and token kind) of the Spectra objects a kernel has
+# seen: the training spectra are annotated once however many blocks, diagonals and fits use them (weak keys:
+# nothing outlives its Spectra).
 _CACHE = weakref.WeakKeyDictionary()
 
 
@@ -111,13 +113,32 @@ class FormulaTokenKernel(SpectrumKernel):
         return AnnotationSettings(ppm=check_positive_scalar(self.ppm, "ppm", owner),
                                   abs_tolerance=check_positive_scalar(self.abs_tolerance, "abs_tolerance", owner))
 
+    def annotation(self, spectra):
+        """The :class:`~._annotation.Annotation` of ``spectra`` under this kernel's tolerances (computed once per
+        Spectra object)."""
+        return cached_annotation(self.validate(spectra, "spectra"), self._settings())
+
     def annotation_report(self, spectra):
         """The :class:`~._annotation.AnnotationReport` of ``spectra`` under this kernel's tolerances."""
-        return cached_annotation(self.validate(spectra, "spectra"), self._settings()).report
+        return self.annotation(spectra).report
 
     def token_weights(self, spectra):
-        """``(spectrum index, token key, weight)`` of every token occurrence (equal tokens not yet added)."""
-        ann = cached_annotation(spectra, self._settings())
+        """``(spectrum index, token key, weight)`` of every token occurrence (equal tokens not yet added).
+
+        Computed once per Spectra object and token setting (read-only arrays): the training side of every test
+        block reuses them."""
+        settings = self._settings()
+        per_object = _CACHE.setdefault(spectra, {})
+        key = (settings, self.tokens, float(self.power), self.explanations)
+        if key not in per_object:
+            out = self._token_weights(spectra, settings)
+            for a in out:
+                a.flags.writeable = False
+            per_object[key] = out
+        return per_object[key]
+
+    def _token_weights(self, spectra, settings):
+        ann = cached_annotation(spectra, settings)
         n_expl = np.diff(ann.offsets)
         peak = np.repeat(np.arange(n_expl.size), n_expl)
         weight = (spectra.intensity ** self.power)[peak]

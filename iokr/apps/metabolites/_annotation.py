@@ -116,6 +116,10 @@ class Annotation:
     precursor : ndarray of int64, shape (n_spectra,)
         Precursor-ion key per spectrum, -1 for fallback spectra.
     report : AnnotationReport
+    fallback : tuple of str, length n_spectra
+        Per spectrum, its fallback reason (one of :data:`FALLBACKS`), ``""`` when annotated.
+    above_precursor : ndarray of bool, shape (n_peaks,)
+        Peaks above the precursor ion's mass (left unannotated) of annotated spectra.
     """
 
     offsets: np.ndarray
@@ -124,6 +128,16 @@ class Annotation:
     error_ppm: np.ndarray
     precursor: np.ndarray
     report: AnnotationReport
+    fallback: tuple
+    above_precursor: np.ndarray
+
+    def per_spectrum(self, spectra):
+        """``(n_explained, n_above)``: peaks with an explanation and peaks above the precursor, per spectrum
+        (ndarrays of int of shape (n_spectra,)) of the ``spectra`` this annotation was computed on."""
+        index = spectra.spectrum_index()
+        explained = np.diff(self.offsets) > 0
+        n = len(spectra)
+        return (np.bincount(index[explained], minlength=n), np.bincount(index[self.above_precursor], minlength=n))
 
 
 def encode(counts):
@@ -278,7 +292,8 @@ def _spectrum_precursor(spectra, i, settings, ions):
 
 
 def _match(mz, keys, masses, precursor_key, precursor_mass, settings):
-    """Explanations of peaks ``mz`` of spectra sharing one precursor: per-peak counts and flat arrays."""
+    """Explanations of peaks ``mz`` of spectra sharing one precursor: per-peak counts, flat arrays, and the mask of
+    peaks above the precursor."""
     tol = np.maximum(mz * settings.ppm * 1e-6, settings.abs_tolerance)
     lo = np.searchsorted(masses, mz - tol, side="left")
     hi = np.searchsorted(masses, mz + tol, side="right")
@@ -289,7 +304,7 @@ def _match(mz, keys, masses, precursor_key, precursor_mass, settings):
     peak_mz = np.repeat(mz, counts)
     frag = keys[take]
     error = (peak_mz - masses[take]) / masses[take] * 1e6
-    return counts, frag, precursor_key - frag, error, int(above.sum())
+    return counts, frag, precursor_key - frag, error, above
 
 
 def annotate(spectra, settings=None):
@@ -311,13 +326,16 @@ def annotate(spectra, settings=None):
     report = AnnotationReport(n_spectra=len(spectra), n_peaks=int(spectra.mz.size))
     n = len(spectra)
     precursor = np.full(n, -1, dtype=np.int64)
+    fallback = [""] * n
     groups, ions = {}, {}
     for i in range(n):
         try:
             groups.setdefault(_spectrum_precursor(spectra, i, settings, ions), []).append(i)
         except _Fallback as exc:
             report.fallbacks[exc.reason] += 1
+            fallback[i] = exc.reason
     n_expl = np.zeros(spectra.mz.size, dtype=np.int64)
+    above_precursor = np.zeros(spectra.mz.size, dtype=bool)
     parts = []
     for (key, charge), members in groups.items():
         members = np.asarray(members)
@@ -325,14 +343,17 @@ def annotate(spectra, settings=None):
             keys, masses = subformulas(key, charge, settings.max_subformulas)
         except _Fallback as exc:
             report.fallbacks[exc.reason] += members.size
+            for i in members:
+                fallback[i] = exc.reason
             continue
         precursor[members] = key
         report.n_precursor_formulas += 1
         peaks = _ranges(spectra.offsets[members], spectra.n_peaks[members])
-        counts, frag, loss, error, n_above = _match(spectra.mz[peaks], keys, masses, key,
-                                                    float(ion_masses(decode(key), charge)), settings)
+        counts, frag, loss, error, above = _match(spectra.mz[peaks], keys, masses, key,
+                                                  float(ion_masses(decode(key), charge)), settings)
         n_expl[peaks] = counts
-        report.n_peaks_above_precursor += n_above
+        above_precursor[peaks] = above
+        report.n_peaks_above_precursor += int(above.sum())
         parts.append((peaks, counts, frag, loss, error))
     report.n_annotated_spectra = int((precursor >= 0).sum())
     offsets = np.concatenate([[0], np.cumsum(n_expl)]).astype(np.int64)
@@ -344,4 +365,4 @@ def annotate(spectra, settings=None):
         fragment[slots], loss[slots], error[slots] = frag, lo, err
     report.n_peaks_annotated = int((n_expl > 0).sum())
     report.seconds = time.perf_counter() - t0
-    return Annotation(offsets, fragment, loss, error, precursor, report)
+    return Annotation(offsets, fragment, loss, error, precursor, report, tuple(fallback), above_precursor)

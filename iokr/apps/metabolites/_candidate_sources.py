@@ -1,7 +1,8 @@
 """Where ``identify`` takes each query's candidates from: a structure database, or a collection of lists.
 
-Both sources answer the same three questions: which candidates fit a query (``select``: by canonical formula, or by
-monoisotopic mass within ``[low, high]``), their fingerprints, and their output columns (``records``).
+Both sources answer the same questions: which candidates fit a query (``select``: by canonical formula, or by
+monoisotopic mass within ``[low, high]``), their fingerprints, their canonical formulas (``formulas_of``, for
+models with annotated kernels) and their output columns (``records``).
 
 - :class:`DatabaseSource`: an indexed database (``iokr metabolites index``), or one CSV/TSV/SDF indexed into a
   temporary file;
@@ -36,6 +37,9 @@ class DatabaseSource:
 
     def fingerprints(self, ids, fingerprinter):
         return self.db.fingerprints(ids, fingerprinter)
+
+    def formulas_of(self, ids):
+        return self.db.formulas(ids)
 
     def records(self, ids):
         return self.db.records(ids)
@@ -76,6 +80,9 @@ class ListSource:
 
     def fingerprints(self, ids, fingerprinter):
         return self.store.fingerprints([self.texts[i] for i in ids])
+
+    def formulas_of(self, ids):
+        return [self.formulas[self.list_of[i]] or "" for i in ids]
 
     def records(self, ids):
         out = []

@@ -342,6 +342,10 @@ class StructureDatabase:
         return decode_fingerprints(blobs, self.fingerprinter.n_features, self.fingerprinter.binary,
                                    f"Structure database {self.path}")
 
+    def formulas(self, ids):
+        """Canonical molecular formula of rows ``ids``."""
+        return [r[0] for r in self._rows(ids, "formula")]
+
     def records(self, ids):
         """The output columns of rows ``ids``: :data:`CANDIDATE_COLUMNS`, then the user's columns."""
         out = []

@@ -5,28 +5,38 @@ candidates: by canonical molecular formula when the query gives one, else by neu
 and the adduct) within ``ppm``. Queries that pass are scored in batches (each batch's candidates fingerprinted once,
 shared between its queries); every other query keeps a row with the reason. Results are two tables in the style of
 SIRIUS: one row per query (the top hit, its score and confidence) and the top-k candidates per query.
+
+A model with annotated kernels (``"fragments"``, ``"losses"``, ``"pair_losses"``) needs each query's formula: the
+query's own, canonical, when it gives one; else each candidate is scored under the hypothesis of its own formula
+(:mod:`._hypotheses`, which says why those scores are comparable). A query or hypothesis the annotation cannot
+handle (no peak explained, unsupported elements or charge, low resolution, precursor m/z off the formula) falls
+back to the unannotated kernels; the ``annotation`` column says which, and why. Models without annotated kernels
+score as they always did.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from ...decoding import CandidateSets
 from ._adducts import AdductError, ion_mode_of, parse_adduct
 from ._formulas import FormulaError, canonical_formula
+from ._hypotheses import annotated_kernels, score_hypotheses
 
 #: Where the query id comes from when ``query_id_field`` is not given: the first field present.
 QUERY_ID_FIELDS = ("feature_id", "scans", "title", "spectrum_id")
 ADDUCT_POLICIES = ("refuse", "assume")
 #: Precursor m/z above this are refused as implausible for small molecules (and would break m/z arithmetic).
 MAX_PRECURSOR_MZ = 5000.0
+#: A raw peak this far (Da) above the precursor m/z is heavier than the precursor (counted; cleaning drops it).
+ABOVE_PRECURSOR = 0.5
 
 #: Columns of ``structure_identifications.tsv`` before the candidate's own columns.
 QUERY_COLUMNS = ("query_id", "precursor_mz", "adduct", "query_formula", "lookup", "n_candidates")
-RESULT_COLUMNS = ("score", "confidence", "status", "detail")
+RESULT_COLUMNS = ("score", "confidence", "status", "detail", "annotation")
 
 
 @dataclass(frozen=True)
@@ -81,6 +91,9 @@ class Query:
     status: str = "ok"
     detail: str = ""
     candidates: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    annotation: str = ""
+    hypotheses: object = None
+    n_above_precursor: int = 0
 
 
 def query_id(meta, index, field=None):
@@ -164,6 +177,7 @@ def plan_queries(spectra, cleaned_peaks, model_adducts, source, settings):
         if precursor > MAX_PRECURSOR_MZ:
             q.status, q.detail = "implausible precursor m/z", f"{precursor:g} > {MAX_PRECURSOR_MZ:g}"
             continue
+        q.n_above_precursor = int(np.count_nonzero(spectra.peaks(i)[0] > precursor + ABOVE_PRECURSOR))
         adduct, q.status, q.detail = _resolve_adduct(meta, model_adducts, settings.adduct_policy)
         if adduct is None:
             continue
@@ -186,20 +200,40 @@ def plan_queries(spectra, cleaned_peaks, model_adducts, source, settings):
     return queries
 
 
+def candidate_formulas(source, ids):
+    """Canonical formula of candidates ``ids`` (``""`` where the source knows none, or has no ``formulas_of``)."""
+    lookup = getattr(source, "formulas_of", None)
+    return np.array([""] * len(ids) if lookup is None else [f or "" for f in lookup(ids)], dtype=object)
+
+
 def score_queries(model, cleaned, queries, source, fingerprinter, settings, progress=None):
     """Scores of every ``ok`` query's candidates, in batches; yields ``(query, scores)``.
 
     Each batch fingerprints the distinct candidates of its queries once (queries sharing a formula share them).
     Scores of one query do not depend on the other queries of its batch (the spectrum kernels sum each spectrum's
-    terms in an order of its own).
+    terms in an order of its own). With annotated kernels, each query is scored under its formula or its
+    candidates' formulas (:func:`~._hypotheses.score_hypotheses`), and ``query.annotation`` /
+    ``query.hypotheses`` say how it was annotated.
     """
+    by_formula = bool(annotated_kernels(model))
     ok = [q for q in queries if q.status == "ok"]
     for start in range(0, len(ok), settings.batch_size):
         batch = ok[start:start + settings.batch_size]
         ids = np.unique(np.concatenate([q.candidates for q in batch]))
         pool = source.fingerprints(ids, fingerprinter)
         sets = [np.searchsorted(ids, q.candidates) for q in batch]
-        scores = model.score_sets(cleaned[np.array([q.row for q in batch])], CandidateSets(pool, sets))
+        spectra = cleaned[np.array([q.row for q in batch])]
+        if not by_formula:  # the formula changes nothing: the model's own scores
+            scores = model.score_sets(spectra, CandidateSets(pool, sets))
+        else:
+            known = candidate_formulas(source, ids) if any(not q.formula for q in batch) else None
+            formulas = [np.full(q.candidates.size, q.formula, dtype=object) if q.formula else known[idx]
+                        for q, idx in zip(batch, sets, strict=True)]
+            scores, hypotheses = score_hypotheses(model, spectra, [q.adduct for q in batch], pool, sets, formulas,
+                                                  given=[bool(q.formula) for q in batch])
+            for q, s, h, f in zip(batch, scores, hypotheses, formulas, strict=True):
+                q.hypotheses = h = replace(h, n_dropped_above=q.n_above_precursor)
+                q.annotation = h.summary(f[int(np.argmax(s))])
         yield from zip(batch, scores, strict=True)
         if progress is not None:
             progress(min(start + settings.batch_size, len(ok)))

@@ -19,6 +19,7 @@ from ._candidate_sources import open_source
 from ._candidates import CandidateStore, read_candidate_lists
 from ._confidence import Calibration, calibration_examples, fit_calibration, top_margins
 from ._fingerprints import Fingerprinter
+from ._hypotheses import annotated_kernels, annotation_totals
 from ._identify import IdentifySettings, plan_queries, score_queries
 from ._model import MetaboliteIdentifier
 from ._persist import load_identifier, read_model, save_identifier
@@ -316,13 +317,23 @@ def identify_job(model_path, spectra_path, candidates_path, settings=None, *, st
         rows.append({"query_id": q.query_id, "precursor_mz": "" if not np.isfinite(q.precursor_mz) else
                      f"{q.precursor_mz:.5f}", "adduct": q.adduct, "query_formula": q.formula, "lookup": q.lookup,
                      "n_candidates": int(q.candidates.size), **identifications.get(q.row, {}), "status": q.status,
-                     "detail": q.detail})
+                     "detail": q.detail, "annotation": q.annotation})
     parameters = {"model": str(model_path), "model_precursor_types": sorted(adducts),
                   "calibrated": calibration is not None, "spectra": str(spectra_path),
                   "spectra_read": report.summary(), "candidates": str(candidates_path),
                   "candidate_source": source.describe(), "top_k": settings.top_k, "ppm": settings.ppm,
                   "query_id_field": settings.query_id_field, "adduct_policy": settings.adduct_policy,
-                  "fingerprint": fingerprinter.params(), "statuses": statuses}
+                  "fingerprint": fingerprinter.params(), "statuses": statuses,
+                  "annotation": annotation_totals([q.hypotheses for q in queries]) if annotated_kernels(model) else
+                  "not used (the model has no annotated kernels)"}
+    if annotated_kernels(model):
+        totals = parameters["annotation"]
+        falls = ", ".join(f"{k}={v}" for k, v in totals["fallbacks"].items()) or "none"
+        log(f"annotation: {totals['queries_annotated']}/{totals['queries']} scored queries annotated under at least "
+            f"one formula; {totals['hypotheses_annotated']}/{totals['formula_hypotheses']} formula hypotheses "
+            f"annotated, fallbacks to the unannotated kernels: {falls}; "
+            f"{totals['peaks_above_precursor_dropped_by_cleaning']} peaks above the precursor dropped by cleaning, "
+            f"{totals['peaks_above_precursor']} left unannotated")
     return {"identifications": rows, "candidates": candidates, "candidate_columns": source.columns,
             "statuses": statuses, "parameters": parameters}
 

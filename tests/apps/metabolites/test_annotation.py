@@ -128,6 +128,22 @@ def test_fallbacks_are_counted_never_raised(entry, reason):
     assert np.all(np.diff(ann.offsets)[:len(mz)] == 0)
     assert ann.report.n_annotated_spectra == 1
     assert "1/2 spectra annotated" in ann.report.summary()
+    assert ann.fallback == (reason, "")  # per spectrum, for identify's per-query report
+    n_explained, n_above = ann.per_spectrum(S)
+    assert n_explained.tolist() == [0, 2] and n_above.tolist() == [0, 0]
+
+
+def test_peaks_above_the_precursor_are_counted_per_spectrum():
+    """Peaks heavier than the precursor ion (beyond the m/z tolerance) stay unannotated and are counted, per spectrum
+    and in the report; the precursor ion itself within tolerance is not 'above'."""
+    mz = [[85.0284, 127.0390, 181.0707, 181.0707 + 0.0015, 190.0, 300.0], [85.0284, 200.0]]
+    S = Spectra.from_peak_lists([np.column_stack([m, np.ones(len(m))]) for m in mz], [181.0707, 181.0707],
+                                [{"formula": "C6H12O6"}, {"formula": None}])
+    ann = annotate(S)
+    n_explained, n_above = ann.per_spectrum(S)
+    assert n_explained.tolist() == [4, 0] and n_above.tolist() == [2, 0]  # fallback spectra count nothing
+    assert ann.above_precursor.tolist() == [False] * 4 + [True, True, False, False]
+    assert ann.report.n_peaks_above_precursor == 2 and ann.fallback == ("", "no_formula")
 
 
 def test_formula_from_inchi_first():

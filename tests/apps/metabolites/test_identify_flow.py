@@ -14,11 +14,23 @@ import tarfile
 import numpy as np
 import pytest
 
-from iokr.apps.metabolites import Spectra, concatenate, load_identifier, parse_structure, read_spectra
+from iokr.apps.metabolites import (
+    Cleaning,
+    Fingerprinter,
+    MetaboliteIdentifier,
+    Spectra,
+    concatenate,
+    load_identifier,
+    parse_structure,
+    read_spectra,
+    save_identifier,
+)
 from iokr.apps.metabolites._adducts import parse_adduct
 from iokr.apps.metabolites._fingerprints import molecular_formula
 from iokr.apps.metabolites._formulas import canonical_formula, monoisotopic_mass
+from iokr.apps.metabolites._hypotheses import score_hypotheses
 from iokr.apps.metabolites._identify import ADDUCT_POLICIES, IdentifySettings
+from iokr.apps.metabolites._jobs import Feedback, identify_job
 from iokr.cli import metabolites as cli
 from iokr.cli.main import main
 from iokr.datasets._metabolites import BUNDLED_METABOLITES
@@ -120,6 +132,8 @@ def test_index_and_identify_through_the_cli(lab, tmp_path, capsys):
     assert {c["query_id"] for c in cands} == {"101", "102"}
     params = json.loads((out / "parameters.json").read_text())
     assert params["statuses"]["ok"] == 2 and params["model_precursor_types"] == ["[M+H]+"]
+    # the default model has no annotated kernels: nothing annotated, said once
+    assert params["annotation"].startswith("not used") and {r["annotation"] for r in ident.values()} == {""}
     _check_against_brute_force(lab, cands, ident)
 
 
@@ -220,3 +234,63 @@ def test_identify_settings_are_checked_and_match_the_command_line():
     for bad in ({"top_k": 0}, {"ppm": -1.0}, {"adduct_policy": "guess"}, {"batch_size": True}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             IdentifySettings(**bad)
+
+
+def test_identify_with_annotated_kernels(lab, tmp_path):
+    """A model with annotated kernels: a query giving its formula is annotated under it (a low-resolution one falls
+    back), a query without one under each formula of its mass window, scored as :func:`score_hypotheses` scores
+    it; the annotation column, the parameters and the log say so."""
+    spectra, _ = read_spectra(lab["root"] / "train.jsonl", require_structure=True)
+    cleaning = Cleaning()
+    merged, _ = cleaning.merged(cleaning.single(spectra))
+    fingerprinter = Fingerprinter()
+    Y, ok = fingerprinter.transform([m["inchi"] for m in merged.metadata])
+    model = MetaboliteIdentifier(kernels=("ppk", "fragments", "losses"), weights="uniform", alpha=0.3)
+    model.fit(merged[np.flatnonzero(ok)], Y[ok])
+    path = save_identifier(tmp_path / "annotated.npz", model, fingerprinter, cleaning,
+                           extra={"precursor_types": ["[M+H]+"]})
+    a, b = lab["records"]
+    fa, fb = canonical_formula(a["formula_rdkit"]), canonical_formula(b["formula_rdkit"])
+
+    def block(qid, r, formula="", extra=""):
+        head = f"FEATURE_ID={qid}\nPEPMASS={r['precursor_mz']}\nCHARGE=1+\n" + (f"FORMULA={formula}\n" * bool(formula))
+        return f"BEGIN IONS\n{head}" + "\n".join(f"{mz} {i}" for mz, i in r["peaks"]) + extra + "\nEND IONS\n"
+
+    mgf = tmp_path / "annotated.mgf"
+    mgf.write_text(block(201, b, _shuffle_formula(fb)) + block(202, b) + block(203, a, fa)
+                   + block(204, b, fb, f"\n{b['precursor_mz'] + 5.0} 500"))
+    lines = []
+    result = identify_job(path, mgf, lab["db"], IdentifySettings(top_k=100),
+                          feedback=Feedback(log=lines.append))
+    ident = {r["query_id"]: r for r in result["identifications"]}
+    assert {r["status"] for r in ident.values()} == {"ok"}
+    explained = re.fullmatch(rf"{fb}: (\d+)/(\d+) peaks explained", ident["201"]["annotation"])
+    assert explained and 0 < int(explained[1]) <= int(explained[2])
+    peaks = explained[0][len(fb) + 2:]
+    assert ident["202"]["annotation"] == f"1/1 candidate formulas annotated; top hit {fb}: {peaks}"
+    assert ident["203"]["annotation"] == f"{fa}: fallback to the unannotated kernels (low_resolution)"
+    # the query cleaning drops peaks heavier than the precursor before any annotation: counted
+    assert ident["204"]["annotation"] == ident["201"]["annotation"] + "; 1 peak above the precursor dropped by cleaning"
+    totals = result["parameters"]["annotation"]
+    assert totals == {"queries": 4, "queries_annotated": 3, "queries_with_given_formula": 3, "formula_hypotheses": 4,
+                      "hypotheses_annotated": 3, "fallbacks": {"low_resolution": 1}, "peaks_above_precursor": 0,
+                      "peaks_above_precursor_dropped_by_cleaning": 1}
+    assert any(line.startswith("annotation: 3/4 scored queries annotated") for line in lines)
+    # query 202 by hand: its mass window's rows of the CSV, with their formulas, through score_hypotheses; the
+    # same scores as query 201, which gives the formula
+    loaded, fingerprinter, cleaning, _ = load_identifier(path)
+    with open(lab["db"], encoding="utf-8-sig") as handle:
+        parsed = [(r, parse_structure(r["InChI"])) for r in csv.DictReader(handle)]
+    parsed = [(r, m, canonical_formula(molecular_formula(m))) for r, m in parsed if m is not None]
+    mass = parse_adduct("[M+H]+").neutral_mass(b["precursor_mz"])
+    chosen = [x for x in parsed if abs(monoisotopic_mass(x[2]) - mass) <= mass * 10e-6]
+    F, _ = fingerprinter.transform([m for _, m, _ in chosen])
+    queries, _ = read_spectra(mgf, keep_empty=True)
+    cleaned = cleaning.merged(cleaning.single(queries), groups=list(range(len(queries))))[0]
+    (scores,), _ = score_hypotheses(loaded, cleaned[np.array([1])], ["[M+H]+"], F, [np.arange(len(chosen))],
+                                    [[f for _, _, f in chosen]])
+    order = np.argsort(-scores, kind="stable")
+    for q in ("201", "202"):
+        got = [c for c in result["candidates"] if c["query_id"] == q]
+        assert [c["identifier"] for c in got] == [chosen[j][0]["Identifier"] for j in order]
+        np.testing.assert_allclose([float(c["score"]) for c in got], scores[order], rtol=1e-5)
