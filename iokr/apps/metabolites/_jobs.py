@@ -28,6 +28,7 @@ from ._pipeline import (
     Cleaning,
     cross_validate,
     evaluate_lists,
+    grams_for,
     training_set,
     usable_surrogate,
 )
@@ -147,6 +148,7 @@ def fit_with_cv(spectra, store, cleaning, exclude_keys=(), config=None, feedback
         f"evaluated structures excluded; {train.n_unparsable} unparsable structures dropped)")
     n_points = int(np.prod([len(v) for v in grid.values()]))
     t0 = time.perf_counter()
+    cache = {}  # the base Grams cross-validation computed, reused by the calibration and the final fit
     if n_points > 1 and n_folds > 1:
         used = usable_surrogate(train, surrogate, n_folds, seed)
         if used != surrogate:
@@ -154,27 +156,35 @@ def fit_with_cv(spectra, store, cleaning, exclude_keys=(), config=None, feedback
                 f"{used!r} instead of {surrogate!r}")
         best, table = cross_validate(train, params, grid, n_folds=n_folds, seed=seed,
                                      progress=progress(n_folds * n_points, "cross-validation fits"),
-                                     surrogate=used)
+                                     surrogate=used, gram_cache=cache)
         for row in table:
             row["surrogate"] = used
     else:
         best, table = {**params, **{k: v[0] for k, v in grid.items()}}, []
     timings["cross_validation_s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    final = MetaboliteIdentifier(**best)
-    with progress(len(final.kernels), "training Gram blocks (one per spectrum kernel)") as tick:
-        base_grams = final.base_grams(train.spectra, progress=tick)  # shared by calibration and final fit
+    model = MetaboliteIdentifier(**best)
+    grams = grams_for(cache, best)
+    cache.clear()
+    if grams is None:
+        with progress(len(model.kernels), "training Gram blocks (one per spectrum kernel)") as tick:
+            grams = model.base_grams(train.spectra, progress=tick, compact=True)
     calibration = None
     if n_folds > 1:
         try:
             with progress(n_folds, "confidence calibration folds") as tick:
-                examples = calibration_examples(train, best, n_folds, seed, base_grams, progress=tick)
+                examples = calibration_examples(train, best, n_folds, seed, grams, progress=tick)
             calibration = fit_calibration(*examples)
         except ValueError as exc:
             log(f"confidence: not calibrated ({exc})")
     timings["calibration_s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    model = MetaboliteIdentifier(**best).fit(train.spectra, train.Y, base_grams=base_grams)
+    # The combined Gram is formed before the IOKR fit so that the base Grams are freed first.
+    K, weights = model.combined_training_gram(grams, None, train.Y)
+    diags = grams.diags
+    del grams
+    model.fit(train.spectra, train.Y, training_gram=(K, weights, diags))
+    del K
     timings["final_fit_s"] = time.perf_counter() - t0
     return model, train, table, timings, calibration
 
