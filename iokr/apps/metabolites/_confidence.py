@@ -219,6 +219,7 @@ def calibration_examples(train, params, n_folds, seed, base_grams, progress=None
             truth = [int(np.flatnonzero(lst == i)[0]) for lst, i in zip(lists, queries, strict=True)]
             scores = model.score_sets(spectra[queries], CandidateSets(Y, lists), test_kernel=(K[mask], diag[mask]))
             examples.append(top_margins(scores, truth))
+        del model, K, diag, scores  # one fold's model at a time (its fit and factor are n x n arrays)
         if progress is not None:
             progress()
     if not examples:

@@ -29,6 +29,7 @@ from ._pipeline import (
     cross_validate,
     evaluate_lists,
     grams_for,
+    query_spectra,
     training_set,
     usable_surrogate,
 )
@@ -135,17 +136,30 @@ def fit_with_cv(spectra, store, cleaning, exclude_keys=(), config=None, feedback
     of :func:`~._pipeline.cross_validate`; when the training set is too small for isomer-like lists (no shared
     formula in some fold) the fold lists are used, and logged.
     """
-    config = TrainingConfig() if config is None else config
     feedback = Feedback() if feedback is None else feedback
-    progress, log = feedback.progress, feedback.log
-    n_folds, seed, surrogate = config.n_folds, config.seed, config.surrogate
-    params = dict(DEFAULT_PARAMS)
-    grid = DEFAULT_GRID if config.grid is None else config.grid
+    train, timings = _training_set(spectra, store, cleaning, exclude_keys, feedback.log)
+    return fit_training_set(train, config, feedback, timings)
+
+
+def _training_set(spectra, store, cleaning, exclude_keys, log):
     t0 = time.perf_counter()
     train = training_set(spectra, store, cleaning, exclude_keys)
     timings = {"training_set_s": time.perf_counter() - t0}
     log(f"training: {len(train.spectra)} structures ({train.n_spectra} spectra; {train.n_excluded_structures} "
         f"evaluated structures excluded; {train.n_unparsable} unparsable structures dropped)")
+    return train, timings
+
+
+def fit_training_set(train, config=None, feedback=None, timings=None):
+    """Cross-validated hyperparameters, calibration and final fit on a :class:`~._pipeline.TrainingSet` (the part
+    of :func:`fit_with_cv` after the training set; the caller may have freed the raw spectra)."""
+    config = TrainingConfig() if config is None else config
+    feedback = Feedback() if feedback is None else feedback
+    progress, log = feedback.progress, feedback.log
+    timings = {} if timings is None else timings
+    n_folds, seed, surrogate = config.n_folds, config.seed, config.surrogate
+    params = dict(DEFAULT_PARAMS)
+    grid = DEFAULT_GRID if config.grid is None else config.grid
     n_points = int(np.prod([len(v) for v in grid.values()]))
     t0 = time.perf_counter()
     cache = {}  # the base Grams cross-validation computed, reused by the calibration and the final fit
@@ -375,7 +389,12 @@ def evaluate_job(spectra_path, candidates_path, config=None, *, model_output=Non
         raise IOKRDataError(f"The candidate lists in {candidates_path} do not name their true structures "
                             "('_id=<InChIKey>' in the file name); they cannot be evaluated.")
     cleaning = Cleaning()
-    model, train, table, timings, calibration = fit_with_cv(spectra, store, cleaning, exclude, config, feedback)
+    train, timings = _training_set(spectra, store, cleaning, exclude, log)
+    # From here on only the spectra of the lists' true structures are read (the queries): the others are freed
+    # before the cross-validation, where the job's memory peaks.
+    precursor_types = training_precursor_types(spectra, log) if model_output else None
+    spectra = query_spectra(spectra, exclude)
+    model, train, table, timings, calibration = fit_training_set(train, config, feedback, timings)
     store.detach_cache()  # every structure scored from here on is in the store (about 60 MB for the bundled cache)
     timings["candidate_lists_s"] = t_lists
     t0 = time.perf_counter()
@@ -385,7 +404,7 @@ def evaluate_job(spectra_path, candidates_path, config=None, *, model_output=Non
     timings["total_s"] = time.perf_counter() - t_start
     if model_output:
         save_identifier(model_output, model, fingerprinter, cleaning,
-                        extra=_model_extra(table, calibration, training_precursor_types(spectra, log)))
+                        extra=_model_extra(table, calibration, precursor_types))
     summary.update({
         "spectra_read": report.summary(), "n_unparsable_candidates": n_bad,
         "protocol": "structure-disjoint: the lists' true structures (first InChIKey block) are excluded from "

@@ -22,7 +22,7 @@ import numpy as np
 from ...decoding import CandidateSets
 from ...metrics import true_candidate_rank
 from ...model_selection import IOKRCV
-from ._evaluation import TOP_K, evaluate_lists, topk_percentages  # noqa: F401
+from ._evaluation import TOP_K, evaluate_lists, query_spectra, topk_percentages  # noqa: F401
 
 # The evaluation on candidate lists lives in ._evaluation; evaluate_lists is re-exported here, where callers have
 # found it.
