@@ -13,11 +13,19 @@ their raw diagonals, and gives what those steps need without forming ``n x n`` t
 - :meth:`TrainingGrams.subset`: the Grams of a subset of the training rows (a cross-validation fold's training
   side) as a view, without copying sub-Grams.
 
-Compact storage keeps the exact float64 values of the nonzero entries (normalized PPK and binned Grams of merged
-MassBank spectra are 20-45 % nonzero: about half the bytes of the dense Grams); blocks are made dense on reading.
+Storage (``storage`` of :meth:`MetaboliteIdentifier.base_grams`), all exact:
+
+- ``"csr"``: the float64 nonzero entries in memory (normalized PPK and binned Grams of merged MassBank spectra are
+  20-45 % nonzero: about half the bytes of the dense Grams); blocks are made dense on reading;
+- ``"file"``: the same CSR arrays in an unlinked temporary file (as the candidate store keeps its rows in SQLite's
+  temporary file): the process holds only the row pointers, and the blocks being read. The file's pages are the
+  operating system's cache, reclaimable under memory pressure (then re-read from disk).
 """
 
 from __future__ import annotations
+
+import os
+import tempfile
 
 import numpy as np
 import scipy.sparse as sp
@@ -26,6 +34,9 @@ from ...linalg import row_slices
 
 #: Budget (MiB) of the dense row blocks that :class:`TrainingGrams` forms at a time.
 GRAM_BLOCK_MEMORY = 64
+
+#: Storage of :meth:`MetaboliteIdentifier.base_grams` (see the module notes).
+GRAM_STORAGES = ("dense", "csr", "file")
 
 
 def compact_gram(K, working_memory=GRAM_BLOCK_MEMORY):
@@ -41,6 +52,62 @@ def compact_gram(K, working_memory=GRAM_BLOCK_MEMORY):
         counts.append(np.bincount(r, minlength=block.shape[0]))
     indptr = np.cumsum(np.concatenate(counts))
     return sp.csr_matrix((np.concatenate(data), np.concatenate(indices), indptr), shape=K.shape)
+
+
+class FileGram:
+    """A CSR Gram whose nonzero values and column indices are kept in an unlinked temporary file.
+
+    Only the row pointers stay in memory; :meth:`rows` reads the byte range of the requested rows (their covering
+    range when the rows are not consecutive) and returns them dense, with the exact stored values.
+
+    Parameters
+    ----------
+    csr : scipy.sparse.csr_matrix of shape (n, m)
+    """
+
+    def __init__(self, csr):
+        csr = sp.csr_matrix(csr)
+        csr.sort_indices()
+        self.shape = csr.shape
+        self.indptr = np.asarray(csr.indptr, dtype=np.int64)
+        self.nnz = int(csr.nnz)
+        self._file = tempfile.TemporaryFile(prefix="iokr-gram-")  # noqa: SIM115 - lives as long as this object
+        self._file.write(np.ascontiguousarray(csr.data, dtype=np.float64).data)
+        self._file.write(np.ascontiguousarray(csr.indices, dtype=np.int32).data)
+        self._file.flush()
+
+    def _read(self, dtype, offset, count):
+        out = np.empty(count, dtype=dtype)
+        view, done = memoryview(out).cast("B"), 0
+        while done < view.nbytes:
+            got = os.preadv(self._file.fileno(), [view[done:]], offset + done)
+            if got <= 0:
+                raise OSError("the temporary Gram file ended early")
+            done += got
+        return out
+
+    def rows(self, rows):
+        """Dense float64 rows (int array or slice) of the stored Gram."""
+        rows = np.arange(self.shape[0])[rows] if isinstance(rows, slice) else np.asarray(rows, dtype=np.intp)
+        if rows.size == 0:
+            return np.zeros((0, self.shape[1]))
+        lo, hi = int(rows.min()), int(rows.max()) + 1
+        start, stop = int(self.indptr[lo]), int(self.indptr[hi])
+        data = self._read(np.float64, 8 * start, stop - start)
+        indices = self._read(np.int32, 8 * self.nnz + 4 * start, stop - start)
+        cover = sp.csr_matrix((data, indices, self.indptr[lo:hi + 1] - start), shape=(hi - lo, self.shape[1]))
+        return cover[rows - lo].toarray()
+
+    def close(self):
+        self._file.close()
+
+
+def _dense_rows(G, rows):
+    if isinstance(G, FileGram):
+        return G.rows(rows)
+    if sp.issparse(G):
+        return G[rows].toarray()
+    return G[rows]
 
 
 class TrainingGrams:
@@ -76,8 +143,11 @@ class TrainingGrams:
         return len(self._grams)
 
     @property
-    def compact(self):
-        return any(sp.issparse(G) for G in self._grams)
+    def storage(self):
+        """``"dense"``, ``"csr"`` or ``"file"`` (see the module notes)."""
+        if any(isinstance(G, FileGram) for G in self._grams):
+            return "file"
+        return "csr" if any(sp.issparse(G) for G in self._grams) else "dense"
 
     @property
     def diags(self):
@@ -88,8 +158,12 @@ class TrainingGrams:
 
     def nbytes(self):
         """Bytes held by the stored Grams (shared by all views)."""
-        return sum(G.data.nbytes + G.indices.nbytes + G.indptr.nbytes if sp.issparse(G) else G.nbytes
-                   for G in self._grams)
+        def held(G):
+            if isinstance(G, FileGram):
+                return G.indptr.nbytes
+            return G.data.nbytes + G.indices.nbytes + G.indptr.nbytes if sp.issparse(G) else G.nbytes
+
+        return sum(held(G) for G in self._grams)
 
     def subset(self, rows):
         """The Grams on ``rows`` (positions in this view) without copying them."""
@@ -106,12 +180,9 @@ class TrainingGrams:
     def block(self, k, rows=None, cols=None):
         """Dense float64 ``G_k[rows][:, cols]`` (positions in this view; ``None``: all), exact."""
         G, r, c = self._grams[k], self._index(rows), self._index(cols)
-        if sp.issparse(G):
-            block = G[r].toarray()
-        elif isinstance(r, slice) or isinstance(c, slice):
-            block = G[r]
-        else:
+        if isinstance(G, np.ndarray) and not (isinstance(r, slice) or isinstance(c, slice)):
             return np.ascontiguousarray(G[np.ix_(r, c)])
+        block = _dense_rows(G, r)
         # C order whatever the indexing: row reductions (means) then sum in the same order on every route
         return np.ascontiguousarray(block if isinstance(c, slice) else block[:, c])
 

@@ -19,6 +19,7 @@ from ._candidate_sources import open_source
 from ._candidates import CandidateStore, read_candidate_lists
 from ._confidence import Calibration, calibration_examples, fit_calibration, top_margins
 from ._fingerprints import Fingerprinter
+from ._grams import TrainingGrams
 from ._identify import IdentifySettings, plan_queries, score_queries
 from ._model import MetaboliteIdentifier
 from ._persist import load_identifier, read_model, save_identifier
@@ -93,6 +94,10 @@ class TrainingConfig:
         Candidate lists of the cross-validation score (see :func:`~._pipeline.cross_validate`).
     store_path : str or Path, optional
         On-disk candidate store reused between runs (a temporary file, deleted at the end, when None).
+    gram_storage : {"file", "csr", "dense"}, default="file"
+        Where the base training Grams are kept between cross-validation, calibration and the final fit
+        (``storage`` of :meth:`~._model.MetaboliteIdentifier.base_grams`; all exact): "file" holds them in a
+        temporary file, out of the process's memory while each fold's search runs.
     """
 
     fingerprint: object = dataclasses.field(default_factory=lambda: dict(DEFAULT_FINGERPRINT))
@@ -101,6 +106,7 @@ class TrainingConfig:
     seed: int = 0
     surrogate: str = DEFAULT_SURROGATE
     store_path: object = None
+    gram_storage: str = "file"
 
     def fingerprinter(self):
         """The :class:`Fingerprinter` of :attr:`fingerprint`."""
@@ -170,7 +176,7 @@ def fit_training_set(train, config=None, feedback=None, timings=None):
                 f"{used!r} instead of {surrogate!r}")
         best, table = cross_validate(train, params, grid, n_folds=n_folds, seed=seed,
                                      progress=progress(n_folds * n_points, "cross-validation fits"),
-                                     surrogate=used, gram_cache=cache)
+                                     surrogate=used, gram_cache=cache, gram_storage=config.gram_storage)
         for row in table:
             row["surrogate"] = used
     else:
@@ -182,7 +188,7 @@ def fit_training_set(train, config=None, feedback=None, timings=None):
     cache.clear()
     if grams is None:
         with progress(len(model.kernels), "training Gram blocks (one per spectrum kernel)") as tick:
-            grams = model.base_grams(train.spectra, progress=tick, compact=True)
+            grams = TrainingGrams.of(model.base_grams(train.spectra, progress=tick, storage=config.gram_storage))
     calibration = None
     if n_folds > 1:
         try:

@@ -20,7 +20,7 @@ from ...estimators import IOKR
 from ...kernels import GaussianTanimoto, Linear, Normalized, Tanimoto
 from ...model_selection import alignf_weights as _alignf_from_terms
 from ._annotated_kernels import FormulaTokenKernel
-from ._grams import TrainingGrams, compact_gram
+from ._grams import GRAM_STORAGES, FileGram, TrainingGrams, compact_gram
 from ._kernels import BinnedKernel, PeakProductKernel, normalized_gram
 from ._spectra import Spectra
 
@@ -151,22 +151,29 @@ class MetaboliteIdentifier(BaseEstimator):
             return self.working_memory
         return min(working_memory_bytes(None) / 2**20, GRAM_WORKING_MEMORY)
 
-    def base_grams(self, spectra, progress=None, *, compact=False):
+    def base_grams(self, spectra, progress=None, *, storage="dense"):
         """Normalized training Grams of the base kernels and their raw diagonals (reusable across fits).
 
-        ``progress``, when given, is called after each kernel. With ``compact``, a :class:`TrainingGrams` holding
-        each Gram as CSR (exact nonzero values: about half the memory of dense Grams of merged MassBank spectra),
-        converted as soon as it is computed; else the pair ``(grams, diags)`` of dense Grams.
+        ``progress``, when given, is called after each kernel. ``storage="dense"`` returns the pair
+        ``(grams, diags)`` of dense Grams; ``"csr"`` and ``"file"`` return a :class:`TrainingGrams` holding each
+        Gram's exact nonzero values in memory (CSR) or in a temporary file (see :mod:`._grams`), converted as
+        soon as it is computed.
         """
+        if storage not in GRAM_STORAGES:
+            raise ValueError(f"The 'storage' parameter of base_grams must be one of {GRAM_STORAGES}. "
+                             f"Got {storage!r} instead.")
         grams, diags = [], []
         for kernel in self._base_kernels():
             K, d, _ = normalized_gram(kernel, spectra, working_memory=self._gram_memory())
-            grams.append(compact_gram(K) if compact else K)
+            if storage != "dense":
+                K = compact_gram(K)
+                K = FileGram(K) if storage == "file" else K
+            grams.append(K)
             del K
             diags.append(d)
             if progress is not None:
                 progress()
-        return TrainingGrams(grams, diags) if compact else (grams, diags)
+        return (grams, diags) if storage == "dense" else TrainingGrams(grams, diags)
 
     def fit(self, spectra, Y, *, base_grams=None, training_gram=None):
         """Fit on training spectra (one per structure, typically merged) and their fingerprints.

@@ -340,7 +340,7 @@ def _fold_holdout_ranks(model, grams, Y, alphas, splits, surrogates):
 
 
 def cross_validate(train, base_params, grid=None, n_folds=3, seed=0, progress=None, base_grams=None,
-                   surrogate="fold", gram_cache=None):
+                   surrogate="fold", gram_cache=None, gram_storage="csr"):
     """Grouped k-fold cross-validation over training structures, in closed form (no refitting).
 
     Surrogate candidate lists and scores (``surrogate``):
@@ -382,8 +382,10 @@ def cross_validate(train, base_params, grid=None, n_folds=3, seed=0, progress=No
     surrogate : {"fold", "formula", "both"}, default="fold"
         The surrogate candidate lists and score (above); ``"formula"`` and ``"both"`` need ``train.formulas``.
     gram_cache : dict, optional
-        Filled with ``{width key: TrainingGrams}`` of the last spectrum-kernel setting searched (compact Grams),
-        for the caller to reuse (:func:`grams_for`: the calibration and the final fit of ``fit_with_cv``).
+        Filled with ``{width key: TrainingGrams}`` of the last spectrum-kernel setting searched, for the caller to
+        reuse (:func:`grams_for`: the calibration and the final fit of ``fit_with_cv``).
+    gram_storage : {"csr", "file", "dense"}, default="csr"
+        Storage of the base Grams computed here (``storage`` of :meth:`MetaboliteIdentifier.base_grams`).
 
     Returns
     -------
@@ -415,7 +417,7 @@ def cross_validate(train, base_params, grid=None, n_folds=3, seed=0, progress=No
             if base_grams is not None and width == _width_key(base_params.items()):
                 widths[width] = TrainingGrams.of(base_grams)
             else:
-                widths[width] = MetaboliteIdentifier(**params).base_grams(spectra, compact=True)
+                widths[width] = TrainingGrams.of(MetaboliteIdentifier(**params).base_grams(spectra, storage=gram_storage))
         return widths[width]
 
     table = []

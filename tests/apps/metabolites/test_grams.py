@@ -121,7 +121,7 @@ def test_alignment_terms_equal_whole_matrix_centering(train, small_blocks):
 def test_reused_grams_fit_equals_recomputed_fit(train):
     """A fold's model fitted from the Grams on all structures (a view) equals one fitted from scratch on the fold."""
     spectra, Y = train.spectra, train.Y
-    grams = MetaboliteIdentifier(**PARAMS).base_grams(spectra, compact=True)
+    grams = MetaboliteIdentifier(**PARAMS).base_grams(spectra, storage="csr")
     folds = _fold_ids(len(spectra), 3, 0)
     tr, te = np.flatnonzero(folds != 1), np.flatnonzero(folds == 1)
     reused = MetaboliteIdentifier(**PARAMS).fit(spectra[tr], Y[tr], base_grams=grams.subset(tr))
@@ -140,7 +140,7 @@ def test_reused_grams_fit_equals_recomputed_fit(train):
 
 def test_final_fit_from_combined_gram_equals_fit_from_base_grams(train):
     spectra, Y = train.spectra, train.Y
-    grams = MetaboliteIdentifier(**PARAMS).base_grams(spectra, compact=True)
+    grams = MetaboliteIdentifier(**PARAMS).base_grams(spectra, storage="csr")
     model = MetaboliteIdentifier(**PARAMS)
     K, weights = model.combined_training_gram(grams, None, Y)
     model.fit(spectra, Y, training_gram=(K, weights, grams.diags))
@@ -174,13 +174,14 @@ def test_test_kernel_accumulated_in_place_equals_sum_of_kernels(train):
     np.testing.assert_array_equal(diag, np.ones(10))
 
 
-def test_cross_validation_and_calibration_same_with_dense_or_compact_grams(train, small_blocks):
+@pytest.mark.parametrize("storage", ["csr", "file"])
+def test_cross_validation_and_calibration_same_with_dense_or_compact_grams(train, small_blocks, storage):
     grid = {"alpha": (0.03, 0.3), "output_kernel": ("tanimoto",)}
     dense = MetaboliteIdentifier(**PARAMS).base_grams(train.spectra)
     cache = {}
-    best, table = cross_validate(train, PARAMS, grid, n_folds=3, gram_cache=cache)
+    best, table = cross_validate(train, PARAMS, grid, n_folds=3, gram_cache=cache, gram_storage=storage)
     (compact,) = cache.values()
-    assert compact.compact and compact.nbytes() < sum(G.nbytes for G in dense[0])
+    assert compact.storage == storage and compact.nbytes() < sum(G.nbytes for G in dense[0]) / 2
     best_dense, table_dense = cross_validate(train, PARAMS, grid, n_folds=3, base_grams=dense)
     assert (best, table) == (best_dense, table_dense)
     for a, b in zip(calibration_examples(train, best, 3, 0, compact), calibration_examples(train, best, 3, 0, dense),
@@ -188,3 +189,15 @@ def test_cross_validation_and_calibration_same_with_dense_or_compact_grams(train
         np.testing.assert_array_equal(a, b)
     refit = cross_validate_refit(train, PARAMS, {"alpha": (0.3,)}, n_folds=3, base_grams=compact)[1]
     assert refit == cross_validate_refit(train, PARAMS, {"alpha": (0.3,)}, n_folds=3)[1]
+
+
+def test_file_gram_reads_exact_rows(train):
+    (dense, _), stored = (MetaboliteIdentifier(**PARAMS).base_grams(train.spectra, storage=s) for s in ("dense", "file"))
+    rng = np.random.default_rng(1)
+    for k, G in enumerate(dense):
+        for rows in (np.arange(len(G)), np.sort(rng.permutation(len(G))[:13]), rng.permutation(len(G))[:9],
+                     np.array([5]), slice(3, 17)):
+            np.testing.assert_array_equal(stored.block(k, rows), G[rows])
+    assert stored.nbytes() == sum((len(G) + 1) * 8 for G in dense)  # only the row pointers stay in memory
+    with pytest.raises(ValueError, match="'storage' parameter of base_grams"):
+        MetaboliteIdentifier(**PARAMS).base_grams(train.spectra, storage="disk")
