@@ -111,11 +111,12 @@ def _dense_rows(G, rows):
 
 
 class TrainingGrams:
-    """Normalized base Grams on training spectra (dense or CSR) with their raw diagonals; a row subset is a view.
+    """Normalized base Grams on training spectra (dense, CSR or in a file) with their raw diagonals; a row subset is
+    a view.
 
     Parameters
     ----------
-    grams : list of ndarray or scipy.sparse.csr_matrix, each of shape (N, N)
+    grams : list of ndarray, scipy.sparse.csr_matrix or FileGram, each of shape (N, N)
         Normalized base Grams on all ``N`` training spectra.
     diags : list of ndarray of shape (N,), or None
         Raw self-similarities (``k(a, a)`` before normalization).
