@@ -80,8 +80,12 @@ class FileGram:
         out = np.empty(count, dtype=dtype)
         view, done = memoryview(out).cast("B"), 0
         while done < view.nbytes:
-            got = os.preadv(self._file.fileno(), [view[done:]], offset + done)
-            if got <= 0:
+            if hasattr(os, "preadv"):
+                got = os.preadv(self._file.fileno(), [view[done:]], offset + done)
+            else:  # no positional read on this platform: seek, then read (one reader per file)
+                self._file.seek(offset + done)
+                got = self._file.readinto(view[done:])
+            if not got:
                 raise OSError("the temporary Gram file ended early")
             done += got
         return out

@@ -191,7 +191,10 @@ def test_cross_validation_and_calibration_same_with_dense_or_compact_grams(train
     assert refit == cross_validate_refit(train, PARAMS, {"alpha": (0.3,)}, n_folds=3)[1]
 
 
-def test_file_gram_reads_exact_rows(train):
+@pytest.mark.parametrize("positional_reads", [True, False])
+def test_file_gram_reads_exact_rows(train, monkeypatch, positional_reads):
+    if not positional_reads:  # platforms without os.preadv: seek and read
+        monkeypatch.delattr(grams_module.os, "preadv", raising=False)
     (dense, _), stored = (MetaboliteIdentifier(**PARAMS).base_grams(train.spectra, storage=s) for s in ("dense", "file"))
     rng = np.random.default_rng(1)
     for k, G in enumerate(dense):
