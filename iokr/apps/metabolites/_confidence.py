@@ -19,6 +19,7 @@ import numpy as np
 from sklearn.linear_model import LogisticRegression
 
 from ...decoding import CandidateSets
+from ._grams import TrainingGrams
 from ._model import MetaboliteIdentifier
 
 #: Bins of the expected calibration error and the reliability diagram (equal width on [0, 1]).
@@ -185,8 +186,9 @@ def calibration_examples(train, params, n_folds, seed, base_grams, progress=None
         :class:`MetaboliteIdentifier` parameters (the cross-validated choice).
     n_folds, seed : int
         The folds of the cross-validation (the same random structure folds).
-    base_grams : tuple
-        ``MetaboliteIdentifier(**params).base_grams(train.spectra)``.
+    base_grams : tuple or TrainingGrams
+        ``MetaboliteIdentifier(**params).base_grams(train.spectra)``; each fold's model reads its training side
+        and the held-out rows from them (no sub-Gram copies).
     progress : callable, optional
         Called after each fold.
     """
@@ -194,7 +196,7 @@ def calibration_examples(train, params, n_folds, seed, base_grams, progress=None
     from ._pipeline import _fold_ids, _sliced_test_kernel, formula_candidate_sets  # noqa: PLC0415 - import cycle
 
     spectra, Y = train.spectra, np.asarray(train.Y, dtype=np.float64)
-    grams, diags = base_grams
+    grams = TrainingGrams.of(base_grams)
     folds = _fold_ids(len(spectra), n_folds, seed)
     if train.formulas is not None and len(train.formulas) == len(spectra):
         formula_sets, scored = formula_candidate_sets(Y, train.formulas)
@@ -205,9 +207,8 @@ def calibration_examples(train, params, n_folds, seed, base_grams, progress=None
         tr, te = np.flatnonzero(folds != f), np.flatnonzero(folds == f)
         if te.size < 2 or tr.size < 2:
             continue
-        sub = ([G[np.ix_(tr, tr)] for G in grams], [d[tr] for d in diags])
-        model = MetaboliteIdentifier(**params).fit(spectra[tr], Y[tr], base_grams=sub)
-        K, diag = _sliced_test_kernel(model, grams, diags, te, tr)
+        model = MetaboliteIdentifier(**params).fit(spectra[tr], Y[tr], base_grams=grams.subset(tr))
+        K, diag = _sliced_test_kernel(model, grams, te, tr)
         fold_lists = CandidateSets(Y[te], [np.arange(te.size)] * te.size)
         scores = model.score_sets(spectra[te], fold_lists, test_kernel=(K, diag))
         examples.append(top_margins(scores, list(range(te.size))))
@@ -218,6 +219,7 @@ def calibration_examples(train, params, n_folds, seed, base_grams, progress=None
             truth = [int(np.flatnonzero(lst == i)[0]) for lst, i in zip(lists, queries, strict=True)]
             scores = model.score_sets(spectra[queries], CandidateSets(Y, lists), test_kernel=(K[mask], diag[mask]))
             examples.append(top_margins(scores, truth))
+        del model, K, diag, scores  # one fold's model at a time (its fit and factor are n x n arrays)
         if progress is not None:
             progress()
     if not examples:

@@ -45,6 +45,14 @@ def _concatenate_compact(pieces):
     return PackedBinaryFeatures(np.concatenate([p.packed for p in pieces]), pieces[0].n_features)
 
 
+def query_spectra(spectra, true_keys):
+    """The spectra whose structure (first InChIKey block) is one of ``true_keys``: all :func:`evaluate_lists`
+    reads of the spectra of the lists' true structures (its results are the same on them as on all spectra)."""
+    wanted = {k[:14] for k in true_keys if k}
+    keys = spectra.structure_keys()
+    return spectra[np.array([i for i, k in enumerate(keys) if k and k[:14] in wanted], dtype=np.intp)]
+
+
 def evaluate_lists(model, spectra, lists, store, cleaning, progress=None, calibration=None):
     """Rank every list's candidates for the spectra of its true structure.
 

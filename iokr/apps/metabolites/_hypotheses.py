@@ -122,11 +122,9 @@ def hypothesis_test_kernel(model, hypotheses, of_query, grams_of_queries):
             tokens |= d > 0
         grams.append(K)
         test_diags.append(d)
-    train_unit = [model._unit_diag(d) for d in model.train_raw_diags_]
-    K = model._combined(grams, train_unit, test_diags)
-    diag = sum(w * d for w, d in zip(model.weights_, test_diags, strict=True))
-    if model.input_gamma is not None:
-        diag = np.ones_like(diag)
+    # Summed in test_kernel's order (bit-identical rows), then through the same input Gaussian.
+    K = sum(w * G for w, G in zip(model.weights_, grams, strict=True))
+    K, diag = model.finish_test_kernel(K, test_diags)
     return K, diag, tokens
 
 

@@ -19,6 +19,7 @@ from ._candidate_sources import open_source
 from ._candidates import CandidateStore, read_candidate_lists
 from ._confidence import Calibration, calibration_examples, fit_calibration, top_margins
 from ._fingerprints import Fingerprinter
+from ._grams import TrainingGrams
 from ._hypotheses import annotated_kernels, annotation_totals
 from ._identify import IdentifySettings, plan_queries, score_queries
 from ._model import MetaboliteIdentifier
@@ -29,6 +30,8 @@ from ._pipeline import (
     Cleaning,
     cross_validate,
     evaluate_lists,
+    grams_for,
+    query_spectra,
     training_set,
     usable_surrogate,
 )
@@ -92,6 +95,10 @@ class TrainingConfig:
         Candidate lists of the cross-validation score (see :func:`~._pipeline.cross_validate`).
     store_path : str or Path, optional
         On-disk candidate store reused between runs (a temporary file, deleted at the end, when None).
+    gram_storage : {"file", "csr", "dense"}, default="file"
+        Where the base training Grams are kept between cross-validation, calibration and the final fit
+        (``storage`` of :meth:`~._model.MetaboliteIdentifier.base_grams`; all exact): "file" holds them in a
+        temporary file, out of the process's memory while each fold's search runs.
     """
 
     fingerprint: object = dataclasses.field(default_factory=lambda: dict(DEFAULT_FINGERPRINT))
@@ -100,6 +107,7 @@ class TrainingConfig:
     seed: int = 0
     surrogate: str = DEFAULT_SURROGATE
     store_path: object = None
+    gram_storage: str = "file"
 
     def fingerprinter(self):
         """The :class:`Fingerprinter` of :attr:`fingerprint`."""
@@ -135,19 +143,33 @@ def fit_with_cv(spectra, store, cleaning, exclude_keys=(), config=None, feedback
     of :func:`~._pipeline.cross_validate`; when the training set is too small for isomer-like lists (no shared
     formula in some fold) the fold lists are used, and logged.
     """
-    config = TrainingConfig() if config is None else config
     feedback = Feedback() if feedback is None else feedback
-    progress, log = feedback.progress, feedback.log
-    n_folds, seed, surrogate = config.n_folds, config.seed, config.surrogate
-    params = dict(DEFAULT_PARAMS)
-    grid = DEFAULT_GRID if config.grid is None else config.grid
+    train, timings = _training_set(spectra, store, cleaning, exclude_keys, feedback.log)
+    return fit_training_set(train, config, feedback, timings)
+
+
+def _training_set(spectra, store, cleaning, exclude_keys, log):
     t0 = time.perf_counter()
     train = training_set(spectra, store, cleaning, exclude_keys)
     timings = {"training_set_s": time.perf_counter() - t0}
     log(f"training: {len(train.spectra)} structures ({train.n_spectra} spectra; {train.n_excluded_structures} "
         f"evaluated structures excluded; {train.n_unparsable} unparsable structures dropped)")
+    return train, timings
+
+
+def fit_training_set(train, config=None, feedback=None, timings=None):
+    """Cross-validated hyperparameters, calibration and final fit on a :class:`~._pipeline.TrainingSet` (the part
+    of :func:`fit_with_cv` after the training set; the caller may have freed the raw spectra)."""
+    config = TrainingConfig() if config is None else config
+    feedback = Feedback() if feedback is None else feedback
+    progress, log = feedback.progress, feedback.log
+    timings = {} if timings is None else timings
+    n_folds, seed, surrogate = config.n_folds, config.seed, config.surrogate
+    params = dict(DEFAULT_PARAMS)
+    grid = DEFAULT_GRID if config.grid is None else config.grid
     n_points = int(np.prod([len(v) for v in grid.values()]))
     t0 = time.perf_counter()
+    cache = {}  # the base Grams cross-validation computed, reused by the calibration and the final fit
     if n_points > 1 and n_folds > 1:
         used = usable_surrogate(train, surrogate, n_folds, seed)
         if used != surrogate:
@@ -155,27 +177,35 @@ def fit_with_cv(spectra, store, cleaning, exclude_keys=(), config=None, feedback
                 f"{used!r} instead of {surrogate!r}")
         best, table = cross_validate(train, params, grid, n_folds=n_folds, seed=seed,
                                      progress=progress(n_folds * n_points, "cross-validation fits"),
-                                     surrogate=used)
+                                     surrogate=used, gram_cache=cache, gram_storage=config.gram_storage)
         for row in table:
             row["surrogate"] = used
     else:
         best, table = {**params, **{k: v[0] for k, v in grid.items()}}, []
     timings["cross_validation_s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    final = MetaboliteIdentifier(**best)
-    with progress(len(final.kernels), "training Gram blocks (one per spectrum kernel)") as tick:
-        base_grams = final.base_grams(train.spectra, progress=tick)  # shared by calibration and final fit
+    model = MetaboliteIdentifier(**best)
+    grams = grams_for(cache, best)
+    cache.clear()
+    if grams is None:
+        with progress(len(model.kernels), "training Gram blocks (one per spectrum kernel)") as tick:
+            grams = TrainingGrams.of(model.base_grams(train.spectra, progress=tick, storage=config.gram_storage))
     calibration = None
     if n_folds > 1:
         try:
             with progress(n_folds, "confidence calibration folds") as tick:
-                examples = calibration_examples(train, best, n_folds, seed, base_grams, progress=tick)
+                examples = calibration_examples(train, best, n_folds, seed, grams, progress=tick)
             calibration = fit_calibration(*examples)
         except ValueError as exc:
             log(f"confidence: not calibrated ({exc})")
     timings["calibration_s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    model = MetaboliteIdentifier(**best).fit(train.spectra, train.Y, base_grams=base_grams)
+    # The combined Gram is formed before the IOKR fit so that the base Grams are freed first.
+    K, weights = model.combined_training_gram(grams, None, train.Y)
+    diags = grams.diags
+    del grams
+    model.fit(train.spectra, train.Y, training_gram=(K, weights, diags))
+    del K
     timings["final_fit_s"] = time.perf_counter() - t0
     return model, train, table, timings, calibration
 
@@ -376,7 +406,12 @@ def evaluate_job(spectra_path, candidates_path, config=None, *, model_output=Non
         raise IOKRDataError(f"The candidate lists in {candidates_path} do not name their true structures "
                             "('_id=<InChIKey>' in the file name); they cannot be evaluated.")
     cleaning = Cleaning()
-    model, train, table, timings, calibration = fit_with_cv(spectra, store, cleaning, exclude, config, feedback)
+    train, timings = _training_set(spectra, store, cleaning, exclude, log)
+    # From here on only the spectra of the lists' true structures are read (the queries): the others are freed
+    # before the cross-validation, where the job's memory peaks.
+    precursor_types = training_precursor_types(spectra, log) if model_output else None
+    spectra = query_spectra(spectra, exclude)
+    model, train, table, timings, calibration = fit_training_set(train, config, feedback, timings)
     store.detach_cache()  # every structure scored from here on is in the store (about 60 MB for the bundled cache)
     timings["candidate_lists_s"] = t_lists
     t0 = time.perf_counter()
@@ -386,7 +421,7 @@ def evaluate_job(spectra_path, candidates_path, config=None, *, model_output=Non
     timings["total_s"] = time.perf_counter() - t_start
     if model_output:
         save_identifier(model_output, model, fingerprinter, cleaning,
-                        extra=_model_extra(table, calibration, training_precursor_types(spectra, log)))
+                        extra=_model_extra(table, calibration, precursor_types))
     summary.update({
         "spectra_read": report.summary(), "n_unparsable_candidates": n_bad,
         "protocol": "structure-disjoint: the lists' true structures (first InChIKey block) are excluded from "

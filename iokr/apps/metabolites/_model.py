@@ -13,13 +13,14 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from ..._config import config_context, get_config
+from ..._config import config_context, get_config, working_memory_bytes
 from ..._validation import check_positive_scalar
 from ...decoding import CandidateSets
 from ...estimators import IOKR
 from ...kernels import GaussianTanimoto, Linear, Normalized, Tanimoto
-from ...model_selection import learn_weights
+from ...model_selection import alignf_weights as _alignf_from_terms
 from ._annotated_kernels import FormulaTokenKernel
+from ._grams import GRAM_STORAGES, FileGram, TrainingGrams, compact_gram
 from ._kernels import BinnedKernel, PeakProductKernel, normalized_gram
 from ._spectra import Spectra
 
@@ -60,21 +61,17 @@ def make_output_kernel(name, gamma=1.0):
     raise ValueError(f"Unknown output kernel {name!r}; expected one of {OUTPUT_KERNELS}.")
 
 
-def _center(K):
-    row = K.mean(axis=1)
-    return K - row[:, None] - row[None, :] + row.mean()
-
-
 def alignf_weights(grams, target):
     """ALIGNF weights: maximize the centered alignment of ``sum_k w_k K_k`` with ``target`` over ``w >= 0``.
 
-    Centers the Grams and the target, then solves ``min_{v >= 0} v^T M v - 2 v^T a`` (``M_kl = <K_k^c, K_l^c>_F``,
-    ``a_k = <K_k^c, T^c>_F``) with :func:`iokr.model_selection.learn_weights`; returns ``v / sum(v)``, or uniform
-    weights when no combination is positively aligned with the target.
+    Centers the Grams and the target (one row block at a time, :meth:`TrainingGrams.alignment_terms`), then solves
+    ``min_{v >= 0} v^T M v - 2 v^T a`` (``M_kl = <K_k^c, K_l^c>_F``, ``a_k = <K_k^c, T^c>_F``) with
+    :func:`iokr.model_selection.alignf_weights`; returns ``v / sum(v)``, or uniform weights when no combination is
+    positively aligned with the target.
 
     Parameters
     ----------
-    grams : list of ndarray of shape (n, n)
+    grams : list of ndarray of shape (n, n), or TrainingGrams
     target : ndarray of shape (n, n)
 
     Returns
@@ -85,20 +82,18 @@ def alignf_weights(grams, target):
     ----------
     Cortes, Mohri, Rostamizadeh, Algorithms for learning kernels based on centered alignment, JMLR 13, 2012.
     """
+    grams = grams if isinstance(grams, TrainingGrams) else TrainingGrams(grams)
     try:
-        return learn_weights([_center(K) for K in grams], _center(target), "alignf")
+        return _alignf_from_terms(*grams.alignment_terms(target))
     except ValueError:
-        return np.full(len(grams), 1.0 / len(grams))
+        return np.full(grams.n_kernels, 1.0 / grams.n_kernels)
 
 
-def _combine(grams, diags, weights, gamma):
-    K = sum(w * G for w, G in zip(weights, grams, strict=True))
-    if gamma is None:
-        return K
-    da, db = diags
-    D = da[:, None] + db[None, :] - 2.0 * K
-    np.clip(D, 0.0, None, out=D)
-    return np.exp(-gamma * D)
+#: Budget (MiB) of the row blocks of spectrum-kernel Grams (and their peak-pair temporaries) when the model's
+#: ``working_memory`` is not set; the global budget is a cap. The results do not depend on it (blocks end at
+#: spectrum boundaries). On the 4,485 MassBank training structures the PPK Gram took 2.6 s of CPU and 1,182 MiB
+#: above its start at 1024 MiB, 1.1 s and 264 MiB at 128, 1.0 s and 159 MiB (the Gram itself) at 64.
+GRAM_WORKING_MEMORY = 64
 
 
 class MetaboliteIdentifier(BaseEstimator):
@@ -149,21 +144,38 @@ class MetaboliteIdentifier(BaseEstimator):
                              f"from {SPECTRUM_KERNELS}. Got {self.kernels!r} instead.")
         return [make_spectrum_kernel(k, self.sigma_mz, self.sigma_intensity, self.bin_width) for k in self.kernels]
 
-    def base_grams(self, spectra, progress=None):
+    def _gram_memory(self):
+        """Budget (MiB) of spectrum-kernel Gram blocks: the model's own, else :data:`GRAM_WORKING_MEMORY` (capped
+        by the global budget)."""
+        if self.working_memory is not None:
+            return self.working_memory
+        return min(working_memory_bytes(None) / 2**20, GRAM_WORKING_MEMORY)
+
+    def base_grams(self, spectra, progress=None, *, storage="dense"):
         """Normalized training Grams of the base kernels and their raw diagonals (reusable across fits).
 
-        ``progress``, when given, is called after each kernel.
+        ``progress``, when given, is called after each kernel. ``storage="dense"`` returns the pair
+        ``(grams, diags)`` of dense Grams; ``"csr"`` and ``"file"`` return a :class:`TrainingGrams` holding each
+        Gram's exact nonzero values in memory (CSR) or in a temporary file (see :mod:`._grams`), converted as
+        soon as it is computed.
         """
+        if storage not in GRAM_STORAGES:
+            raise ValueError(f"The 'storage' parameter of base_grams must be one of {GRAM_STORAGES}. "
+                             f"Got {storage!r} instead.")
         grams, diags = [], []
         for kernel in self._base_kernels():
-            K, d, _ = normalized_gram(kernel, spectra, working_memory=self.working_memory)
+            K, d, _ = normalized_gram(kernel, spectra, working_memory=self._gram_memory())
+            if storage != "dense":
+                K = compact_gram(K)
+                K = FileGram(K) if storage == "file" else K
             grams.append(K)
+            del K
             diags.append(d)
             if progress is not None:
                 progress()
-        return grams, diags
+        return (grams, diags) if storage == "dense" else TrainingGrams(grams, diags)
 
-    def fit(self, spectra, Y, *, base_grams=None):
+    def fit(self, spectra, Y, *, base_grams=None, training_gram=None):
         """Fit on training spectra (one per structure, typically merged) and their fingerprints.
 
         Parameters
@@ -171,8 +183,12 @@ class MetaboliteIdentifier(BaseEstimator):
         spectra : Spectra of length n
         Y : ndarray of shape (n, p)
             Output fingerprints.
-        base_grams : tuple (grams, diags), optional
-            Output of :meth:`base_grams` on ``spectra``, to avoid recomputing them (cross-validation).
+        base_grams : tuple (grams, diags) or TrainingGrams, optional
+            Output of :meth:`base_grams` on ``spectra`` (or a :meth:`TrainingGrams.subset` of larger Grams), to
+            avoid recomputing them (cross-validation).
+        training_gram : tuple (K, weights, diags), optional
+            :meth:`combined_training_gram`'s ``(K, weights)`` on ``spectra`` and the base kernels' raw diagonals,
+            already computed (the caller may then free the base Grams before the IOKR fit).
 
         Returns
         -------
@@ -184,11 +200,19 @@ class MetaboliteIdentifier(BaseEstimator):
         if Y.ndim != 2 or Y.shape[0] != len(spectra):
             raise ValueError(f"'Y' must have shape ({len(spectra)}, n_features), got {Y.shape}.")
         self._check_params()
-        grams, diags = self.base_grams(spectra) if base_grams is None else base_grams
         self.base_kernels_ = self._base_kernels()
+        if training_gram is None:
+            grams = TrainingGrams.of(self.base_grams(spectra) if base_grams is None else base_grams)
+            K, self.weights_ = self.combined_training_gram(grams, None, Y)
+            diags = grams.diags
+            del grams
+        else:
+            K, self.weights_, diags = training_gram
+            if np.shape(K) != (len(spectra), len(spectra)):
+                raise ValueError(f"'training_gram' must be a ({len(spectra)}, {len(spectra)}) Gram, got "
+                                 f"{np.shape(K)}.")
         self.train_raw_diags_ = diags
         output = make_output_kernel(self.output_kernel, self.output_gamma)
-        K, self.weights_ = self.combined_training_gram(grams, diags, Y)
         self.iokr_ = IOKR(alpha=self.alpha, input_kernel="precomputed", output_kernel=output,
                           working_memory=self.working_memory).fit(K, Y)
         self.train_spectra_ = spectra
@@ -200,11 +224,11 @@ class MetaboliteIdentifier(BaseEstimator):
         """The combined input Gram this model trains on, and its kernel weights (ALIGNF fitted to ``Y``).
 
         Shared by :meth:`fit` and the closed-form cross-validation, which factors this Gram once for a whole grid
-        of regularization values.
+        of regularization values. Built block by block into one ``n x n`` array (:meth:`TrainingGrams.combined`).
 
         Parameters
         ----------
-        grams, diags : lists
+        grams, diags : lists, or TrainingGrams and None
             Output of :meth:`base_grams` on the training spectra (``n x n`` normalized Grams, raw diagonals).
         Y : ndarray of shape (n, p)
             Training fingerprints (ALIGNF aligns the input kernels with their output Gram).
@@ -218,16 +242,25 @@ class MetaboliteIdentifier(BaseEstimator):
         weights : ndarray of shape (n_kernels,)
         """
         self._check_params()
+        grams = grams if isinstance(grams, TrainingGrams) else TrainingGrams(grams, diags)
         output = make_output_kernel(self.output_kernel, self.output_gamma)
         Y = np.asarray(Y, dtype=np.float64)
         if weights_from is None:
             weights = self._fit_weights(grams, output, Y)
         else:
             rows = np.asarray(weights_from)
-            weights = self._fit_weights([G[np.ix_(rows, rows)] for G in grams], output, Y[rows])
-        unit = [self._unit_diag(d) for d in diags]
-        da = sum(w * d for w, d in zip(weights, unit, strict=True))
-        return _combine(grams, (da, da), weights, self.input_gamma), weights
+            weights = self._fit_weights(grams.subset(rows), output, Y[rows])
+        return self.combined_block(grams, weights), weights
+
+    def combined_block(self, grams, weights, rows=None, cols=None):
+        """``sum_k w_k Kn_k`` (through the input Gaussian when ``input_gamma`` is set) on ``rows x cols`` of
+        :class:`TrainingGrams` (all by default)."""
+        gamma, diags = self.input_gamma, None
+        if gamma is not None:
+            unit = [self._unit_diag(d) for d in grams.diags]
+            da = sum(w * d for w, d in zip(weights, unit, strict=True))
+            diags = (da if rows is None else da[rows], da if cols is None else da[cols])
+        return grams.combined(weights, rows, cols, gamma=gamma, diags=diags)
 
     def _check_params(self):
         owner = type(self).__name__
@@ -239,7 +272,7 @@ class MetaboliteIdentifier(BaseEstimator):
                              f"Got {self.output_kernel!r} instead.")
 
     def _fit_weights(self, grams, output, Y):
-        m = len(grams)
+        m = grams.n_kernels
         if isinstance(self.weights, str):
             if self.weights == "uniform" or m == 1:
                 return np.full(m, 1.0 / m)
@@ -257,27 +290,39 @@ class MetaboliteIdentifier(BaseEstimator):
     def _unit_diag(raw):
         return (raw > 0).astype(np.float64)
 
-    def _combined(self, grams, unit_diags, test_unit_diags=None):
-        test_unit_diags = unit_diags if test_unit_diags is None else test_unit_diags
-        da = sum(w * d for w, d in zip(self.weights_, test_unit_diags, strict=True))
-        db = sum(w * d for w, d in zip(self.weights_, unit_diags, strict=True))
-        return _combine(grams, (da, db), self.weights_, self.input_gamma)
-
     def test_kernel(self, spectra):
-        """``(K_test_train, k(x, x))`` of the combined input kernel for query spectra."""
+        """``(K_test_train, k(x, x))`` of the combined input kernel for query spectra.
+
+        The weighted base kernels are summed into one array as each is computed (bit-identical to summing the
+        list of all of them), so one query-by-training block per kernel is never held at once.
+        """
         check_is_fitted(self, "iokr_")
         if not isinstance(spectra, Spectra):
             raise TypeError(f"'spectra' must be a Spectra object, got {type(spectra).__name__}.")
-        grams, test_diags = [], []
-        for kernel, train_diag in zip(self.base_kernels_, self.train_raw_diags_, strict=True):
-            K, d, _ = normalized_gram(kernel, spectra, self.train_spectra_, diag_b=train_diag,
-                                      working_memory=self.working_memory)
-            grams.append(K)
+        K, test_diags = None, []
+        for w, kernel, train_diag in zip(self.weights_, self.base_kernels_, self.train_raw_diags_, strict=True):
+            G, d, _ = normalized_gram(kernel, spectra, self.train_spectra_, diag_b=train_diag,
+                                      working_memory=self._gram_memory())
+            G *= w
+            if K is None:
+                K = G
+            else:
+                K += G
+            del G
             test_diags.append(self._unit_diag(d))
-        train_unit = [self._unit_diag(d) for d in self.train_raw_diags_]
-        K = self._combined(grams, train_unit, test_diags)
-        diag = sum(w * d for w, d in zip(self.weights_, test_diags, strict=True))
+        return self.finish_test_kernel(K, test_diags)
+
+    def finish_test_kernel(self, K, test_unit_diags):
+        """:meth:`test_kernel`'s ``(K, diag)`` from ``K = sum_k w_k Kn_k``, the weighted sum of the normalized base
+        test Grams (shape (m, n_train); replaced, not modified, under ``input_gamma``), and the unit diagonals of
+        the queries per base kernel (list of arrays of shape (m,))."""
+        diag = sum(w * d for w, d in zip(self.weights_, test_unit_diags, strict=True))
         if self.input_gamma is not None:
+            db = sum(w * self._unit_diag(d) for w, d in zip(self.weights_, self.train_raw_diags_, strict=True))
+            D = diag[:, None] + db[None, :]
+            D -= 2.0 * K
+            np.clip(D, 0.0, None, out=D)
+            K = np.exp(-self.input_gamma * D)
             diag = np.ones_like(diag)
         return K, diag
 

@@ -22,11 +22,12 @@ import numpy as np
 from ...decoding import CandidateSets
 from ...metrics import true_candidate_rank
 from ...model_selection import IOKRCV
-from ._evaluation import TOP_K, evaluate_lists, topk_percentages  # noqa: F401
+from ._evaluation import TOP_K, evaluate_lists, query_spectra, topk_percentages  # noqa: F401
 
 # The evaluation on candidate lists lives in ._evaluation; evaluate_lists is re-exported here, where callers have
 # found it.
 from ._fingerprints import formula_mass
+from ._grams import TrainingGrams
 from ._model import MetaboliteIdentifier, make_output_kernel
 from ._spectra import clean_spectra, merge_spectra
 
@@ -249,18 +250,34 @@ def _formula_row(ranks):
 def _holdout_ranks(K, Y, alphas, splits, sets, output_kernel, working_memory, fold_score):
     """Exact hold-out ranks of every structure in its list, per alpha, from one IOKRCV eigendecomposition.
 
-    ``fold_score(indices, ranks)`` is IOKRCV's per-split score; the ranks are IOKRCV's stored hold-out ranks
-    (``store_cv_results=True``).
+    ``fold_score(indices, ranks)`` is IOKRCV's per-split score. The ranks are read from the
+    :class:`~iokr.model_selection.HoldoutResult` each split's scoring receives (called once per split, alpha by
+    alpha in ``cv_results_`` order), not stored with ``store_cv_results``, which would also keep every alpha's
+    hold-out predictions (an ``n x n`` array per alpha at the end of the search).
     """
+    received = []
+
     def scoring(result):
-        return fold_score(np.asarray(result.indices), np.asarray(result.ranks, dtype=np.float64))
+        indices, ranks = np.asarray(result.indices), np.asarray(result.ranks, dtype=np.float64)
+        received.append((indices, ranks))
+        return fold_score(indices, ranks)
 
     search = IOKRCV(alphas=list(alphas), input_kernel="precomputed", output_kernel=output_kernel, cv=splits,
-                    scoring=scoring, path_method="eigen", working_memory=working_memory, store_cv_results=True,
-                    refit=False)  # only the hold-out ranks are used
+                    scoring=scoring, path_method="eigen", working_memory=working_memory, refit=False)
     search.fit(K, Y, candidate_sets=sets)
-    return [(float(alpha), ranks) for alpha, ranks in zip(search.cv_results_["param_alpha"],
-                                                          search.cv_results_["holdout_ranks"], strict=True)]
+    used = search.cv_results_["param_alpha"]
+    if len(received) != len(used) * len(splits):
+        raise RuntimeError(f"IOKRCV scored {len(received)} splits for {len(used)} alphas x {len(splits)} splits.")
+    scores, out = search.cv_results_["split_test_scores"], []
+    for j, alpha in enumerate(used):
+        ranks = np.full(np.shape(K)[0], np.nan)
+        for s, (indices, split_ranks) in enumerate(received[j * len(splits):(j + 1) * len(splits)]):
+            if not (np.array_equal(indices, splits[s][1])
+                    and np.array_equal(fold_score(indices, split_ranks), scores[j, s], equal_nan=True)):
+                raise RuntimeError("IOKRCV's scoring calls are not in split and alpha order.")
+            ranks[indices] = split_ranks
+        out.append((float(alpha), ranks))
+    return out
 
 
 def _surrogate_lists(train, Y, folds, splits, surrogate):
@@ -299,16 +316,17 @@ def _surrogate_scores(ranks_by_surrogate, splits, scored, surrogate):
     return row
 
 
-def _fold_holdout_ranks(model, base_grams, Y, alphas, splits, surrogates):
+def _fold_holdout_ranks(model, grams, Y, alphas, splits, surrogates):
     """Hold-out ranks per surrogate and alpha, with the kernel weights fitted on each fold's training side.
 
-    Returns ``({surrogate: [(alpha, ranks over all structures)]}, mean weights over folds)``.
+    ``grams`` (:class:`TrainingGrams` on all training structures) are combined in place per fold; one fold's
+    combined Gram is freed before the next one is built. Returns ``({surrogate: [(alpha, ranks over all
+    structures)]}, mean weights over folds)``.
     """
-    grams, diags = base_grams
     output = make_output_kernel(model.output_kernel, model.output_gamma)
     merged, fold_weights = {}, []
     for train_rows, test_rows in splits:
-        K, weights = model.combined_training_gram(grams, diags, Y, weights_from=train_rows)
+        K, weights = model.combined_training_gram(grams, None, Y, weights_from=train_rows)
         fold_weights.append(weights)
         for name, (sets, split_score) in surrogates.items():
             results = _holdout_ranks(K, Y, alphas, [(train_rows, test_rows)], sets, output, model.working_memory,
@@ -317,11 +335,12 @@ def _fold_holdout_ranks(model, base_grams, Y, alphas, splits, surrogates):
                 merged[name] = [(alpha, np.full(Y.shape[0], np.nan)) for alpha, _ in results]
             for (_, ranks), (_, fold_ranks) in zip(merged[name], results, strict=True):
                 ranks[test_rows] = fold_ranks[test_rows]
+        del K
     return merged, np.mean(fold_weights, axis=0)
 
 
 def cross_validate(train, base_params, grid=None, n_folds=3, seed=0, progress=None, base_grams=None,
-                   surrogate="fold"):
+                   surrogate="fold", gram_cache=None, gram_storage="csr"):
     """Grouped k-fold cross-validation over training structures, in closed form (no refitting).
 
     Surrogate candidate lists and scores (``surrogate``):
@@ -358,10 +377,15 @@ def cross_validate(train, base_params, grid=None, n_folds=3, seed=0, progress=No
     progress : callable, optional
         Called ``n_folds`` times per grid point.
     base_grams : tuple, optional
-        ``MetaboliteIdentifier(**base_params).base_grams(train.spectra)``, if already computed (used for the grid
-        points with the base widths).
+        ``MetaboliteIdentifier(**base_params).base_grams(train.spectra)`` (a pair or :class:`TrainingGrams`), if
+        already computed (used for the grid points with the base widths).
     surrogate : {"fold", "formula", "both"}, default="fold"
         The surrogate candidate lists and score (above); ``"formula"`` and ``"both"`` need ``train.formulas``.
+    gram_cache : dict, optional
+        Filled with ``{width key: TrainingGrams}`` of the last spectrum-kernel setting searched, for the caller to
+        reuse (:func:`grams_for`: the calibration and the final fit of ``fit_with_cv``).
+    gram_storage : {"csr", "file", "dense"}, default="csr"
+        Storage of the base Grams computed here (``storage`` of :meth:`MetaboliteIdentifier.base_grams`).
 
     Returns
     -------
@@ -384,16 +408,16 @@ def cross_validate(train, base_params, grid=None, n_folds=3, seed=0, progress=No
     for point in points:
         key = tuple((k, point[k]) for k in names if k != "alpha")
         kernel_settings.setdefault(key, []).append(point["alpha"])
-    widths = {}  # base Grams per setting of the spectrum-kernel widths (computed once each)
+    widths = {} if gram_cache is None else gram_cache  # base Grams per spectrum-kernel setting (computed once each)
 
     def grams_for(params):
         width = _width_key(params.items())
         if width not in widths:
+            widths.clear()  # one setting's Grams in memory at a time (settings are grouped below)
             if base_grams is not None and width == _width_key(base_params.items()):
-                widths[width] = base_grams
+                widths[width] = TrainingGrams.of(base_grams)
             else:
-                widths.clear()  # one setting's Grams in memory at a time (settings are grouped below)
-                widths[width] = MetaboliteIdentifier(**params).base_grams(spectra)
+                widths[width] = TrainingGrams.of(MetaboliteIdentifier(**params).base_grams(spectra, storage=gram_storage))
         return widths[width]
 
     table = []
@@ -433,16 +457,17 @@ def cross_validate_refit(train, base_params, grid=None, n_folds=3, seed=0, progr
         raise ValueError(f"cross_validate_refit searches no spectrum-kernel widths {WIDTH_PARAMS}; got grid keys "
                          f"{names} (use cross_validate).")
     spectra, Y = train.spectra, train.Y
-    grams, diags = MetaboliteIdentifier(**base_params).base_grams(spectra) if base_grams is None else base_grams
+    grams = TrainingGrams.of(MetaboliteIdentifier(**base_params).base_grams(spectra) if base_grams is None
+                             else base_grams)
     folds = _fold_ids(len(spectra), n_folds, seed)
     results = {i: [] for i in range(len(points))}
     for f in range(n_folds):
         tr, te = np.flatnonzero(folds != f), np.flatnonzero(folds == f)
-        sub = ([G[np.ix_(tr, tr)] for G in grams], [d[tr] for d in diags])
         cands = CandidateSets(Y[te], [np.arange(te.size)] * te.size)
         for i, point in enumerate(points):
-            model = MetaboliteIdentifier(**_chosen(base_params, point)).fit(spectra[tr], Y[tr], base_grams=sub)
-            test_kernel = _sliced_test_kernel(model, grams, diags, te, tr)
+            model = MetaboliteIdentifier(**_chosen(base_params, point)).fit(spectra[tr], Y[tr],
+                                                                             base_grams=grams.subset(tr))
+            test_kernel = _sliced_test_kernel(model, grams, te, tr)
             scores = model.score_sets(spectra[te], cands, test_kernel=test_kernel)
             ranks = np.array([true_candidate_rank(s, j) for j, s in enumerate(scores)])
             results[i].append(list(topk_percentages(ranks).values()))
@@ -458,14 +483,18 @@ def cross_validate_refit(train, base_params, grid=None, n_folds=3, seed=0, progr
     return _chosen(base_params, {k: best[k] for k in names}), table
 
 
-def _sliced_test_kernel(model, grams, diags, te, tr):
-    """The fitted model's test kernel from precomputed full Grams (identical to ``model.test_kernel``)."""
-    unit = model._unit_diag
-    test_grams = [G[np.ix_(te, tr)] for G in grams]
-    K = model._combined(test_grams, [unit(d[tr]) for d in diags], [unit(d[te]) for d in diags])
-    diag = sum(w * unit(d[te]) for w, d in zip(model.weights_, diags, strict=True))
+def grams_for(gram_cache, params):
+    """The cached :class:`TrainingGrams` of ``params``' spectrum-kernel setting (see :func:`cross_validate`), or
+    None."""
+    return (gram_cache or {}).get(_width_key(params.items()))
+
+
+def _sliced_test_kernel(model, grams, te, tr):
+    """The fitted model's test kernel from :class:`TrainingGrams` on all structures (identical to
+    ``model.test_kernel`` of the held-out spectra)."""
+    K = model.combined_block(grams, model.weights_, te, tr)
+    unit = [model._unit_diag(d) for d in grams.subset(te).diags]
+    diag = sum(w * d for w, d in zip(model.weights_, unit, strict=True))
     if model.input_gamma is not None:
         diag = np.ones_like(diag)
     return K, diag
-
-

@@ -23,7 +23,7 @@ from iokr.apps.metabolites import (
     read_spectra,
     save_identifier,
 )
-from iokr.apps.metabolites._pipeline import evaluate_lists, training_set
+from iokr.apps.metabolites._pipeline import evaluate_lists, query_spectra, training_set
 from iokr.apps.metabolites._spectra import clean_spectra
 from iokr.cli.main import main
 from iokr.datasets._metabolites import BUNDLED_METABOLITES
@@ -104,6 +104,10 @@ def test_model_file_roundtrip_gives_identical_scores(tiny, tmp_path):
     assert not set(train.keys) & tiny["true"]  # structure-disjoint
     model = MetaboliteIdentifier(kernels=("ppk", "binned"), alpha=0.5).fit(train.spectra, train.Y)
     before = evaluate_lists(model, spectra, lists, store, cleaning)
+    # evaluate_job keeps only the spectra of the lists' true structures: the same summary
+    queries = query_spectra(spectra, [lst.true_key for lst in lists])
+    assert 0 < len(queries) < len(spectra)
+    assert evaluate_lists(model, queries, lists, store, cleaning) == before
     path = save_identifier(tmp_path / "m.npz", model, fp, cleaning)
     loaded, fp2, cleaning2, meta = load_identifier(path)
     after = evaluate_lists(loaded, spectra, lists, store, cleaning2)
