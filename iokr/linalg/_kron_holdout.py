@@ -58,9 +58,10 @@ import numpy as np
 from ._chunks import chunk_rows
 from ._eigen import EigenPath
 
-#: Rows of the leave-one-row-out eigenbasis with ``s1'_k`` at most this fraction of the largest use the hat form (A')
-#: of the module notes at every alpha, never the residual form (B), which divides by ``s1'_k`` (``sqrt`` of the float64 epsilon: the
-#: division then amplifies round-off by at most ``~1e4`` for a PSD ``K1``, since ``q_k^2 <= s1'_k K1_ii``).
+#: Rows of the leave-one-row-out eigenbasis with ``s1'_k`` at most this fraction of the largest take the hat form (A')
+#: of the module notes at every alpha, never the residual form (B), which divides by ``s1'_k``. The square root of
+#: the float64 epsilon: the division then amplifies round-off by at most ``~1e4`` for a PSD ``K1``, since
+#: ``q_k^2 <= s1'_k K1_ii``.
 RESIDUAL_FORM_RTOL = 1e-8
 
 #: Bytes of per-chunk temporaries kept near a core's L2 cache (1 MiB) when the budget allows more.
