@@ -14,28 +14,58 @@ and the new column ``j``.
 
 Row ``i`` is left out by decomposing ``K1_RR = V' diag(s1') V'^T`` (one eigendecomposition per row); column ``j``
 by the leave-one-column-out shortcut on that model: in the eigenbasis of ``K1_RR`` the problem splits into
-``n1 - 1`` kernel ridge regressions over columns with kernel ``s1'_k K2``, and leaving column ``j`` out of each is
-their leave-one-out. With ``Z = V'^T Y_R``, ``Yt = Z U``, ``D = 1 / (s1' s2^T + alpha)`` and ``UU = (U o U)^T``,
+``n1 - 1`` kernel ridge regressions over columns with kernel ``s1'_k K2`` and targets ``Z_k`` (``Z = V'^T Y_R``),
+and leaving column ``j`` out of each is their leave-one-out. With ``Yt = Z U``, ``D = 1 / (s1' s2^T + alpha)``,
+``UU = (U o U)^T`` and ``q = V'^T K1[R, i]``, the leave-one-out residual of problem ``k`` at column ``j`` is
+``r_kj = [(D o Yt) U^T]_kj / [D UU]_kj`` (the complement weights ``alpha D`` over their own leverage sum, with
+``alpha`` cancelled), and the prediction at the new row is
 
-    f(i, j) = sum_k q_k [((s2 D) o Yt) U^T - ((s2 D) UU) o Z]_kj / [alpha D UU]_kj,   q = V'^T K1[R, i],
+    f(i, j) = sum_k (q_k / s1'_k) Z_kj  -  sum_k (q_k / s1'_k) [(D o Yt) U^T]_kj / [D UU]_kj.       (B)
 
-which is the setting-C formula divided through by ``s1'`` (no division by tiny eigenvalues) and, in the
-denominator, ``1 - h`` written as the complement weights ``alpha D`` (no cancellation when ``h`` is close to 1).
+The first sum does not depend on alpha, so every alpha costs two products of shape ``(n1 - 1, n2) x (n2, n2)``.
+The identities ``s1'_k s2 D = 1 - alpha D``, ``Yt U^T = Z`` and ``UU 1 = 1`` turn (B), term by term, into the hat
+form
+
+    f_k(i, j) = q_k [((s2 D) o Yt) U^T - H o Z]_kj / (1 - s1'_k H_kj),     H = (s2 D) UU,                (A')
+
+whose denominator is ``alpha D UU`` and whose two products have the same shapes. The forms cancel in opposite
+regimes. (B) divides by ``s1'_k`` and, where ``alpha`` exceeds every ``s1'_k s2_b``, subtracts from ``Z`` a residual
+that is nearly ``Z`` (the model predicts little); (A') subtracts, where every ``s1'_k s2_b`` exceeds ``alpha``, two
+terms of size ``|Z| / s1'_k`` whose difference is ``alpha / (s1'_k s2)`` smaller. So row ``k`` takes (B) when
+``s1'_k max(s2) > alpha`` and ``s1'_k > RESIDUAL_FORM_RTOL * max(s1')``, and (A') otherwise, where
+``s1'_k H_kj <= 1/2`` keeps its denominator free of cancellation; per alpha, the weights of the two products are
+``D`` or ``s2 D`` row by row. Against an extended-precision brute force over ``alpha`` in ``1e-6..1e3``
+(``tests/linalg/test_kron_holdout.py``, unit-scale kernels) this is within ``6e-15`` of ``max |f|`` at every alpha
+for full-rank kernels, where the previous route (the three-product form ``q_k [((s2 D) o Yt) U^T - H o Z] /
+(alpha D UU)`` on every row) was off by up to ``2e-10`` at ``1e-6``; with rank-deficient kernels both are off by up to
+``1e-10`` at ``1e-6``, the conditioning ``||K1|| ||K2|| / alpha`` of the problem itself.
 
 Only ``D`` depends on alpha: the eigendecomposition of every ``K1_RR``, ``Z``, ``Yt`` and ``q`` are computed once per
-row and serve every alpha, so a grid costs ``n1`` eigendecompositions of size ``n1 - 1`` plus, per alpha and row,
-three products of shape ``(n1 - 1, n2) x (n2, n2)``. The per-alpha products are exact and cannot be shared
-between alphas (``D`` enters inside a sum over the eigenvalues of ``K2``), so a long grid costs more than one
-alpha even though nothing is decomposed twice; ``benchmarks/bench_kron_path.py`` reports the ratio with both
-floors.
+row and serve every alpha. The per-alpha products are exact and are not shared between alphas. Sharing them through a
+few skeleton alphas (:class:`~iokr.linalg._loo_path.AlphaSkeleton`, ``D(alpha_k) = sum_j C_jk D(alpha_Sj)``
+elementwise) does not pay here: the products ``s1'_a s2_b`` fill the range of a log-spaced grid densely, and a
+relative accuracy of ``1e-12`` on ``1 / (x + alpha)`` then needs 26-31 skeleton alphas out of 31 (``1e-6``: 23-27),
+as the Cauchy-kernel rank ``~ log(range) log(1/eps) / pi^2`` predicts; ``benchmarks/bench_kron_path.py`` reports
+the skeleton size next to the timings and both floors.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 
 from ._chunks import chunk_rows
 from ._eigen import EigenPath
+
+#: Rows of the leave-one-row-out eigenbasis with ``s1'_k`` at most this fraction of the largest take the hat form (A')
+#: of the module notes at every alpha, never the residual form (B), which divides by ``s1'_k``. The square root of
+#: the float64 epsilon: the division then amplifies round-off by at most ``~1e4`` for a PSD ``K1``, since
+#: ``q_k^2 <= s1'_k K1_ii``.
+RESIDUAL_FORM_RTOL = 1e-8
+
+#: Bytes of per-chunk temporaries kept near a core's L2 cache (1 MiB) when the budget allows more.
+_CACHE_BYTES = 2**20
 
 
 def kron_ridge_dual(V, s1, U, s2, Y, alpha):
@@ -182,18 +212,23 @@ def leave_row_and_column_out(K1, eig2, Y, alphas, *, working_memory=None):
     -------
     P : ndarray of shape (n_alphas, n1, n2)
         ``P[a, i, j]``: prediction for ``(i, j)`` of the model trained at ``alphas[a]`` without row ``i`` and
-        column ``j`` (see the module notes for the formula).
+        column ``j`` (module notes: the residual form (B) or the hat form (A') per row of ``K1_RR``'s eigenbasis
+        and alpha, two products of shape ``(n1 - 1, n2) x (n2, n2)`` per row and alpha).
     """
     K1 = np.asarray(K1, dtype=np.float64)
     Y = np.asarray(Y, dtype=np.float64)
     alphas = np.atleast_1d(np.asarray(alphas, dtype=np.float64))
     n1, n2 = Y.shape
     U, s2 = eig2.eigenvectors, eig2.eigenvalues
-    UU = (U * U).T
+    Ut, UU = np.ascontiguousarray(U.T), np.ascontiguousarray((U * U).T)
     m = n1 - 1
     out = np.empty((alphas.size, n1, n2))
-    # Per alpha in a chunk: denominator, two weight arrays, the products and the quotient, each (n1 - 1, n2).
-    step = chunk_rows(alphas.size, 6 * 8 * max(m, 1) * n2, working_memory)
+    # A chunk of alphas holds three (chunk, n1 - 1, n2) buffers: the weights, the denominators and the numerators.
+    # Stacking more alphas into one product does not make it faster per alpha (benchmarks/bench_kron_path.py), so the
+    # chunk is also kept small enough for the buffers to stay in cache.
+    row_bytes = 3 * 8 * max(m, 1) * n2
+    step = min(chunk_rows(alphas.size, row_bytes, working_memory), max(1, _CACHE_BYTES // row_bytes))
+    buffers = np.empty((3, step, m, n2))
     for i in range(n1):
         rest = np.delete(np.arange(n1), i)
         eig1 = EigenPath(K1[np.ix_(rest, rest)], name="K1")
@@ -201,13 +236,58 @@ def leave_row_and_column_out(K1, eig2, Y, alphas, *, working_memory=None):
         Z = V.T @ Y[rest]
         Yt = Z @ U
         q = K1[i, rest] @ V
+        safe = s1 > RESIDUAL_FORM_RTOL * (s1.max() if m else 0.0)
+        c = np.divide(q, s1, out=np.zeros_like(q), where=safe)
+        row = _RowTerms(np.outer(s1, s2), s1, s2, Yt, Z, q, c, c[:, None] * Z, safe)
         for lo in range(0, alphas.size, step):
             a = alphas[lo:lo + step]
-            D = s1[None, :, None] * s2[None, None, :] + a[:, None, None]  # (chunk, m, n2)
-            np.reciprocal(D, out=D)
-            Dw = D * s2
-            num = ((Dw * Yt).reshape(-1, n2) @ U.T).reshape(D.shape)
-            num -= (Dw.reshape(-1, n2) @ UU).reshape(D.shape) * Z
-            num /= (D.reshape(-1, n2) @ UU).reshape(D.shape)  # alpha D UU, the alpha divided out after the sum
-            out[lo:lo + step, i] = np.einsum("k,akj->aj", q, num) / a[:, None]
+            out[lo:lo + step, i] = _two_product_forms(row, Ut, UU, a, buffers[:, :a.size])
     return out
+
+
+class _RowTerms(NamedTuple):
+    """The alpha-free terms of one left-out row (module notes); ``c = q / s1'`` is 0 where form (B) is never used
+    (``safe`` False), ``cZ = c o Z``."""
+
+    x: np.ndarray       # s1' s2^T, (n1 - 1, n2)
+    s1: np.ndarray
+    s2: np.ndarray
+    Yt: np.ndarray
+    Z: np.ndarray
+    q: np.ndarray
+    c: np.ndarray
+    cZ: np.ndarray
+    safe: np.ndarray
+
+
+def _two_product_forms(row, Ut, UU, alphas, buffers):
+    """``f(i, :)`` for every alpha of a chunk, form (B) or (A') per eigenvector row; shape (n_alphas, n2).
+
+    Rows with ``s1'_k max(s2) > alpha`` (and ``s1'_k`` not negligible) take the residual form (B) with weights
+    ``G = D``; the others take the hat form (A') with weights ``G = s2 D``. Both need only ``(G o Yt) U^T`` and
+    ``G UU``, so the two products are formed once on all rows with the weights chosen row by row. ``buffers`` has
+    shape (3, n_alphas, n1 - 1, n2) and is overwritten.
+    """
+    s1, s2, Z = row.s1, row.s2, row.Z
+    residual = row.safe[None, :] & (s1[None, :] * max(float(s2.max()), 0.0) > alphas[:, None])  # (chunk, k)
+    # s1' is ascending, so the hat-form rows of every alpha are a leading block: rows[:hat[a]].
+    hat = residual.shape[1] - residual.sum(axis=1)
+    G, den, num = buffers
+    n2 = G.shape[2]
+    np.add(row.x, alphas[:, None, None], out=G)
+    np.reciprocal(G, out=G)
+    for a, h in enumerate(hat):
+        G[a, :h] *= s2
+    np.matmul(G.reshape(-1, n2), UU, out=den.reshape(-1, n2))
+    np.multiply(G, row.Yt, out=G)
+    np.matmul(G.reshape(-1, n2), Ut, out=num.reshape(-1, n2))
+    # (B): -c_k [(D o Yt) U^T]_kj / [D UU]_kj, plus the alpha-free c_k Z_kj (summed below through the mask).
+    # (A'): q_k [((s2 D) o Yt) U^T - ((s2 D) UU) o Z]_kj / (1 - s1'_k [(s2 D) UU]_kj), the last being alpha D UU,
+    # free of cancellation there since s1'_k (s2 D) UU <= s1'_k max(s2) / (s1'_k max(s2) + alpha) <= 1/2.
+    for a, h in enumerate(hat):
+        num[a, :h] -= den[a, :h] * Z[:h]
+        den[a, :h] *= -s1[:h, None]
+        den[a, :h] += 1.0
+    np.divide(num, den, out=num)
+    weights = np.where(residual, -row.c[None, :], row.q[None, :])
+    return np.matmul(weights[:, None, :], num)[:, 0, :] + residual.astype(np.float64) @ row.cZ

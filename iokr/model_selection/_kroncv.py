@@ -17,8 +17,9 @@ class KronRLSCV(PairwiseSearchBase):
 
     Every alpha is scored on the hold-out prediction of every labelled pair (:meth:`KronRLS.holdout_predictions`):
     closed forms on complete labels (settings A-C from one pair of eigendecompositions, D from one
-    eigendecomposition per row of the smaller domain, shared by the whole grid), explicit retraining on the
-    setting's splits otherwise (incomplete labels, ``n_folds``, one-domain B-D).
+    eigendecomposition per row of the smaller domain, shared by the whole grid, then two products of shape
+    ``(n_small - 1, n_large) x (n_large, n_large)`` per row and alpha: :func:`iokr.linalg.leave_row_and_column_out`),
+    explicit retraining on the setting's splits otherwise (incomplete labels, ``n_folds``, one-domain B-D).
 
     Parameters
     ----------
