@@ -24,6 +24,11 @@ def _psd_clip(eigenvalues, name):
     return np.clip(eigenvalues, 0.0, None)
 
 
+def _column_blocks(n, width=256):
+    """Column slices of width ``width`` covering ``range(n)``."""
+    return [slice(start, min(start + width, n)) for start in range(0, n, width)]
+
+
 class EigenPath:
     """Eigendecomposition of a symmetric PSD matrix serving shifted solves for any ``alpha``.
 
@@ -56,22 +61,32 @@ class EigenPath:
         if not np.isfinite(gram).all():
             raise ValueError(f"'{name}' contains NaN or infinity; cannot decompose it.")
         self.deflate_constant = bool(deflate_constant)
-        matrix = np.array(gram, dtype=np.float64)
-        if self.deflate_constant and matrix.shape[0] > 0:
-            n = matrix.shape[0]
-            # Householder reflection H = I - beta h h^T with H 1 = -sqrt(n) e_1; H K H = K - h w^T - w h^T.
+        n = gram.shape[0]
+        if self.deflate_constant and n > 0:
+            # Householder reflection H = I - beta h h^T with H 1 = -sqrt(n) e_1; H K H = K - h w^T - w h^T. Only
+            # its trailing (n - 1) x (n - 1) block is decomposed: built in one Fortran-ordered copy, updated column
+            # block by column block (no n x n temporaries), and overwritten by LAPACK with its eigenvectors.
             h = np.ones(n)
             h[0] += np.sqrt(n)
             beta = 2.0 / float(h @ h)
-            Kh = matrix @ h
+            Kh = np.asarray(gram, dtype=np.float64) @ h
             w = beta * Kh - 0.5 * beta**2 * float(h @ Kh) * h
-            matrix -= np.outer(h, w)
-            matrix -= np.outer(w, h)
-            values, sub = sla.eigh(matrix[1:, 1:], check_finite=False, driver="evd", overwrite_a=True)
-            vectors = np.zeros((n, n - 1))
+            block = np.array(gram[1:, 1:], dtype=np.float64, order="F")
+            h1, w1 = h[1:], w[1:]
+            for cols in _column_blocks(n - 1):
+                block[:, cols] -= np.outer(h1, w1[cols])
+                block[:, cols] -= np.outer(w1, h1[cols])
+            values, sub = sla.eigh(block, check_finite=False, driver="evd", overwrite_a=True)
+            del block
+            vectors = np.empty((n, n - 1))
+            vectors[0] = 0.0
             vectors[1:] = sub
-            vectors -= np.outer(beta * h, h[1:] @ sub)  # H [0; U]: columns orthonormal and orthogonal to 1
+            coefficients = h1 @ sub
+            del sub
+            for cols in _column_blocks(n - 1):  # H [0; U]: columns orthonormal and orthogonal to 1
+                vectors[:, cols] -= np.outer(beta * h, coefficients[cols])
         else:
+            matrix = np.array(gram, dtype=np.float64, order="F")
             values, vectors = sla.eigh(matrix, check_finite=False, driver="evd", overwrite_a=True)
         self.eigenvalues = _psd_clip(values, name)
         self.eigenvectors = vectors
