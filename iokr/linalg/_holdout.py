@@ -33,6 +33,7 @@ import numpy as np
 from scipy import linalg as sla
 
 from ..exceptions import NumericalStabilityWarning
+from ._chunks import row_slices
 
 
 def check_holdouts(holdouts, n, name="holdouts"):
@@ -212,15 +213,28 @@ def pair_holdout_predictions(solver, Y, first, second):
     return np.stack([Y[first], Y[second]], axis=1) - residuals
 
 
-def holdout_residual_coefficients(solver, holdouts):
+def holdout_residual_coefficients(solver, holdouts, *, stacked=False):
     """``R_H = (G_HH)^{-1} G_H``: the hold-out residual as a combination of training outputs, shape (|H|, n) each.
 
     ``Y_H - f_C(X_H) = R_H Y`` for every target matrix ``Y``; for explicit output features ``Psi`` the squared
     output-space error of example ``i`` is ``||R_i Psi||^2`` and, with an output Gram ``K_y``, ``R_i K_y R_i^T``.
+    With ``stacked``, one array of shape (sum |H|, n) in the order of the hold-outs, filled hold-out by hold-out
+    (never the list and its stacked copy at once).
     """
-    if _all_singletons(holdouts):
-        return [solver.inverse_rows(rows) / solver.inverse_block(rows)[0, 0] for rows in holdouts]
-    return [_spd_solve(solver.inverse_block(rows), solver.inverse_rows(rows)) for rows in holdouts]
+    def residual(rows):
+        if _all_singletons(holdouts):
+            return solver.inverse_rows(rows) / solver.inverse_block(rows)[0, 0]
+        return _spd_solve(solver.inverse_block(rows), solver.inverse_rows(rows))
+
+    if not stacked:
+        return [residual(rows) for rows in holdouts]
+    sizes = [np.arange(solver.n)[rows].size for rows in holdouts]
+    out = np.empty((sum(sizes), solver.n))
+    start = 0
+    for rows, size in zip(holdouts, sizes, strict=True):
+        out[start:start + size] = residual(rows)
+        start += size
+    return out
 
 
 def holdout_coefficients(solver, holdouts):
@@ -245,6 +259,11 @@ def loo_coefficients(solver):
     return W
 
 
-def sq_norms_in_kernel(coefficients, gram):
-    """Row-wise ``c_i K c_i^T``: squared RKHS norms of combinations ``sum_j c_ij psi(y_j)``, shape (m,)."""
-    return np.einsum("ij,ij->i", coefficients @ gram, coefficients)
+def sq_norms_in_kernel(coefficients, gram, working_memory=None):
+    """Row-wise ``c_i K c_i^T``: squared RKHS norms of combinations ``sum_j c_ij psi(y_j)``, shape (m,); the
+    product ``C K`` is formed by row blocks within ``working_memory`` (MiB; default the global budget)."""
+    out = np.empty(coefficients.shape[0])
+    for rows in row_slices(coefficients.shape[0], 8 * gram.shape[1], working_memory):
+        block = coefficients[rows]
+        out[rows] = np.einsum("ij,ij->i", block @ gram, block)
+    return out

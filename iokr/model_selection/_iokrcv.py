@@ -401,10 +401,10 @@ class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
                     coefficients = solver.inverse_rows(rows)
                     coefficients /= coefficients[np.arange(rows.size), rows][:, None]
                 else:
-                    coefficients = np.vstack(holdout_residual_coefficients(solver, holdouts))
+                    coefficients = holdout_residual_coefficients(solver, holdouts, stacked=True)
                 shared["coefficients"] = coefficients
             coefficients = shared["coefficients"]
-            sq_errors = sq_norms_in_kernel(coefficients, target.gram)
+            sq_errors = sq_norms_in_kernel(coefficients, target.gram, self.working_memory)
             if want_predictions:
                 predictions = -coefficients
                 for k, h in enumerate(holdouts):  # W_H = E_H - R_H vanishes on H
