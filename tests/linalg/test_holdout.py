@@ -125,6 +125,21 @@ def test_output_space_errors_through_output_gram(rng, kind):
         np.testing.assert_allclose(sq_norms_in_kernel(R, Ky), expected, rtol=1e-8)
 
 
+@pytest.mark.parametrize("kind", ["loo", "kfold"])
+def test_stacked_coefficients_and_blocked_norms_equal_the_list_route(rng, kind):
+    Kx, _ = make_problem(rng, (40, 4), None, np.float64)
+    Psi = rng.normal(size=(40, 6))
+    Ky = Psi @ Psi.T
+    holdouts = check_holdouts(holdout_sets(kind, 40, rng), 40)
+    solver = RegularizationPath(Kx, [0.5], method="eigen").at(0)
+    listed = np.vstack(holdout_residual_coefficients(solver, holdouts))
+    stacked = holdout_residual_coefficients(solver, holdouts, stacked=True)
+    np.testing.assert_array_equal(stacked, listed)
+    whole = np.einsum("ij,ij->i", listed @ Ky, listed)
+    tiny_budget = 8 * 40 * 3 / 2**20  # three rows per block
+    np.testing.assert_allclose(sq_norms_in_kernel(listed, Ky, tiny_budget), whole, rtol=1e-12)
+
+
 def test_residuals_match_between_routes(rng):
     K, Y = make_problem(rng, (18, 30), 2, np.float64)
     holdouts = check_holdouts(holdout_sets("kfold", 18, rng), 18)
