@@ -371,6 +371,7 @@ class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
             shared = {}  # output-independent hold-out algebra at this alpha, shared by all output settings
             for k, (_, target) in enumerate(targets):
                 record = {} if store else None
+                shared["last_use"] = k == len(targets) - 1  # the last output setting may consume the coefficients
                 results[(k, j)] = self._split_scores(solver, target, holdouts, scoring, sets, truth, shared, record)
                 if record is not None:
                     results[(k, j, "stored")] = record
@@ -406,7 +407,10 @@ class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
             coefficients = shared["coefficients"]
             sq_errors = sq_norms_in_kernel(coefficients, target.gram, self.working_memory)
             if want_predictions:
-                predictions = -coefficients
+                if shared.get("last_use", True):  # negated in place: one n x n array fewer at the peak
+                    predictions = np.negative(shared.pop("coefficients"), out=coefficients)
+                else:
+                    predictions = -coefficients
                 for k, h in enumerate(holdouts):  # W_H = E_H - R_H vanishes on H
                     predictions[bounds[k]:bounds[k + 1], h] = 0.0
         ranks = tops = None

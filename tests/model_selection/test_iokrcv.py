@@ -354,3 +354,18 @@ def test_tolerance_is_validated(rng, tol):
     X, Y = make_data(rng, (10, 2), 3, np.float64)
     with pytest.raises(ValueError, match=r"The 'tol' parameter of IOKRCV must be a float in the range \[0, 1\)"):
         IOKRCV(tol=tol).fit(X, Y)
+
+
+def test_kernel_output_grid_ranks_equal_one_search_per_output_setting(rng):
+    # The hold-out coefficients are shared by the output settings of one alpha and consumed in place by the last
+    # one: every setting's ranks equal those of a search over that setting alone.
+    X, Y = make_data(rng, (36, 3), 8, np.float64, binary=True)
+    sets = candidate_lists(rng, Y)
+    common = dict(alphas=ALPHAS, input_kernel=Gaussian(0.5), cv=KFold(3), scoring="mrr")
+    grid = IOKRCV(output_kernel=GaussianTanimoto(1.0), param_grid={"output_kernel__gamma": [0.5, 2.0]},
+                  **common).fit(X, Y, candidate_sets=sets)
+    scores = grid.cv_results_["split_test_scores"]
+    for k, gamma in enumerate([0.5, 2.0]):
+        alone = IOKRCV(output_kernel=GaussianTanimoto(gamma), **common).fit(X, Y, candidate_sets=sets)
+        np.testing.assert_array_equal(scores[k * len(ALPHAS):(k + 1) * len(ALPHAS)],
+                                      alone.cv_results_["split_test_scores"])
