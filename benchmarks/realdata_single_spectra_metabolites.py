@@ -246,6 +246,26 @@ def _parse_args(argv):
     return parser.parse_args(argv)
 
 
+def _score_lists(report, label, timing, model, spectra, lists, store, cleaning):
+    """Score ``model`` once on the 60 lists into ``report["lists"][label]``, timed as ``timing``."""
+    t0 = time.perf_counter()
+    report.setdefault("lists", {})[label] = _summary(evaluate_lists(model, spectra, lists, store, cleaning))
+    report["timings_s"][timing] = time.perf_counter() - t0
+
+
+def _record_choice(report, table):
+    """Store the CV table and the best (training set, alpha) by score in ``report``, print them; return the best
+    row."""
+    best = max(table, key=lambda row: row["score"])
+    report["cv"], report["chosen"] = table, {"training": best["training"], "alpha": best["alpha"]}
+    for row in table:
+        print(f"{row['training']:>14} alpha={row['alpha']:<5} top1 {row['top1']:.1f} top5 {row['top5']:.1f} "
+              f"top10 {row['top10']:.1f} score {row['score']:.2f} d_top1 {row['d_top1_vs_merged']:+.1f} "
+              f"(se {row['se_top1_vs_merged']:.1f})", flush=True)
+    print(f"chosen: {report['chosen']}", flush=True)
+    return best
+
+
 def main(argv=None):
     args = _parse_args(argv)
     data, out = Path(args.data) / "metabolites", Path(args.output)
@@ -304,23 +324,13 @@ def main(argv=None):
                                                         names)
     report["timings_s"]["cv_s"] = time.perf_counter() - t0
     report["timings_s"].update(fold_times)
-    table = cv_table(ranks, folds, design["query_struct"])
-    best = max(table, key=lambda row: row["score"])
-    report["cv"], report["chosen"] = table, {"training": best["training"], "alpha": best["alpha"]}
-    for row in table:
-        print(f"{row['training']:>14} alpha={row['alpha']:<5} top1 {row['top1']:.1f} top5 {row['top5']:.1f} "
-              f"top10 {row['top10']:.1f} score {row['score']:.2f} d_top1 {row['d_top1_vs_merged']:+.1f} "
-              f"(se {row['se_top1_vs_merged']:.1f})", flush=True)
-    print(f"chosen: {report['chosen']}", flush=True)
+    best = _record_choice(report, cv_table(ranks, folds, design["query_struct"]))
     del Q
     save()
     if args.skip_lists:
         return
 
-    report["lists"] = {}
-    t0 = time.perf_counter()
-    report["lists"]["merged (app default, alpha=0.1)"] = _summary(evaluate_lists(app, spectra, lists, store, cleaning))
-    report["timings_s"]["lists_merged_s"] = time.perf_counter() - t0
+    _score_lists(report, "merged (app default, alpha=0.1)", "lists_merged_s", app, spectra, lists, store, cleaning)
     del app
     save()
     if (best["training"], best["alpha"]) != ("merged", APP_ALPHA):
@@ -328,10 +338,8 @@ def main(argv=None):
         model = _fitted_identifier(design, K, Y, weights, best["training"], best["alpha"])
         del K
         report["timings_s"]["chosen_fit_s"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        label = f"{best['training']} (CV choice, alpha={best['alpha']})"
-        report["lists"][label] = _summary(evaluate_lists(model, spectra, lists, store, cleaning))
-        report["timings_s"]["lists_chosen_s"] = time.perf_counter() - t0
+        _score_lists(report, f"{best['training']} (CV choice, alpha={best['alpha']})", "lists_chosen_s", model,
+                     spectra, lists, store, cleaning)
     for name, result in report["lists"].items():
         print(name, result["per_structure"], result["per_spectrum"], flush=True)
     save()
