@@ -180,7 +180,11 @@ class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
     refit : bool, default=True
         Refit :attr:`best_estimator_` on all data with the best setting. ``False``: the search only (``cv_results_``
         and the ``best_*`` attributes; no ``best_estimator_``, so no prediction), which saves one IOKR fit (a
-        factorization and the output Gram) when only the hold-out values are wanted.
+        factorization and the output Gram) when only the hold-out values are wanted. With one input setting on the
+        eigen route and explicit outputs of width ``p <= n`` (squared-error leave-one-out), the refit reuses the
+        search's decomposition and ``U^T Psi``: one ``n x n x p`` product instead of a new Gram and Cholesky (the
+        same model: the plain ridge solve, recovered from the intercept-deflated decomposition by one bordered
+        step, :meth:`~iokr.linalg.EigenPath.solve_without_intercept`).
     %(tol)s
 
     Attributes
