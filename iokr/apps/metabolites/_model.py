@@ -113,8 +113,8 @@ class MetaboliteIdentifier(BaseEstimator):
     output_kernel : {"gaussian_tanimoto", "tanimoto", "linear"}, default="gaussian_tanimoto"
     output_gamma : float, default=1.0
     working_memory : float, optional
-        Budget (MiB) of chunked computations; ``None``: the global budget, and for candidate scoring at most
-        :data:`SCORING_WORKING_MEMORY`.
+        Budget (MiB) of chunked computations; ``None``: the global budget, and for candidate scoring (also the
+        cross-validation's hold-out rankings) at most :data:`SCORING_WORKING_MEMORY`.
 
     Attributes
     ----------
@@ -326,6 +326,13 @@ class MetaboliteIdentifier(BaseEstimator):
             diag = np.ones_like(diag)
         return K, diag
 
+    def scoring_budget(self):
+        """Working memory (MiB) of candidate scoring, here and in the hold-out rankings of the cross-validation: the
+        model's ``working_memory`` when set, else the global budget capped at :data:`SCORING_WORKING_MEMORY`."""
+        if self.working_memory is not None:
+            return self.working_memory
+        return min(get_config()["working_memory"], SCORING_WORKING_MEMORY)
+
     def score_sets(self, spectra, candidate_sets, *, test_kernel=None):
         """Score of every candidate of every query (higher is better).
 
@@ -344,8 +351,7 @@ class MetaboliteIdentifier(BaseEstimator):
         K, diag = self.test_kernel(spectra) if test_kernel is None else test_kernel
         sets = candidate_sets if isinstance(candidate_sets, CandidateSets) else \
             CandidateSets.from_arrays(candidate_sets)
-        budget = min(get_config()["working_memory"], SCORING_WORKING_MEMORY)
-        with config_context(working_memory=budget if self.working_memory is None else None):
+        with config_context(working_memory=self.scoring_budget()):
             rankings = self.iokr_.rank(K, sets, input_diag=diag)
         out = []
         for r in rankings:

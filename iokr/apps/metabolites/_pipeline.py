@@ -329,7 +329,7 @@ def _fold_holdout_ranks(model, grams, Y, alphas, splits, surrogates):
         K, weights = model.combined_training_gram(grams, None, Y, weights_from=train_rows)
         fold_weights.append(weights)
         for name, (sets, split_score) in surrogates.items():
-            results = _holdout_ranks(K, Y, alphas, [(train_rows, test_rows)], sets, output, model.working_memory,
+            results = _holdout_ranks(K, Y, alphas, [(train_rows, test_rows)], sets, output, model.scoring_budget(),
                                      split_score)
             if name not in merged:
                 merged[name] = [(alpha, np.full(Y.shape[0], np.nan)) for alpha, _ in results]
