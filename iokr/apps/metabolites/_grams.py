@@ -39,6 +39,16 @@ GRAM_BLOCK_MEMORY = 64
 GRAM_STORAGES = ("dense", "csr", "file")
 
 
+def input_gaussian(K, da, db, gamma):
+    """``exp(-gamma * clip(da[:, None] + db[None, :] - 2 K, 0))``: the Gaussian of the combined kernel's distance,
+    shape of ``K`` (a new array; ``K`` is not modified). ``da``, ``db``: the combined diagonals of rows and
+    columns."""
+    D = da[:, None] + db[None, :]
+    D -= 2.0 * K
+    np.clip(D, 0.0, None, out=D)
+    return np.exp(-gamma * D)
+
+
 def compact_gram(K, working_memory=GRAM_BLOCK_MEMORY):
     """CSR copy of a dense Gram holding its nonzero entries exactly, built by row blocks (int32 column indices)."""
     K = np.asarray(K)
@@ -226,11 +236,7 @@ class TrainingGrams:
             for k in range(1, self.n_kernels):
                 acc += weights[k] * self.block(k, r, cols)
             if gamma is not None:
-                da, db = diags
-                D = da[part][:, None] + db[None, :]
-                D -= 2.0 * acc
-                np.clip(D, 0.0, None, out=D)
-                acc = np.exp(-gamma * D)
+                acc = input_gaussian(acc, diags[0][part], diags[1], gamma)
             out[part] = acc
         return out
 

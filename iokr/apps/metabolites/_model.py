@@ -20,7 +20,7 @@ from ...estimators import IOKR
 from ...kernels import GaussianTanimoto, Linear, Normalized, Tanimoto
 from ...model_selection import alignf_weights as _alignf_from_terms
 from ._annotated_kernels import FormulaTokenKernel
-from ._grams import GRAM_STORAGES, FileGram, TrainingGrams, compact_gram
+from ._grams import GRAM_STORAGES, FileGram, TrainingGrams, compact_gram, input_gaussian
 from ._kernels import BinnedKernel, PeakProductKernel, normalized_gram
 from ._spectra import Spectra
 
@@ -257,8 +257,7 @@ class MetaboliteIdentifier(BaseEstimator):
         :class:`TrainingGrams` (all by default)."""
         gamma, diags = self.input_gamma, None
         if gamma is not None:
-            unit = [self._unit_diag(d) for d in grams.diags]
-            da = sum(w * d for w, d in zip(weights, unit, strict=True))
+            da = self._combined_unit_diag(grams.diags, weights)
             diags = (da if rows is None else da[rows], da if cols is None else da[cols])
         return grams.combined(weights, rows, cols, gamma=gamma, diags=diags)
 
@@ -290,6 +289,10 @@ class MetaboliteIdentifier(BaseEstimator):
     def _unit_diag(raw):
         return (raw > 0).astype(np.float64)
 
+    def _combined_unit_diag(self, raw_diags, weights):
+        """``sum_k w_k [raw_k > 0]``: the combined kernel's diagonal of normalized base kernels."""
+        return sum(w * self._unit_diag(d) for w, d in zip(weights, raw_diags, strict=True))
+
     def test_kernel(self, spectra):
         """``(K_test_train, k(x, x))`` of the combined input kernel for query spectra.
 
@@ -318,11 +321,8 @@ class MetaboliteIdentifier(BaseEstimator):
         the queries per base kernel (list of arrays of shape (m,))."""
         diag = sum(w * d for w, d in zip(self.weights_, test_unit_diags, strict=True))
         if self.input_gamma is not None:
-            db = sum(w * self._unit_diag(d) for w, d in zip(self.weights_, self.train_raw_diags_, strict=True))
-            D = diag[:, None] + db[None, :]
-            D -= 2.0 * K
-            np.clip(D, 0.0, None, out=D)
-            K = np.exp(-self.input_gamma * D)
+            K = input_gaussian(K, diag, self._combined_unit_diag(self.train_raw_diags_, self.weights_),
+                               self.input_gamma)
             diag = np.ones_like(diag)
         return K, diag
 
