@@ -41,7 +41,6 @@ import numpy as np
 
 from ...decoding import CandidateSets
 from ._annotated_kernels import FormulaTokenKernel
-from ._kernels import normalized_gram
 from ._spectra import Spectra
 
 #: How scores compare across formula hypotheses (see the module notes); the first is the default.
@@ -79,13 +78,7 @@ def query_grams(model, queries):
     """Normalized test Grams and unit diagonals of the model's unannotated base kernels on ``queries``
     (``{position: (K, unit_diag)}``): they are the same under every formula hypothesis."""
     skip = set(annotated_kernels(model))
-    out = {}
-    for i, (kernel, train_diag) in enumerate(zip(model.base_kernels_, model.train_raw_diags_, strict=True)):
-        if i not in skip:
-            K, d, _ = normalized_gram(kernel, queries, model.train_spectra_, diag_b=train_diag,
-                                      working_memory=model.working_memory)
-            out[i] = (K, model._unit_diag(d))
-    return out
+    return {i: model.base_test_gram(i, queries) for i in range(len(model.base_kernels_)) if i not in skip}
 
 
 def hypothesis_test_kernel(model, hypotheses, of_query, grams_of_queries):
@@ -111,14 +104,12 @@ def hypothesis_test_kernel(model, hypotheses, of_query, grams_of_queries):
         row and diagonal of their query without formula.
     """
     grams, test_diags, tokens = [], [], np.zeros(len(hypotheses), dtype=bool)
-    for i, (kernel, train_diag) in enumerate(zip(model.base_kernels_, model.train_raw_diags_, strict=True)):
+    for i in range(len(model.base_kernels_)):
         if i in grams_of_queries:
             K, d = grams_of_queries[i]
             K, d = K[of_query], d[of_query]
         else:
-            K, d, _ = normalized_gram(kernel, hypotheses, model.train_spectra_, diag_b=train_diag,
-                                      working_memory=model.working_memory)
-            d = model._unit_diag(d)
+            K, d = model.base_test_gram(i, hypotheses)
             tokens |= d > 0
         grams.append(K)
         test_diags.append(d)

@@ -303,17 +303,23 @@ class MetaboliteIdentifier(BaseEstimator):
         if not isinstance(spectra, Spectra):
             raise TypeError(f"'spectra' must be a Spectra object, got {type(spectra).__name__}.")
         K, test_diags = None, []
-        for w, kernel, train_diag in zip(self.weights_, self.base_kernels_, self.train_raw_diags_, strict=True):
-            G, d, _ = normalized_gram(kernel, spectra, self.train_spectra_, diag_b=train_diag,
-                                      working_memory=self._gram_memory())
+        for k, w in enumerate(self.weights_):
+            G, d = self.base_test_gram(k, spectra)
             G *= w
             if K is None:
                 K = G
             else:
                 K += G
             del G
-            test_diags.append(self._unit_diag(d))
+            test_diags.append(d)
         return self.finish_test_kernel(K, test_diags)
+
+    def base_test_gram(self, k, spectra):
+        """Normalized Gram of base kernel ``k`` between ``spectra`` (m) and the training spectra, shape
+        (m, n_train), and the queries' unit diagonal, shape (m,)."""
+        K, d, _ = normalized_gram(self.base_kernels_[k], spectra, self.train_spectra_,
+                                  diag_b=self.train_raw_diags_[k], working_memory=self._gram_memory())
+        return K, self._unit_diag(d)
 
     def finish_test_kernel(self, K, test_unit_diags):
         """:meth:`test_kernel`'s ``(K, diag)`` from ``K = sum_k w_k Kn_k``, the weighted sum of the normalized base
