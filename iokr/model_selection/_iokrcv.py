@@ -322,10 +322,11 @@ class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
                 self.cv_results_["holdout_ranks"] = [r for _, r in stored]
         if self.refit:
             best = IOKR(**apply_setting(base, self.best_params_))
-            reused = self._reusable_refit(input_grid, path, input_side, targets)
+            reused = self._reusable_refit(input_grid, path, targets)
             if reused is None:
                 best.fit(X, Y)
             else:  # the path's decomposition and U^T Psi give the dual coefficients with one product
+                input_side.owner = IOKR.__name__  # the refitted estimator's name in its own error messages
                 dual = path.eigen.solve_without_intercept(gram, reused.rhs, self.best_params_["alpha"],
                                                           projected=reused.projected)
                 best._set_fitted(input_side, reused.side, dual)
@@ -334,7 +335,7 @@ class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
             self.n_output_features_ = self.best_estimator_.n_output_features_
         return self
 
-    def _reusable_refit(self, input_grid, path, input_side, targets):
+    def _reusable_refit(self, input_grid, path, targets):
         """The best output setting's target when the refit can reuse the last path (else None).
 
         Only one input setting leaves its path alive at the end; the explicit-output grid route kept ``U^T Psi``.
@@ -345,7 +346,6 @@ class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
         target = targets[k][1]
         if not target.explicit or target.projected is None:
             return None
-        input_side.owner = IOKR.__name__  # the refitted estimator's name in its own error messages
         return target
 
     def _path_results(self, path, targets, holdouts, scoring, sets, truth, store):
