@@ -307,7 +307,9 @@ def markdown_report(summary, title="Metabolite identification (IOKR) on PubChem 
               f"- model: kernels {chosen.get('kernels')} with ALIGNF weights "
               f"{[round(w, 3) for w in summary.get('weights', [])]}, sigma_mz={chosen.get('sigma_mz')}, "
               f"sigma_intensity={chosen.get('sigma_intensity')}, output {chosen.get('output_kernel')} "
-              f"(gamma={chosen.get('output_gamma')}), alpha={chosen.get('alpha')} chosen by cross-validation",
+              f"(gamma={chosen.get('output_gamma')}), alpha={chosen.get('alpha')} chosen by cross-validation; "
+              f"structure prior weight {chosen.get('prior_weight', 0.0)} over {chosen.get('prior_neighbors', 10)} "
+              "nearest training structures",
               f"- fingerprint: {summary.get('fingerprint')}; cleaning: {summary.get('cleaning')}",
               "- confidence of the top hit, expected calibration error: " + (", ".join(
                   f"{kind.replace('_', ' ')} {r['ece']:.3f} (n={r['n']})" for kind, r in

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import math
 from pathlib import Path
 
 from ._output import check_outputs, format_table, log, output_folder, progress, write_atomic, write_json
@@ -49,7 +50,8 @@ def _model_options(args, jobs):
         fingerprint["radius"] = args.fingerprint_radius
     return jobs.TrainingConfig(fingerprint=fingerprint, grid=_grid(args, jobs.DEFAULT_GRID),
                                surrogate=args.cv_lists or jobs.DEFAULT_SURROGATE, n_folds=args.folds,
-                               seed=args.seed, store_path=args.store)
+                               seed=args.seed, store_path=args.store, prior_weight=args.prior_weight,
+                               prior_neighbors=args.prior_neighbors)
 
 
 def _add_model_options(parser):
@@ -73,6 +75,11 @@ def _add_model_options(parser):
                         help="seed of the random structure folds (default: 0)")
     parser.add_argument("--store", default=None, help="SQLite candidate store caching parsed structures and "
                         "fingerprints (default: in memory)")
+    parser.add_argument("--prior-weight", type=float, default=None,
+                        help="weight of the structure prior (candidates similar to the training structures score "
+                             "higher); 0 ranks by the spectrum alone (default: the app's cross-validated value)")
+    parser.add_argument("--prior-neighbors", type=int, default=None,
+                        help="training structures the structure prior averages over (default: the app's value)")
 
 
 IDENTIFY_HELP = """\
@@ -84,6 +91,9 @@ Rank candidate structures for every query spectrum and write, into the --output 
   parameters.json                the run's settings, sources and status counts
 Candidates of a query: those of its molecular formula (FORMULA= in any element order), else those whose
 monoisotopic mass is within --ppm of the neutral mass from the precursor m/z and the adduct.
+Score: the model's spectrum score plus its structure prior (the candidate's mean similarity to its nearest
+training structures, weighted as chosen by cross-validation); candidates resembling known compounds rank higher.
+--prior-weight 0 ranks by the spectrum alone (for compounds unlike any known one).
 
 examples:
   iokr metabolites index structures.csv --output structures.sqlite
@@ -135,6 +145,9 @@ def register(subparsers):
                           help="folder to write: structure_identifications.tsv, structure_candidates.tsv, "
                                "parameters.json")
     identify.add_argument("--top-k", type=int, default=10, help="candidates written per query (default: 10)")
+    identify.add_argument("--prior-weight", type=float, default=None,
+                          help="weight of the structure prior instead of the model's (0: rank by the spectrum "
+                               "alone, e.g. for compounds unlike any known one; no confidence is then reported)")
     identify.add_argument("--ppm", type=float, default=10.0,
                           help="mass window in ppm for queries without a formula (default: 10)")
     identify.add_argument("--query-id-field", default=None,
@@ -181,6 +194,18 @@ def _check_common(args):
         raise CommandError(f"--fingerprint-radius must be >= 1, got {args.fingerprint_radius}.")
     if any(a <= 0 for a in args.alphas or ()) or any(g <= 0 for g in args.output_gammas or ()):
         raise CommandError("--alphas and --output-gammas must be positive.")
+    _check_prior(args)
+
+
+def _check_prior(args):
+    from .main import CommandError
+
+    weight = getattr(args, "prior_weight", None)
+    if weight is not None and not (weight >= 0 and math.isfinite(weight)):
+        raise CommandError(f"--prior-weight must be a finite number >= 0, got {weight}.")
+    neighbors = getattr(args, "prior_neighbors", None)
+    if neighbors is not None and neighbors < 1:
+        raise CommandError(f"--prior-neighbors must be >= 1, got {neighbors}.")
 
 
 def _load_app():
@@ -205,7 +230,8 @@ def run_train(args):
     out = jobs.train_job(args.spectra, args.output, _model_options(args, jobs),
                          exclude_candidates=args.exclude_candidates, feedback=jobs.Feedback(_progress, _log))
     print(f"model written to {out['model']} ({out['n_train']} training structures); chosen: "
-          + ", ".join(f"{k}={out['chosen'][k]}" for k in ("alpha", "output_kernel", "output_gamma"))
+          + ", ".join(f"{k}={out['chosen'][k]}" for k in ("alpha", "output_kernel", "output_gamma", "prior_weight",
+                                                             "prior_neighbors"))
           + f"; MKL weights {[round(w, 3) for w in out['weights']]}")
     return 0
 
@@ -262,8 +288,9 @@ def run_identify(args):
     check_outputs({"--output": args.output}, inputs, overwrite=args.overwrite)
     _check_identify_paths(args)
     jobs = _load_app()
+    _check_prior(args)
     settings = jobs.IdentifySettings(top_k=args.top_k, ppm=args.ppm, query_id_field=args.query_id_field,
-                                adduct_policy=args.adduct_policy)
+                                     adduct_policy=args.adduct_policy, prior_weight=args.prior_weight)
     model = _resolve_model(args)
     with output_folder(args.output, overwrite=args.overwrite, inputs=inputs) as tmp:
         with open(tmp / "structure_candidates.tsv", "w", encoding="utf-8", newline="") as handle:

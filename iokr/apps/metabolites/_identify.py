@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from ..._validation import check_nonnegative_scalar
 from ...decoding import CandidateSets
 from ._adducts import AdductError, ion_mode_of, parse_adduct
 from ._formulas import FormulaError, canonical_formula
@@ -57,6 +58,10 @@ class IdentifySettings:
         with the model all the same and a warning in ``detail`` (``"assume"``).
     batch_size : int
         Queries scored together (memory grows with the batch's distinct candidates).
+    prior_weight : float or None
+        Weight of the structure prior instead of the model's own (0: the spectrum alone; see
+        :class:`~._model.MetaboliteIdentifier`); the model's confidence calibration holds for its own weight only,
+        so another weight leaves the ``confidence`` column empty.
     """
 
     top_k: int = 10
@@ -64,6 +69,7 @@ class IdentifySettings:
     query_id_field: str | None = None
     adduct_policy: str = "refuse"
     batch_size: int = 256
+    prior_weight: float | None = None
 
     def __post_init__(self):
         for name in ("top_k", "batch_size"):
@@ -76,6 +82,8 @@ class IdentifySettings:
         if self.adduct_policy not in ADDUCT_POLICIES:
             raise ValueError(f"The 'adduct_policy' parameter of IdentifySettings must be one of {ADDUCT_POLICIES}. "
                              f"Got {self.adduct_policy!r}.")
+        if self.prior_weight is not None:
+            check_nonnegative_scalar(self.prior_weight, "prior_weight", "IdentifySettings")
 
 
 @dataclass

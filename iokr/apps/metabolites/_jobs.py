@@ -45,7 +45,10 @@ DEFAULT_FINGERPRINT = {"kind": "morgan_counts+maccs", "n_bits": 2048, "radius": 
 
 #: Base model settings shared by train and evaluate (the grid's keys are chosen by cross-validation).
 DEFAULT_PARAMS = {"kernels": ("ppk", "ppk_nl", "binned", "binned_nl"), "weights": "alignf", "sigma_mz": 0.005,
-                  "sigma_intensity": 0.25, "output_kernel": "gaussian_tanimoto"}
+                  "sigma_intensity": 0.25, "output_kernel": "gaussian_tanimoto",
+                  # the structure prior, chosen by cross-validation on training structures with decoy lists
+                  # (benchmarks/realdata_structure_prior.py, reports/metabolites.md)
+                  "prior_weight": 0.3, "prior_neighbors": 1}
 
 
 class _Silent:
@@ -99,6 +102,10 @@ class TrainingConfig:
         Where the base training Grams are kept between cross-validation, calibration and the final fit
         (``storage`` of :meth:`~._model.MetaboliteIdentifier.base_grams`; all exact): "file" holds them in a
         temporary file, out of the process's memory while each fold's search runs.
+    prior_weight, prior_neighbors : float, int or None, default=None
+        The structure prior of the model (:class:`MetaboliteIdentifier`); None: the app's default
+        (:data:`DEFAULT_PARAMS`, chosen by ``benchmarks/realdata_structure_prior.py``). ``prior_weight=0``
+        scores candidates by the spectrum alone.
     """
 
     fingerprint: object = dataclasses.field(default_factory=lambda: dict(DEFAULT_FINGERPRINT))
@@ -108,6 +115,8 @@ class TrainingConfig:
     surrogate: str = DEFAULT_SURROGATE
     store_path: object = None
     gram_storage: str = "file"
+    prior_weight: float | None = None
+    prior_neighbors: int | None = None
 
     def fingerprinter(self):
         """The :class:`Fingerprinter` of :attr:`fingerprint`."""
@@ -166,6 +175,9 @@ def fit_training_set(train, config=None, feedback=None, timings=None):
     timings = {} if timings is None else timings
     n_folds, seed, surrogate = config.n_folds, config.seed, config.surrogate
     params = dict(DEFAULT_PARAMS)
+    for key in ("prior_weight", "prior_neighbors"):
+        if getattr(config, key) is not None:
+            params[key] = getattr(config, key)
     grid = DEFAULT_GRID if config.grid is None else config.grid
     n_points = int(np.prod([len(v) for v in grid.values()]))
     t0 = time.perf_counter()
@@ -325,6 +337,11 @@ def identify_job(model_path, spectra_path, candidates_path, settings=None, *, st
     adducts = model_precursor_types(meta)
     calibration = (meta.get("extra") or {}).get("calibration")
     calibration = Calibration.from_dict(calibration) if calibration else None
+    if settings.prior_weight is not None and settings.prior_weight != model.prior_weight:
+        log(f"structure prior weight {settings.prior_weight} instead of the model's {model.prior_weight}: the "
+            "confidence calibration holds for the model's weight only, no confidence is reported")
+        model.set_params(prior_weight=settings.prior_weight)
+        calibration = None
     cleaned = cleaning.single(spectra)
     cleaned = cleaning.merged(cleaned, groups=list(range(len(cleaned))))[0]
     queries = plan_queries(spectra, cleaned.n_peaks, adducts, source, settings)
@@ -354,6 +371,7 @@ def identify_job(model_path, spectra_path, candidates_path, settings=None, *, st
                   "candidate_source": source.describe(), "top_k": settings.top_k, "ppm": settings.ppm,
                   "query_id_field": settings.query_id_field, "adduct_policy": settings.adduct_policy,
                   "fingerprint": fingerprinter.params(), "statuses": statuses,
+                  "structure_prior": {"weight": model.prior_weight, "neighbors": model.prior_neighbors},
                   "annotation": annotation_totals([q.hypotheses for q in queries]) if annotated_kernels(model) else
                   "not used (the model has no annotated kernels)"}
     if annotated_kernels(model):

@@ -14,8 +14,8 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from ..._config import config_context, get_config, working_memory_bytes
-from ..._validation import check_positive_scalar
-from ...decoding import CandidateSets
+from ..._validation import check_nonnegative_scalar, check_positive_scalar
+from ...decoding import CandidateSets, neighbour_similarity
 from ...estimators import IOKR
 from ...kernels import GaussianTanimoto, Linear, Normalized, Tanimoto
 from ...model_selection import alignf_weights as _alignf_from_terms
@@ -112,6 +112,13 @@ class MetaboliteIdentifier(BaseEstimator):
         Parameters of the base kernels.
     output_kernel : {"gaussian_tanimoto", "tanimoto", "linear"}, default="gaussian_tanimoto"
     output_gamma : float, default=1.0
+    prior_weight : float, default=0.0
+        Weight of the structure prior added to every candidate's score: ``prior_weight`` times the mean output-kernel
+        similarity of the candidate to its ``prior_neighbors`` most similar training structures (candidates that
+        resemble known compounds rank higher; see :func:`iokr.decoding.neighbour_similarity`). 0 scores by the
+        spectrum alone.
+    prior_neighbors : int, default=10
+        Training structures the prior averages over.
     working_memory : float, optional
         Budget (MiB) of chunked computations; ``None``: the global budget, and for candidate scoring (also the
         cross-validation's hold-out rankings) at most :data:`SCORING_WORKING_MEMORY`.
@@ -126,7 +133,7 @@ class MetaboliteIdentifier(BaseEstimator):
 
     def __init__(self, kernels=("ppk", "ppk_nl"), weights="alignf", alpha=0.1, input_gamma=None, sigma_mz=0.005,
                  sigma_intensity=0.25, bin_width=0.01, output_kernel="gaussian_tanimoto", output_gamma=1.0,
-                 working_memory=None):
+                 prior_weight=0.0, prior_neighbors=10, working_memory=None):
         self.kernels = kernels
         self.weights = weights
         self.alpha = alpha
@@ -136,6 +143,8 @@ class MetaboliteIdentifier(BaseEstimator):
         self.bin_width = bin_width
         self.output_kernel = output_kernel
         self.output_gamma = output_gamma
+        self.prior_weight = prior_weight
+        self.prior_neighbors = prior_neighbors
         self.working_memory = working_memory
 
     def _base_kernels(self):
@@ -269,6 +278,11 @@ class MetaboliteIdentifier(BaseEstimator):
         if self.output_kernel not in OUTPUT_KERNELS:
             raise ValueError(f"The 'output_kernel' parameter of {owner} must be one of {OUTPUT_KERNELS}. "
                              f"Got {self.output_kernel!r} instead.")
+        check_nonnegative_scalar(self.prior_weight, "prior_weight", owner)
+        if isinstance(self.prior_neighbors, bool) or not isinstance(self.prior_neighbors, (int, np.integer)) \
+                or self.prior_neighbors < 1:
+            raise ValueError(f"The 'prior_neighbors' parameter of {owner} must be a positive int. "
+                             f"Got {self.prior_neighbors!r} instead.")
 
     def _fit_weights(self, grams, output, Y):
         m = grams.n_kernels
@@ -359,9 +373,32 @@ class MetaboliteIdentifier(BaseEstimator):
             CandidateSets.from_arrays(candidate_sets)
         with config_context(working_memory=self.scoring_budget()):
             rankings = self.iokr_.rank(K, sets, input_diag=diag)
+        prior = self.structure_prior(sets.pool) if self.prior_weight > 0 else None
         out = []
-        for r in rankings:
+        for q, r in enumerate(rankings):
             s = np.full(r.n_candidates, -np.inf)
             s[r.order] = r.scores
+            if prior is not None:
+                s += self.prior_weight * prior[sets.indices[q]]
             out.append(s)
         return out
+
+    def structure_prior(self, fingerprints, n_neighbors=None):
+        """Mean output-kernel similarity of each structure to its ``prior_neighbors`` most similar training
+        structures (the term ``prior_weight`` scales in :meth:`score_sets`).
+
+        Parameters
+        ----------
+        fingerprints : ndarray, CountFeatures or PackedBinaryFeatures of shape (n, n_output_features)
+        n_neighbors : int or sequence of int, optional
+            Instead of ``prior_neighbors`` (a sequence: one row per value, from one pass; for model selection).
+
+        Returns
+        -------
+        prior : ndarray of shape (n,), or (len(n_neighbors), n)
+        """
+        check_is_fitted(self, "iokr_")
+        kernel = make_output_kernel(self.output_kernel, self.output_gamma)
+        k = self.prior_neighbors if n_neighbors is None else n_neighbors
+        return neighbour_similarity(kernel, fingerprints, self.train_outputs_, k,
+                                    working_memory=self.scoring_budget())

@@ -23,6 +23,7 @@ from iokr.apps.metabolites import (
     read_spectra,
     save_identifier,
 )
+from iokr.apps.metabolites._jobs import DEFAULT_PARAMS
 from iokr.apps.metabolites._pipeline import evaluate_lists, query_spectra, training_set
 from iokr.apps.metabolites._spectra import clean_spectra
 from iokr.cli.main import main
@@ -168,6 +169,16 @@ def test_cli_train_identify_evaluate_and_errors(tiny, tmp_path, capsys):
                  "--candidates", str(tiny["lists"]), "--output", str(tmp_path / "r")]) == 0
 
     table = list(csv.DictReader((tmp_path / "r" / "structure_identifications.tsv").open(), delimiter="\t"))
+    params = json.loads((tmp_path / "r" / "parameters.json").read_text())
+    assert params["structure_prior"] == {"weight": DEFAULT_PARAMS["prior_weight"], "neighbors": DEFAULT_PARAMS["prior_neighbors"]}
+    # --prior-weight 0: the spectrum alone; the model's calibration does not hold for it, so no confidence
+    assert main(["metabolites", "identify", "--model", str(model), "--spectra", str(tiny["spectra"]),
+                 "--candidates", str(tiny["lists"]), "--output", str(tmp_path / "r0"), "--prior-weight", "0"]) == 0
+    spectrum_only = list(csv.DictReader((tmp_path / "r0" / "structure_identifications.tsv").open(), delimiter="\t"))
+    assert json.loads((tmp_path / "r0" / "parameters.json").read_text())["structure_prior"]["weight"] == 0.0
+    assert params["calibrated"] and all(r["confidence"] == "" for r in spectrum_only)
+    assert [r["status"] for r in spectrum_only] == [r["status"] for r in table]
+    assert any(a["score"] != b["score"] for a, b in zip(table, spectrum_only, strict=True) if a["status"] == "ok")
     statuses = {r["status"] for r in table}
     assert {"ok", "no candidates"} <= statuses <= {"ok", "no candidates", "no peaks after cleaning"}
     assert all(r["score"] == "" for r in table if r["status"] != "ok")
@@ -186,7 +197,13 @@ def test_cli_train_identify_evaluate_and_errors(tiny, tmp_path, capsys):
              ["metabolites", "evaluate", "--spectra", str(tmp_path / "nope.jsonl"), "--candidates",
               str(tiny["lists"]), "--output", str(out_dir)],
              ["metabolites", "evaluate", "--spectra", str(tiny["spectra"]), "--candidates", str(tiny["lists"]),
-              "--output", str(out_dir), "--folds", "1"]]
+              "--output", str(out_dir), "--folds", "1"],
+             ["metabolites", "train", "--spectra", str(tiny["spectra"]), "--output", str(tmp_path / "m2.npz"),
+              "--prior-weight", "-1"],
+             ["metabolites", "train", "--spectra", str(tiny["spectra"]), "--output", str(tmp_path / "m2.npz"),
+              "--prior-neighbors", "0"],
+             ["metabolites", "identify", "--model", str(model), "--spectra", str(tiny["spectra"]), "--candidates",
+              str(one_list), "--output", str(tmp_path / "new"), "--prior-weight", "nan"]]
     for argv in cases:
         assert main(argv) == 2
         err = capsys.readouterr().err.strip().splitlines()

@@ -1,0 +1,58 @@
+"""Similarity of candidates to their nearest reference structures: the structure prior of candidate scoring.
+
+A candidate that resembles many known structures (the training structures of a model) is, before any spectrum is
+seen, a likelier answer than an arbitrary structure of the same formula. :func:`neighbour_similarity` measures this
+as the mean of a candidate's ``n_neighbors`` largest kernel values against the reference rows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..linalg import row_slices
+
+
+def neighbour_similarity(kernel, candidates, reference, n_neighbors, working_memory=None):
+    """Mean of each candidate's ``n_neighbors`` largest kernel values against ``reference``.
+
+    Parameters
+    ----------
+    kernel : Kernel
+        Similarity of two rows (e.g. a Tanimoto kernel on fingerprints).
+    candidates : ndarray, CountFeatures or PackedBinaryFeatures of shape (n, p)
+        Rows are read in chunks (``candidates[a:b]``), so compact pools are never expanded at once. float32
+        candidates are compared with a float32 copy of ``reference``.
+    reference : ndarray of shape (n_ref, p)
+    n_neighbors : int or sequence of int
+        Positive; with fewer reference rows, all of them are averaged. A sequence gives one row of results per
+        value from one pass over the kernel blocks.
+    working_memory : float, optional
+        Budget (MiB) of one chunk of kernel values.
+
+    Returns
+    -------
+    similarity : ndarray of shape (n,), or (len(n_neighbors), n) for a sequence
+    """
+    single = np.ndim(n_neighbors) == 0
+    counts = [n_neighbors] if single else list(n_neighbors)
+    for k in counts:
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ValueError(f"'n_neighbors' must be a positive int (or a sequence of them), got {n_neighbors!r}.")
+    reference = np.asarray(reference)
+    if getattr(candidates, "dtype", None) == np.float32:
+        # float32 pools (compact fingerprints) are compared in float32 BLAS, as candidate scoring does
+        reference = reference.astype(np.float32)
+    n, n_ref = len(candidates), reference.shape[0]
+    out = np.zeros((len(counts), n), dtype=np.float64)
+    if n and n_ref:
+        ks = [min(int(k), n_ref) for k in counts]
+        # the kernel block, its temporaries and the partition's copy
+        bytes_per_row = 8 * n_ref * (2 + kernel.temporaries_per_entry)
+        for rows in row_slices(n, bytes_per_row, working_memory):
+            block = kernel(np.asarray(candidates[rows]), reference, working_memory=working_memory)
+            # one partition serves every k: the largest max(ks) values sorted, then prefix means
+            top = np.partition(block, n_ref - max(ks), axis=1)[:, n_ref - max(ks):]
+            top = -np.sort(-top, axis=1)
+            for j, k in enumerate(ks):
+                out[j, rows] = top[:, :k].mean(axis=1)
+    return out[0] if single else out

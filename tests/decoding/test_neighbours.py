@@ -1,0 +1,63 @@
+import numpy as np
+import pytest
+
+from iokr.decoding import CountFeatures, PackedBinaryFeatures, neighbour_similarity
+from iokr.kernels import Tanimoto
+
+
+def _brute(candidates, reference, k):
+    """Each candidate's similarities to every reference row, sorted, the k largest averaged (one row at a time)."""
+    out = []
+    for c in candidates:
+        sims = []
+        for r in reference:
+            dot = float(c @ r)
+            denom = float(c @ c + r @ r - dot)
+            sims.append(dot / denom if denom > 0 else 1.0)
+        out.append(np.mean(sorted(sims)[::-1][:k]))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("k", [1, 3, 7, 50])
+def test_matches_brute_force_at_any_budget(k):
+    rng = np.random.default_rng(0)
+    C = rng.integers(0, 4, size=(23, 12)).astype(np.float64)
+    R = rng.integers(0, 4, size=(9, 12)).astype(np.float64)
+    expected = _brute(C, R, k)
+    for budget in (None, 0.001):  # 0.001 MiB: a few rows per chunk
+        got = neighbour_similarity(Tanimoto(), C, R, k, working_memory=budget)
+        np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
+def test_a_sequence_of_neighbour_counts_gives_one_row_per_count():
+    rng = np.random.default_rng(2)
+    C = rng.integers(0, 4, size=(17, 8)).astype(np.float64)
+    R = rng.integers(0, 4, size=(11, 8)).astype(np.float64)
+    got = neighbour_similarity(Tanimoto(), C, R, (1, 4, 11, 30), working_memory=0.001)
+    assert got.shape == (4, 17)
+    for row, k in zip(got, (1, 4, 11, 30), strict=True):
+        np.testing.assert_allclose(row, _brute(C, R, k), rtol=1e-12)
+
+
+def test_compact_pools_give_the_dense_values():
+    rng = np.random.default_rng(1)
+    counts = rng.integers(0, 5, size=(15, 10)).astype(np.uint8)
+    bits = (rng.random((15, 10)) < 0.4)
+    R = rng.integers(0, 3, size=(6, 10)).astype(np.float64)
+    np.testing.assert_allclose(neighbour_similarity(Tanimoto(), CountFeatures(counts), R, 2),
+                               _brute(counts.astype(float), R, 2), rtol=1e-6)
+    np.testing.assert_allclose(neighbour_similarity(Tanimoto(), PackedBinaryFeatures.from_dense(bits), R, 2),
+                               _brute(bits.astype(float), R, 2), rtol=1e-6)
+
+
+def test_a_candidate_equal_to_a_reference_row_has_similarity_one_with_one_neighbour():
+    R = np.array([[1.0, 0, 2], [0, 1, 1]])
+    assert neighbour_similarity(Tanimoto(), R[::-1], R, 1).tolist() == [1.0, 1.0]
+
+
+def test_empty_inputs_and_bad_neighbours():
+    R = np.ones((3, 4))
+    assert neighbour_similarity(Tanimoto(), np.zeros((0, 4)), R, 2).shape == (0,)
+    for bad in (0, -1, 1.5, True, "3", (2, 0)):
+        with pytest.raises(ValueError, match="'n_neighbors' must be a positive int"):
+            neighbour_similarity(Tanimoto(), R, R, bad)
