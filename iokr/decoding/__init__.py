@@ -4,7 +4,7 @@ from ._bits import BinaryTanimotoIndex
 from ._candidate_stats import CandidateStatistics, SetLayout, set_layout, stream_statistics, subsample_sets
 from ._candidates import CandidateSets, CountFeatures, PackedBinaryFeatures, as_candidate_sets
 from ._disk import CandidateFile, CandidateFileWriter, write_candidate_file
-from ._neighbours import neighbour_similarity
+from ._neighbours import neighbour_similarity, top_mean
 from ._ranking import QueryRanking, rankings_from_scores, warn_empty
 from ._rules import (
     DECODINGS,
@@ -32,6 +32,7 @@ from ._scoring import (
 
 __all__ = [
     "neighbour_similarity",
+    "top_mean",
     "CandidateStatistics",
     "SetLayout",
     "set_layout",

@@ -12,6 +12,43 @@ import numpy as np
 from ..linalg import row_slices
 
 
+def top_mean(block, n_neighbors):
+    """Mean of the ``n_neighbors`` largest values of each row of ``block``.
+
+    Parameters
+    ----------
+    block : ndarray of shape (n, n_ref)
+    n_neighbors : int or sequence of int
+        Positive; more than ``n_ref`` averages the whole row. A sequence gives one row of results per value (one
+        partition serves them all).
+
+    Returns
+    -------
+    means : ndarray of shape (n,), or (len(n_neighbors), n) for a sequence
+    """
+    single = np.ndim(n_neighbors) == 0
+    counts = _check_counts(n_neighbors)
+    block = np.asarray(block)
+    n, n_ref = block.shape
+    out = np.zeros((len(counts), n), dtype=np.float64)
+    if n and n_ref:
+        ks = [min(k, n_ref) for k in counts]
+        # the largest max(ks) values of each row, sorted descending, then prefix means
+        top = np.partition(block, n_ref - max(ks), axis=1)[:, n_ref - max(ks):]
+        top = -np.sort(-top, axis=1)
+        for j, k in enumerate(ks):
+            out[j] = top[:, :k].mean(axis=1)
+    return out[0] if single else out
+
+
+def _check_counts(n_neighbors):
+    counts = [n_neighbors] if np.ndim(n_neighbors) == 0 else list(n_neighbors)
+    for k in counts:
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ValueError(f"'n_neighbors' must be a positive int (or a sequence of them), got {n_neighbors!r}.")
+    return [int(k) for k in counts]
+
+
 def neighbour_similarity(kernel, candidates, reference, n_neighbors, working_memory=None):
     """Mean of each candidate's ``n_neighbors`` largest kernel values against ``reference``.
 
@@ -34,10 +71,7 @@ def neighbour_similarity(kernel, candidates, reference, n_neighbors, working_mem
     similarity : ndarray of shape (n,), or (len(n_neighbors), n) for a sequence
     """
     single = np.ndim(n_neighbors) == 0
-    counts = [n_neighbors] if single else list(n_neighbors)
-    for k in counts:
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise ValueError(f"'n_neighbors' must be a positive int (or a sequence of them), got {n_neighbors!r}.")
+    counts = _check_counts(n_neighbors)
     reference = np.asarray(reference)
     if getattr(candidates, "dtype", None) == np.float32:
         # float32 pools (compact fingerprints) are compared in float32 BLAS, as candidate scoring does
@@ -45,14 +79,9 @@ def neighbour_similarity(kernel, candidates, reference, n_neighbors, working_mem
     n, n_ref = len(candidates), reference.shape[0]
     out = np.zeros((len(counts), n), dtype=np.float64)
     if n and n_ref:
-        ks = [min(int(k), n_ref) for k in counts]
         # the kernel block, its temporaries and the partition's copy
         bytes_per_row = 8 * n_ref * (2 + kernel.temporaries_per_entry)
         for rows in row_slices(n, bytes_per_row, working_memory):
             block = kernel(np.asarray(candidates[rows]), reference, working_memory=working_memory)
-            # one partition serves every k: the largest max(ks) values sorted, then prefix means
-            top = np.partition(block, n_ref - max(ks), axis=1)[:, n_ref - max(ks):]
-            top = -np.sort(-top, axis=1)
-            for j, k in enumerate(ks):
-                out[j, rows] = top[:, :k].mean(axis=1)
+            out[:, rows] = top_mean(block, counts)
     return out[0] if single else out

@@ -158,10 +158,12 @@ class OutputSide:
             return self.kernel.from_tanimoto(T)
         return self.kernel.compute(C, self.Y_train)
 
-    def candidate_block(self, C, decoding, name="candidates"):
+    def candidate_block(self, C, decoding, name="candidates", cross_term=None):
         """Representation ``R`` and additive ``offset`` of a block of candidates for ``decoding``.
 
-        float32 candidates give a float32 representation, so they are scored with float32 BLAS.
+        float32 candidates give a float32 representation, so they are scored with float32 BLAS. ``cross_term``
+        (kernel path only): ``f(k(C, Y_train)) -> (n_c,)`` read from the raw cross block before it is transformed,
+        added to the offset (a per-candidate term such as a prior, at no second kernel evaluation).
         """
         rule = decoding_rule(decoding)
         C = np.asarray(C)
@@ -179,9 +181,16 @@ class OutputSide:
                 self.kernel.compute_features(C), dtype=dtype, copy=False, norms=rule.needs_candidate_norms)
         else:
             cross = self._cross_block(C)
+            term = None if cross_term is None else np.asarray(cross_term(cross), dtype=np.float64)
             R, sq_norms = self.kernel_transform.transform(cross, self.kernel.compute_diag(C))
             R = R.astype(dtype, copy=False)
-        return rule.candidate(R, sq_norms, unit_norm=self.normalize)
+        if cross_term is not None and self.explicit:
+            raise ValueError("A candidate term on the raw output-kernel block needs a kernel output side; this "
+                             "output kernel is scored through explicit features.")
+        R, offset = rule.candidate(R, sq_norms, unit_norm=self.normalize)
+        if cross_term is not None:
+            offset = term if offset is None else offset + term
+        return R, offset
 
     def binary_rule(self, decoding):
         """:meth:`candidate_block` for 0/1 candidates in affine form (a :class:`~iokr.decoding.BinaryRule`).

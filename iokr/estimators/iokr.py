@@ -36,6 +36,12 @@ _QUERY_DOCS = {
     "input_diag": """
         input_diag : array-like of shape (m,), optional
             ``k(x, x)`` of the test inputs; needed only with a precomputed, normalized input kernel.""",
+    "candidate_term": """
+        candidate_term : callable, optional
+            ``f(k_y(C, Y)) -> (n_c,)``: a per-candidate term computed from the raw output-kernel values of a block
+            of candidates against the training outputs (shape (n_c, n)), added to the candidates' scores (a
+            prior over outputs, e.g. :func:`iokr.decoding.top_mean` of the block); it reads the block the scoring
+            computes anyway. Kernel output sides only (not an explicit linear output kernel).""",
 }
 
 
@@ -198,9 +204,12 @@ class IOKR(BaseEstimator):
             return test_gram @ self.dual_coef_
         return self.factor_.solve(test_gram.T).T
 
-    def _scorer(self, X, input_diag, candidates_name="candidates"):
+    def _scorer(self, X, input_diag, candidates_name="candidates", candidate_term=None):
         check_is_fitted(self, "output_")
         self._check_params()
+        if candidate_term is not None and not (isinstance(self.output_, OutputSide) and not self.output_.explicit):
+            raise ValueError("'candidate_term' needs a kernel output side (an output kernel without explicit "
+                             f"features); {type(self).__name__} scores this one through features.")
         X, input_diag = self.input_.check_test(X, input_diag)
         width = self.output_.n_features if self.output_.explicit else self.input_.n_train
         rule = decoding_rule(self.decoding)
@@ -213,15 +222,18 @@ class IOKR(BaseEstimator):
             return self.output_.query_representation(coefficients, rule, norm_floor=floor)
 
         def candidate_block(C):
-            return self.output_.candidate_block(C, rule, candidates_name)
+            if candidate_term is None:
+                return self.output_.candidate_block(C, rule, candidates_name)
+            return self.output_.candidate_block(C, rule, candidates_name, cross_term=candidate_term)
 
         # Output sides without an affine 0/1 form (kernel outputs, MP-IOKR's basis) give no binary rule: every pool
-        # is then scored through candidate_block.
+        # is then scored through candidate_block. A candidate term may copy its block once more.
+        extra = 0 if candidate_term is None else 8 * self.input_.n_train
         return Scorer(X.shape[0], max(width, self.input_.n_train), query_block, candidate_block,
-                      self.output_.candidate_bytes_per_row(self.input_.n_train),
+                      self.output_.candidate_bytes_per_row(self.input_.n_train) + extra,
                       binary_rule=self.output_.binary_rule(rule))
 
-    def scorer(self, X, *, input_diag=None, candidates_name="candidates"):
+    def scorer(self, X, *, input_diag=None, candidates_name="candidates", candidate_term=None):
         """Return the bilinear scoring rule of the fitted model for the queries ``X``.
 
         Runs that organize the scoring themselves (:mod:`iokr.distributed`) score with it exactly as
@@ -233,6 +245,7 @@ class IOKR(BaseEstimator):
         %(input_diag)s
         candidates_name : str, default="candidates"
             Name of the candidates in error messages.
+        %(candidate_term)s
 
         Returns
         -------
@@ -240,7 +253,7 @@ class IOKR(BaseEstimator):
             Query and candidate representations under the model's decoding rule (see
             :class:`iokr.decoding.Scorer`).
         """
-        return self._scorer(X, input_diag, candidates_name)
+        return self._scorer(X, input_diag, candidates_name, candidate_term)
 
     def _explicit_weights(self):
         """``W`` with ``h(x) = test_block(x) @ W`` on the explicit output path (None otherwise)."""
@@ -315,7 +328,7 @@ class IOKR(BaseEstimator):
         if C.ndim != 2 or C.shape[1] != self.n_output_features_:
             raise ValueError(f"'C' must have shape (n_candidates, {self.n_output_features_}), got {C.shape}.")
 
-    def rank(self, X, candidate_sets, top_k=None, *, input_diag=None):
+    def rank(self, X, candidate_sets, top_k=None, *, input_diag=None, candidate_term=None):
         """Rank each query's candidates.
 
         Parameters
@@ -326,6 +339,7 @@ class IOKR(BaseEstimator):
         top_k : int, optional
             Keep only the best ``top_k`` per query.
         %(input_diag)s
+        %(candidate_term)s
 
         Returns
         -------
@@ -338,7 +352,7 @@ class IOKR(BaseEstimator):
             raise ValueError(f"'top_k' must be a positive int or None, got {top_k!r}.")
         n_queries = np.shape(X)[0]
         sets = as_candidate_sets(candidate_sets, n_queries, self.n_output_features_)
-        scorer = self._scorer(X, input_diag, "candidate_sets")
+        scorer = self._scorer(X, input_diag, "candidate_sets", candidate_term)
         if sets.is_shared and top_k is not None:
             indices, scores = top_k_scores(scorer, sets.pool, top_k, self.working_memory)
             n_pool = sets.pool.shape[0]

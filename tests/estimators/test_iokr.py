@@ -472,3 +472,33 @@ def test_cosine_scores_of_a_zero_prediction_do_not_depend_on_the_batch(output_ke
     alone = model.decision_function(X_test[:1], Y[1:2])
     np.testing.assert_array_equal(both, 0.0)
     np.testing.assert_array_equal(alone, 0.0)
+
+
+def test_rank_candidate_term_adds_a_function_of_the_raw_output_kernel_block():
+    """``candidate_term`` sees ``k_y(C, Y_train)`` untransformed and its values are added to the scores, whatever
+    the chunking; explicit output kernels refuse it."""
+    rng = np.random.default_rng(3)
+    X, Y = rng.normal(size=(20, 4)), rng.integers(0, 3, size=(20, 7)).astype(np.float64)
+    C = rng.integers(0, 3, size=(11, 7)).astype(np.float64)
+    model = IOKR(alpha=0.5, output_kernel=Tanimoto(), decoding="distance").fit(X, Y)
+    seen = []
+
+    def term(block):
+        seen.append(block.copy())
+        return block.max(axis=1) ** 2
+
+    expected_term = np.array([max(float(c @ y) / float(c @ c + y @ y - c @ y) for y in Y) ** 2 for c in C])
+    for budget in (None, 0.002):  # 0.002 MiB: a few candidates per block
+        model.set_params(working_memory=budget)
+        plain = model.rank(X[:3], [C, C[2:], C[:1]])
+        with_term = model.rank(X[:3], [C, C[2:], C[:1]], candidate_term=term)
+        for q, rows in enumerate((np.arange(11), np.arange(2, 11), np.arange(1))):
+            a = np.empty(rows.size)
+            a[plain[q].order] = plain[q].scores
+            b = np.empty(rows.size)
+            b[with_term[q].order] = with_term[q].scores
+            np.testing.assert_allclose(b, a + expected_term[rows], rtol=1e-10, atol=1e-12)
+    assert all(block.shape[1] == 20 for block in seen) and min(block.shape[0] for block in seen) < 9  # chunked
+    linear = IOKR(alpha=0.5).fit(X, Y)
+    with pytest.raises(ValueError, match="'candidate_term' needs a kernel output side"):
+        linear.rank(X[:2], [C, C], candidate_term=term)

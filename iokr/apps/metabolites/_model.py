@@ -15,7 +15,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..._config import config_context, get_config, working_memory_bytes
 from ..._validation import check_nonnegative_scalar, check_positive_scalar
-from ...decoding import CandidateSets, neighbour_similarity
+from ...decoding import CandidateSets, neighbour_similarity, top_mean
 from ...estimators import IOKR
 from ...kernels import GaussianTanimoto, Linear, Normalized, Tanimoto
 from ...model_selection import alignf_weights as _alignf_from_terms
@@ -371,9 +371,13 @@ class MetaboliteIdentifier(BaseEstimator):
         K, diag = self.test_kernel(spectra) if test_kernel is None else test_kernel
         sets = candidate_sets if isinstance(candidate_sets, CandidateSets) else \
             CandidateSets.from_arrays(candidate_sets)
+        # The prior is read from the candidates' output-kernel block against the training structures, which the
+        # scoring computes anyway; a linear output kernel has no such block, so its prior is computed apart.
+        in_scoring = self.prior_weight > 0 and self.output_kernel != "linear"
+        term = self._prior_term if in_scoring else None
         with config_context(working_memory=self.scoring_budget()):
-            rankings = self.iokr_.rank(K, sets, input_diag=diag)
-        prior = self.structure_prior(sets.pool) if self.prior_weight > 0 else None
+            rankings = self.iokr_.rank(K, sets, input_diag=diag, candidate_term=term)
+        prior = self.structure_prior(sets.pool) if self.prior_weight > 0 and not in_scoring else None
         out = []
         for q, r in enumerate(rankings):
             s = np.full(r.n_candidates, -np.inf)
@@ -382,6 +386,10 @@ class MetaboliteIdentifier(BaseEstimator):
                 s += self.prior_weight * prior[sets.indices[q]]
             out.append(s)
         return out
+
+    def _prior_term(self, cross):
+        """``prior_weight`` x the prior of candidates from their raw output-kernel block ``cross`` (n_c, n_train)."""
+        return self.prior_weight * top_mean(cross, int(self.prior_neighbors))
 
     def structure_prior(self, fingerprints, n_neighbors=None):
         """Mean output-kernel similarity of each structure to its ``prior_neighbors`` most similar training

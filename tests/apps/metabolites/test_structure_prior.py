@@ -5,14 +5,16 @@ import pytest
 from metab_helpers import random_spectra
 
 from iokr.apps.metabolites import MetaboliteIdentifier
-from iokr.decoding import CandidateSets, CountFeatures
+from iokr.decoding import CandidateSets, CountFeatures, PackedBinaryFeatures
 
 
-def _fitted(prior_weight, prior_neighbors=2, n=30, seed=0):
+def _fitted(prior_weight, prior_neighbors=2, n=30, seed=0, output_kernel="tanimoto", binary=False):
     rng = np.random.default_rng(seed)
     spectra = random_spectra(rng, n, grid=1.0)
     Y = rng.integers(0, 3, size=(n, 16)).astype(np.float64)
-    model = MetaboliteIdentifier(kernels=("ppk", "binned"), output_kernel="tanimoto", prior_weight=prior_weight,
+    if binary:
+        Y = np.minimum(Y, 1.0)
+    model = MetaboliteIdentifier(kernels=("ppk", "binned"), output_kernel=output_kernel, prior_weight=prior_weight,
                                  prior_neighbors=prior_neighbors).fit(spectra, Y)
     return model, spectra, Y
 
@@ -36,6 +38,39 @@ def test_prior_adds_the_weighted_mean_of_the_nearest_training_similarities():
         # brute force: every training structure's similarity, the 3 largest averaged
         prior = [np.mean(sorted((_tanimoto(pool[r].astype(float), y) for y in Y), reverse=True)[:3]) for r in rows]
         np.testing.assert_allclose(got[q], base[q] + 0.7 * np.array(prior), rtol=1e-6, atol=1e-9)
+
+
+def _brute_prior(kernel, pool, Y, k):
+    return np.array([np.mean(sorted((kernel(c, y) for y in Y), reverse=True)[:k]) for c in pool])
+
+
+def _gaussian_tanimoto(a, b):
+    return np.exp(-2.0 * (1.0 - _tanimoto(a, b)))
+
+
+def _cosine(a, b):
+    return float(a @ b) / np.sqrt(float(a @ a) * float(b @ b))
+
+
+@pytest.mark.parametrize("output_kernel,kernel", [("tanimoto", _tanimoto), ("gaussian_tanimoto", _gaussian_tanimoto),
+                                                  ("linear", _cosine)])
+@pytest.mark.parametrize("pool_kind", ["dense", "counts", "packed"])
+def test_prior_in_the_scoring_pass_or_apart_equals_brute_force(output_kernel, kernel, pool_kind):
+    """The kernel outputs read the prior from the scoring's own candidate block (IOKR.rank's candidate_term), the
+    linear output computes it apart; dense, count and bit-packed pools (the binary Tanimoto path) alike."""
+    binary = pool_kind == "packed"
+    plain, spectra, Y = _fitted(0.0, output_kernel=output_kernel, binary=binary)
+    weighted, _, _ = _fitted(1.3, prior_neighbors=4, output_kernel=output_kernel, binary=binary)
+    rng = np.random.default_rng(7)
+    dense = rng.integers(0, 2 if binary else 3, size=(9, 16)).astype(np.uint8)
+    dense[0] = 0 if output_kernel != "linear" else 1  # an all-zero candidate (Tanimoto 1 with an all-zero one)
+    pool = {"dense": dense.astype(np.float64), "counts": CountFeatures(dense),
+            "packed": PackedBinaryFeatures.from_dense(dense.astype(bool))}[pool_kind]
+    sets = CandidateSets(pool, [np.arange(9), np.array([8, 1, 4])])
+    prior = _brute_prior(kernel, dense.astype(np.float64), Y, 4)
+    for q, (base, got) in enumerate(zip(plain.score_sets(spectra[:2], sets), weighted.score_sets(spectra[:2], sets),
+                                        strict=True)):
+        np.testing.assert_allclose(got, base + 1.3 * prior[sets.indices[q]], rtol=1e-5, atol=1e-6)
 
 
 def test_a_training_structure_gets_prior_one_with_one_neighbour_and_zero_weight_changes_nothing():
