@@ -70,18 +70,15 @@ def neighbour_similarity(kernel, candidates, reference, n_neighbors, working_mem
     -------
     similarity : ndarray of shape (n,), or (len(n_neighbors), n) for a sequence
     """
-    single = np.ndim(n_neighbors) == 0
-    counts = _check_counts(n_neighbors)
+    _check_counts(n_neighbors)
     reference = np.asarray(reference)
     if getattr(candidates, "dtype", None) == np.float32:
         # float32 pools (compact fingerprints) are compared in float32 BLAS, as candidate scoring does
         reference = reference.astype(np.float32)
     n, n_ref = len(candidates), reference.shape[0]
-    out = np.zeros((len(counts), n), dtype=np.float64)
-    if n and n_ref:
-        # the kernel block, its temporaries and the partition's copy
-        bytes_per_row = 8 * n_ref * (2 + kernel.temporaries_per_entry)
-        for rows in row_slices(n, bytes_per_row, working_memory):
-            block = kernel(np.asarray(candidates[rows]), reference, working_memory=working_memory)
-            out[:, rows] = top_mean(block, counts)
-    return out[0] if single else out
+    if n == 0 or n_ref == 0:
+        return top_mean(np.zeros((n, n_ref)), n_neighbors)  # zeros of the result's shape
+    # the kernel block, its temporaries and the partition's copy
+    bytes_per_row = 8 * n_ref * (2 + kernel.temporaries_per_entry)
+    return np.concatenate([top_mean(kernel(np.asarray(candidates[rows]), reference, working_memory=working_memory),
+                                    n_neighbors) for rows in row_slices(n, bytes_per_row, working_memory)], axis=-1)

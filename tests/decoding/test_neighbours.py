@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from iokr.decoding import CountFeatures, PackedBinaryFeatures, neighbour_similarity
+from iokr.decoding import CountFeatures, PackedBinaryFeatures, neighbour_similarity, top_mean
 from iokr.kernels import Tanimoto
 
 
@@ -61,3 +61,11 @@ def test_empty_inputs_and_bad_neighbours():
     for bad in (0, -1, 1.5, True, "3", (2, 0)):
         with pytest.raises(ValueError, match="'n_neighbors' must be a positive int"):
             neighbour_similarity(Tanimoto(), R, R, bad)
+
+
+def test_top_mean_is_the_mean_of_the_sorted_row_prefix():
+    rng = np.random.default_rng(4)
+    block = rng.normal(size=(6, 9))
+    for k in (1, 2, 9, 20):
+        np.testing.assert_allclose(top_mean(block, k), [np.mean(sorted(row)[::-1][:k]) for row in block])
+    assert top_mean(np.zeros((3, 0)), (1, 2)).shape == (2, 3) and top_mean(np.zeros((0, 4)), 2).shape == (0,)
