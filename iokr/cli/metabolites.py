@@ -87,7 +87,8 @@ Rank candidate structures for every query spectrum and write, into the --output 
   structure_identifications.tsv  one row per query: id, precursor m/z, adduct, formula or mass window used,
                                  number of candidates, the top hit (identifier, name, InChIKey, SMILES, ...),
                                  score, confidence (probability that the top hit is right), status, detail
-  structure_candidates.tsv       the top-k candidates per query with every column of the candidate source
+  structure_candidates.tsv       the top-k candidates per query with every column of the candidate source, the
+                                 score and the structure prior (similarity to the nearest training structures)
   parameters.json                the run's settings, sources and status counts
 Candidates of a query: those of its molecular formula (FORMULA= in any element order), else those whose
 monoisotopic mass is within --ppm of the neutral mass from the precursor m/z and the adduct.
@@ -295,7 +296,7 @@ def run_identify(args):
     with output_folder(args.output, overwrite=args.overwrite, inputs=inputs) as tmp:
         with open(tmp / "structure_candidates.tsv", "w", encoding="utf-8", newline="") as handle:
             def candidate_table(columns):  # rows written as they are ranked, not held until the end
-                writer = _table_writer(handle, ["query_id", "rank", *columns, "score"])
+                writer = _table_writer(handle, ["query_id", "rank", *columns, "score", "structure_prior"])
                 writer.writeheader()
                 return writer.writerow
 

@@ -354,8 +354,12 @@ def identify_job(model_path, spectra_path, candidates_path, settings=None, *, st
         margins, sizes, _ = top_margins([scores])
         confidence = calibration.probability(margins, sizes)[0] if calibration is not None else None
         records = source.records(q.candidates[order])
-        for rank, (j, record) in enumerate(zip(order, records, strict=True), 1):
-            write({"query_id": q.query_id, "rank": rank, **record, "score": f"{scores[j]:.6g}"})
+        # the structure prior of each written candidate (its part of the score is prior_weight x this value)
+        written, back = np.unique(q.candidates[order], return_inverse=True)
+        prior = model.structure_prior(source.fingerprints(written, fingerprinter))[back]
+        for rank, (j, record, p) in enumerate(zip(order, records, prior, strict=True), 1):
+            write({"query_id": q.query_id, "rank": rank, **record, "score": f"{scores[j]:.6g}",
+                   "structure_prior": f"{p:.4f}"})
         identifications[q.row] = {**records[0], "score": f"{scores[order[0]]:.6g}",
                                   "confidence": "" if confidence is None else f"{confidence:.3f}"}
     rows, statuses = [], {}

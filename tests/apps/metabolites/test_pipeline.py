@@ -179,6 +179,19 @@ def test_cli_train_identify_evaluate_and_errors(tiny, tmp_path, capsys):
     assert params["calibrated"] and all(r["confidence"] == "" for r in spectrum_only)
     assert [r["status"] for r in spectrum_only] == [r["status"] for r in table]
     assert any(a["score"] != b["score"] for a, b in zip(table, spectrum_only, strict=True) if a["status"] == "ok")
+    # structure_candidates.tsv: score = spectrum score + prior_weight x structure_prior, candidate by candidate
+    def candidates(folder):
+        rows = csv.DictReader((tmp_path / folder / "structure_candidates.tsv").open(), delimiter="\t")
+        return {(r["query_id"], r["structure"]): r for r in rows}
+
+    with_prior, without = candidates("r"), candidates("r0")
+    shared = set(with_prior) & set(without)
+    assert len(shared) > 5 and list(next(iter(with_prior.values())))[-2:] == ["score", "structure_prior"]
+    for key in shared:
+        a, b = with_prior[key], without[key]
+        assert a["structure_prior"] == b["structure_prior"] and 0 <= float(a["structure_prior"]) <= 1
+        assert float(a["score"]) == pytest.approx(float(b["score"]) + DEFAULT_PARAMS["prior_weight"]
+                                                  * float(a["structure_prior"]), abs=2e-4)
     statuses = {r["status"] for r in table}
     assert {"ok", "no candidates"} <= statuses <= {"ok", "no candidates", "no peaks after cleaning"}
     assert all(r["score"] == "" for r in table if r["status"] != "ok")
