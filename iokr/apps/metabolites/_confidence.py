@@ -4,7 +4,8 @@ Calibration data are formed on training structures only, after the hyperparamete
 cross-validation folds, the model is refitted (same parameters, kernel weights refitted) on the other folds and
 every held-out structure is ranked (a) among all held-out structures of its fold and (b) when its molecular
 formula is shared by other training structures, among the structures of its formula filled up to 20 by the
-nearest masses (isomer-like lists). Each ranked list gives one example: the score margin between the best and the
+nearest masses (isomer-like lists; the structure prior of a candidate that is one of the fold model's training
+structures leaves the candidate itself out, as for a PubChem candidate that is not). Each ranked list gives one example: the score margin between the best and the
 second-best candidate, the list size, and whether the best candidate is the true one. A logistic regression on
 ``(margin / scale, log(list size))`` maps them to a probability; ``scale`` is the median margin of the
 calibration data, so the coefficients are comparable between models. The probability is conditional on the true
@@ -217,7 +218,7 @@ def calibration_examples(train, params, n_folds, seed, base_grams, progress=None
             queries = te[mask]
             lists = [formula_sets.indices[i] for i in queries]
             truth = [int(np.flatnonzero(lst == i)[0]) for lst, i in zip(lists, queries, strict=True)]
-            scores = model.score_sets(spectra[queries], CandidateSets(Y, lists), test_kernel=(K[mask], diag[mask]))
+            scores = _training_list_scores(model, spectra[queries], Y, lists, tr, (K[mask], diag[mask]))
             examples.append(top_margins(scores, truth))
         del model, K, diag, scores  # one fold's model at a time (its fit and factor are n x n arrays)
         if progress is not None:
@@ -225,6 +226,29 @@ def calibration_examples(train, params, n_folds, seed, base_grams, progress=None
     if not examples:
         raise ValueError("calibration needs at least two structures per fold")
     return tuple(np.concatenate([e[k] for e in examples]) for k in range(3))
+
+
+def _training_list_scores(model, spectra, Y, lists, training_rows, test_kernel):
+    """Scores of queries on lists of training structures (``lists`` index ``Y``), each candidate's structure prior
+    taken as if it were not one of the fold model's training structures (``training_rows``).
+
+    A training structure is its own nearest neighbour, so its plain prior is the largest possible; PubChem
+    candidates mostly are not training structures, and lists that gave every wrong candidate that bonus would
+    calibrate the confidence on lists much harder than the real ones.
+    """
+    sets = CandidateSets(Y, lists)
+    weight = model.prior_weight
+    if weight == 0:
+        return model.score_sets(spectra, sets, test_kernel=test_kernel)
+    model.set_params(prior_weight=0.0)
+    try:
+        scores = model.score_sets(spectra, sets, test_kernel=test_kernel)
+    finally:
+        model.set_params(prior_weight=weight)
+    in_training = np.zeros(len(Y), dtype=bool)
+    in_training[training_rows] = True
+    prior = model.structure_prior(Y, leave_self_out=in_training)
+    return [s + weight * prior[idx] for s, idx in zip(scores, lists, strict=True)]
 
 
 def calibration_report(calibration, scores, truth):

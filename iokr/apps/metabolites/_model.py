@@ -391,7 +391,7 @@ class MetaboliteIdentifier(BaseEstimator):
         """``prior_weight`` x the prior of candidates from their raw output-kernel block ``cross`` (n_c, n_train)."""
         return self.prior_weight * top_mean(cross, int(self.prior_neighbors))
 
-    def structure_prior(self, fingerprints, n_neighbors=None):
+    def structure_prior(self, fingerprints, n_neighbors=None, *, leave_self_out=None):
         """Mean output-kernel similarity of each structure to its ``prior_neighbors`` most similar training
         structures (the term ``prior_weight`` scales in :meth:`score_sets`).
 
@@ -400,6 +400,10 @@ class MetaboliteIdentifier(BaseEstimator):
         fingerprints : ndarray, CountFeatures or PackedBinaryFeatures of shape (n, n_output_features)
         n_neighbors : int or sequence of int, optional
             Instead of ``prior_neighbors`` (a sequence: one row per value, from one pass; for model selection).
+        leave_self_out : array-like of bool, shape (n,), optional
+            Rows that are training structures of this model: their own entry is left out of their neighbours (the
+            prior they would have if they were not training structures; for calibration on training structures).
+            An int ``n_neighbors`` only.
 
         Returns
         -------
@@ -408,5 +412,20 @@ class MetaboliteIdentifier(BaseEstimator):
         check_is_fitted(self, "iokr_")
         kernel = make_output_kernel(self.output_kernel, self.output_gamma)
         k = self.prior_neighbors if n_neighbors is None else n_neighbors
-        return neighbour_similarity(kernel, fingerprints, self.train_outputs_, k,
-                                    working_memory=self.scoring_budget())
+        prior = neighbour_similarity(kernel, fingerprints, self.train_outputs_, k,
+                                     working_memory=self.scoring_budget())
+        if leave_self_out is None or not np.any(leave_self_out):
+            return prior
+        mask = np.asarray(leave_self_out, dtype=bool)
+        if np.ndim(k) != 0 or mask.shape != prior.shape:
+            raise ValueError(f"'leave_self_out' needs an int 'n_neighbors' and one flag per row ({prior.shape[-1]}); "
+                             f"got n_neighbors={k!r} and {mask.shape[0]} flags.")
+        # the mean of the m largest values includes the row's own similarity (the largest one a normalized kernel
+        # gives), so the others' mean is (m * mean - own) / (m - 1)
+        m = min(int(k) + 1, self.train_outputs_.shape[0])
+        rows = np.flatnonzero(mask)
+        own = kernel.diag(np.asarray(fingerprints[rows], dtype=np.float64))
+        with_self = neighbour_similarity(kernel, fingerprints[rows], self.train_outputs_, m,
+                                         working_memory=self.scoring_budget())
+        prior[rows] = (m * with_self - own) / (m - 1) if m > 1 else 0.0
+        return prior

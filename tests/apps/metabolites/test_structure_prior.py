@@ -92,3 +92,33 @@ def test_bad_prior_parameters_name_themselves(param, bad):
     spectra = random_spectra(rng, 6)
     with pytest.raises(ValueError, match=f"'{param}' parameter of MetaboliteIdentifier"):
         MetaboliteIdentifier(kernels=("ppk",), **{param: bad}).fit(spectra, rng.random((6, 4)))
+
+
+@pytest.mark.parametrize("k", [1, 3, 29, 40])
+def test_leave_self_out_prior_is_the_prior_against_the_other_training_structures(k):
+    model, spectra, Y = _fitted(0.3, prior_neighbors=k)
+    rng = np.random.default_rng(2)
+    outsiders = rng.integers(0, 3, size=(4, 16)).astype(np.float64)
+    pool = np.vstack([Y[:6], outsiders])
+    flags = np.array([True] * 6 + [False] * 4)
+    got = model.structure_prior(pool, leave_self_out=flags)
+    expected = [_brute_prior(_tanimoto, pool[i:i + 1], np.delete(Y, i, axis=0), k)[0] for i in range(6)]
+    expected += list(_brute_prior(_tanimoto, outsiders, Y, k))
+    np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)
+    with pytest.raises(ValueError, match="'leave_self_out' needs an int 'n_neighbors'"):
+        model.structure_prior(pool, n_neighbors=(1, 2), leave_self_out=flags)
+
+
+def test_calibration_lists_of_training_structures_score_their_prior_without_themselves():
+    from iokr.apps.metabolites._confidence import _training_list_scores
+
+    model, spectra, Y = _fitted(0.8, prior_neighbors=2)
+    plain, _, _ = _fitted(0.0)
+    lists = [np.array([0, 5, 9]), np.array([3, 4])]
+    K, diag = model.test_kernel(spectra[10:12])
+    got = _training_list_scores(model, spectra[10:12], Y, lists, np.arange(30), (K, diag))
+    base = plain.score_sets(spectra[10:12], CandidateSets(Y, lists))
+    for q, idx in enumerate(lists):
+        loo = [_brute_prior(_tanimoto, Y[i:i + 1], np.delete(Y, i, axis=0), 2)[0] for i in idx]
+        np.testing.assert_allclose(got[q], base[q] + 0.8 * np.array(loo), rtol=1e-6, atol=1e-9)
+    assert model.prior_weight == 0.8  # restored
