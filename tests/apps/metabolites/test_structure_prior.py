@@ -5,6 +5,7 @@ import pytest
 from metab_helpers import random_spectra
 
 from iokr.apps.metabolites import MetaboliteIdentifier
+from iokr.apps.metabolites._confidence import _training_list_scores
 from iokr.decoding import CandidateSets, CountFeatures, PackedBinaryFeatures
 
 
@@ -110,8 +111,6 @@ def test_leave_self_out_prior_is_the_prior_against_the_other_training_structures
 
 
 def test_calibration_lists_of_training_structures_score_their_prior_without_themselves():
-    from iokr.apps.metabolites._confidence import _training_list_scores
-
     model, spectra, Y = _fitted(0.8, prior_neighbors=2)
     plain, _, _ = _fitted(0.0)
     lists = [np.array([0, 5, 9]), np.array([3, 4])]
