@@ -23,6 +23,7 @@ def neighbour_similarity(kernel, candidates, reference, n_neighbors, working_mem
         Rows are read in chunks (``candidates[a:b]``), so compact pools are never expanded at once. float32
         candidates are compared with a float32 copy of ``reference``.
     reference : ndarray of shape (n_ref, p)
+        At least one row.
     n_neighbors : int or sequence of int
         Positive; with fewer reference rows, all of them are averaged. A sequence gives one row of results per
         value from one pass over the kernel blocks.
@@ -35,16 +36,22 @@ def neighbour_similarity(kernel, candidates, reference, n_neighbors, working_mem
     """
     single = np.ndim(n_neighbors) == 0
     counts = [n_neighbors] if single else list(n_neighbors)
-    for k in counts:
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise ValueError(f"'n_neighbors' must be a positive int (or a sequence of them), got {n_neighbors!r}.")
+    if not counts or any(isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1 for k in counts):
+        raise ValueError(f"'n_neighbors' must be a positive int (or a non-empty sequence of them), "
+                         f"got {n_neighbors!r}.")
     reference = np.asarray(reference)
+    shape = candidates.shape if hasattr(candidates, "shape") else np.shape(candidates)
+    if reference.ndim == 2 and len(shape) == 2 and shape[1] != reference.shape[1]:
+        # checked here too: an empty side never reaches the kernel's own check
+        raise ValueError(f"'candidates' have {shape[1]} features but 'reference' has {reference.shape[1]}.")
+    if reference.ndim == 2 and reference.shape[0] == 0:
+        raise ValueError("'reference' must have at least one row: the mean similarity to no structure is undefined.")
     if getattr(candidates, "dtype", None) == np.float32:
         # float32 pools (compact fingerprints) are compared in float32 BLAS, as candidate scoring does
         reference = reference.astype(np.float32)
     n, n_ref = len(candidates), reference.shape[0]
     out = np.zeros((len(counts), n), dtype=np.float64)
-    if n and n_ref:
+    if n:
         ks = [min(int(k), n_ref) for k in counts]
         # the kernel block, its temporaries and the partition's copy
         bytes_per_row = 8 * n_ref * (2 + kernel.temporaries_per_entry)

@@ -61,3 +61,22 @@ def test_empty_inputs_and_bad_neighbours():
     for bad in (0, -1, 1.5, True, "3", (2, 0)):
         with pytest.raises(ValueError, match="'n_neighbors' must be a positive int"):
             neighbour_similarity(Tanimoto(), R, R, bad)
+
+
+def test_an_empty_reference_is_refused_not_averaged_to_zero():
+    # the mean of no similarities is undefined: 0 would silently read as "unlike every reference structure"
+    with pytest.raises(ValueError, match="'reference' must have at least one row"):
+        neighbour_similarity(Tanimoto(), np.ones((3, 4)), np.zeros((0, 4)), 2)
+
+
+@pytest.mark.parametrize("n_candidates,n_ref", [(3, 5), (0, 5), (3, 0)])
+def test_mismatched_feature_counts_are_refused_even_when_a_side_is_empty(n_candidates, n_ref):
+    with pytest.raises(ValueError, match="4 features but 'reference' has 6"):
+        neighbour_similarity(Tanimoto(), np.ones((n_candidates, 4)), np.ones((n_ref, 6)), 2)
+    with pytest.raises(ValueError, match="4 features but 'reference' has 6"):
+        neighbour_similarity(Tanimoto(), CountFeatures(np.ones((n_candidates, 4), np.uint8)), np.ones((n_ref, 6)), 2)
+
+
+def test_an_empty_sequence_of_neighbour_counts_names_the_parameter():
+    with pytest.raises(ValueError, match="'n_neighbors' must be a positive int"):
+        neighbour_similarity(Tanimoto(), np.ones((2, 4)), np.ones((3, 4)), [])
