@@ -57,3 +57,15 @@ def test_bad_prior_parameters_name_themselves(param, bad):
     spectra = random_spectra(rng, 6)
     with pytest.raises(ValueError, match=f"'{param}' parameter of MetaboliteIdentifier"):
         MetaboliteIdentifier(kernels=("ppk",), **{param: bad}).fit(spectra, rng.random((6, 4)))
+
+
+@pytest.mark.parametrize("param,bad", [("prior_weight", -1.0), ("prior_weight", float("nan")),
+                                       ("prior_weight", "abc"), ("prior_weight", None),
+                                       ("prior_neighbors", 0), ("prior_neighbors", 2.5)])
+def test_prior_parameters_set_after_fit_are_checked_where_scoring_reads_them(param, bad):
+    # the prior is the one part of the model read at scoring time: a negative or NaN weight set after fit was
+    # silently taken as 0 (the spectrum alone), other bad values failed deep inside with a TypeError
+    model, spectra, Y = _fitted(0.5)
+    model.set_params(**{param: bad})
+    with pytest.raises(ValueError, match=f"'{param}' parameter of MetaboliteIdentifier"):
+        model.score_sets(spectra[:1], [Y[:3]])
