@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 from metab_helpers import random_spectra
 
-from iokr.apps.metabolites import MetaboliteIdentifier
+from iokr.apps.metabolites import Fingerprinter, MetaboliteIdentifier, load_identifier, save_identifier
+from iokr.apps.metabolites._pipeline import Cleaning
 from iokr.decoding import CandidateSets, CountFeatures
 
 
@@ -69,3 +70,19 @@ def test_prior_parameters_set_after_fit_are_checked_where_scoring_reads_them(par
     model.set_params(**{param: bad})
     with pytest.raises(ValueError, match=f"'{param}' parameter of MetaboliteIdentifier"):
         model.score_sets(spectra[:1], [Y[:3]])
+
+
+def test_numpy_scalar_prior_parameters_fit_and_also_save(tmp_path):
+    # fit accepts numpy scalars (np.float32 weight, np.int64 neighbours, e.g. from a grid array); the model file's
+    # JSON metadata refused them ("Object of type float32 is not JSON serializable")
+    rng = np.random.default_rng(3)
+    fp = Fingerprinter()
+    spectra = random_spectra(rng, 10, grid=1.0)
+    Y = rng.integers(0, 3, size=(10, fp.n_features)).astype(np.float64)
+    model = MetaboliteIdentifier(kernels=("ppk",), alpha=np.float32(0.5), prior_weight=np.float32(0.25),
+                                 prior_neighbors=np.int64(2)).fit(spectra, Y)
+    loaded = load_identifier(save_identifier(tmp_path / "m.npz", model, fp, Cleaning()))[0]
+    assert (loaded.prior_weight, loaded.prior_neighbors, loaded.alpha) == (0.25, 2, 0.5)
+    assert type(loaded.prior_weight) is float and type(loaded.prior_neighbors) is int
+    np.testing.assert_allclose(loaded.score_sets(spectra[:2], [Y[:4], Y[4:6]])[0],
+                               model.score_sets(spectra[:2], [Y[:4], Y[4:6]])[0], rtol=1e-6)
