@@ -53,8 +53,9 @@ def neighbour_similarity(kernel, candidates, reference, n_neighbors, working_mem
     out = np.zeros((len(counts), n), dtype=np.float64)
     if n:
         ks = [min(int(k), n_ref) for k in counts]
-        # the kernel block, its temporaries and the partition's copy
-        bytes_per_row = 8 * n_ref * (2 + kernel.temporaries_per_entry)
+        # the kernel block, its temporaries and the partition's copy; the candidate row expanded from a compact pool
+        # and the kernel's validated copy and squared norms of it (with few reference rows, these dominate)
+        bytes_per_row = 8 * n_ref * (2 + kernel.temporaries_per_entry) + 3 * 8 * shape[1]
         for rows in row_slices(n, bytes_per_row, working_memory):
             block = kernel(np.asarray(candidates[rows]), reference, working_memory=working_memory)
             # one partition serves every k: the largest max(ks) values sorted, then prefix means

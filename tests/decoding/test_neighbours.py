@@ -80,3 +80,28 @@ def test_mismatched_feature_counts_are_refused_even_when_a_side_is_empty(n_candi
 def test_an_empty_sequence_of_neighbour_counts_names_the_parameter():
     with pytest.raises(ValueError, match="'n_neighbors' must be a positive int"):
         neighbour_similarity(Tanimoto(), np.ones((2, 4)), np.ones((3, 4)), [])
+
+
+class _RecordingTanimoto(Tanimoto):
+    def __init__(self):
+        super().__init__()
+        self.chunks = []
+
+    def __call__(self, A, B=None, *, working_memory=None):
+        self.chunks.append(np.asarray(A).shape)
+        return super().__call__(A, B, working_memory=working_memory)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_chunks_count_the_candidate_rows_not_only_the_kernel_block(dtype):
+    # few reference rows, long fingerprints (a small training set, 2,215 features): the chunk's expanded
+    # candidate rows dominate; sized by the kernel block alone, a 0.5 MiB budget took all 3,000 rows in one chunk
+    # (26.6 MB in float32)
+    rng = np.random.default_rng(0)
+    C = rng.integers(0, 3, size=(3000, 2215)).astype(dtype)
+    R = rng.integers(0, 3, size=(2, 2215)).astype(np.float64)
+    kernel = _RecordingTanimoto()
+    budget = 0.5
+    got = neighbour_similarity(kernel, C, R, 1, working_memory=budget)
+    assert max(rows * p * np.dtype(dtype).itemsize for rows, p in kernel.chunks) <= budget * 2**20
+    np.testing.assert_allclose(got[:5], _brute(C[:5].astype(np.float64), R, 1), rtol=1e-6)
