@@ -43,9 +43,9 @@ def top_mean(block, n_neighbors):
 
 def _check_counts(n_neighbors):
     counts = [n_neighbors] if np.ndim(n_neighbors) == 0 else list(n_neighbors)
-    for k in counts:
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise ValueError(f"'n_neighbors' must be a positive int (or a sequence of them), got {n_neighbors!r}.")
+    if not counts or any(isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1 for k in counts):
+        raise ValueError(f"'n_neighbors' must be a positive int (or a non-empty sequence of them), "
+                         f"got {n_neighbors!r}.")
     return [int(k) for k in counts]
 
 
@@ -60,6 +60,7 @@ def neighbour_similarity(kernel, candidates, reference, n_neighbors, working_mem
         Rows are read in chunks (``candidates[a:b]``), so compact pools are never expanded at once. float32
         candidates are compared with a float32 copy of ``reference``.
     reference : ndarray of shape (n_ref, p)
+        At least one row.
     n_neighbors : int or sequence of int
         Positive; with fewer reference rows, all of them are averaged. A sequence gives one row of results per
         value from one pass over the kernel blocks.
@@ -72,13 +73,20 @@ def neighbour_similarity(kernel, candidates, reference, n_neighbors, working_mem
     """
     _check_counts(n_neighbors)
     reference = np.asarray(reference)
+    shape = candidates.shape if hasattr(candidates, "shape") else np.shape(candidates)
+    if reference.ndim == 2 and len(shape) == 2 and shape[1] != reference.shape[1]:
+        # checked here too: an empty side never reaches the kernel's own check
+        raise ValueError(f"'candidates' have {shape[1]} features but 'reference' has {reference.shape[1]}.")
+    if reference.ndim == 2 and reference.shape[0] == 0:
+        raise ValueError("'reference' must have at least one row: the mean similarity to no structure is undefined.")
     if getattr(candidates, "dtype", None) == np.float32:
         # float32 pools (compact fingerprints) are compared in float32 BLAS, as candidate scoring does
         reference = reference.astype(np.float32)
     n, n_ref = len(candidates), reference.shape[0]
-    if n == 0 or n_ref == 0:
-        return top_mean(np.zeros((n, n_ref)), n_neighbors)  # zeros of the result's shape
-    # the kernel block, its temporaries and the partition's copy
-    bytes_per_row = 8 * n_ref * (2 + kernel.temporaries_per_entry)
+    if n == 0:
+        return top_mean(np.zeros((0, n_ref)), n_neighbors)  # the result's shape
+    # the kernel block, its temporaries and the partition's copy; the candidate row expanded from a compact pool and
+    # the kernel's validated copy and squared norms of it (with few reference rows, these dominate)
+    bytes_per_row = 8 * n_ref * (2 + kernel.temporaries_per_entry) + 3 * 8 * shape[1]
     return np.concatenate([top_mean(kernel(np.asarray(candidates[rows]), reference, working_memory=working_memory),
                                     n_neighbors) for rows in row_slices(n, bytes_per_row, working_memory)], axis=-1)

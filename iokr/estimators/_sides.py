@@ -205,7 +205,9 @@ class OutputSide:
         return decoding_rule(decoding).binary_rule(mean, unit_norm=self.normalize)
 
     def candidate_bytes_per_row(self, n_train):
-        width = self.n_features if self.explicit else n_train
+        # kernel path: the block against the training outputs, and the candidate row itself (expanded from a compact
+        # pool, validated, its norms), which dominates with few training outputs and long fingerprints
+        width = self.n_features if self.explicit else n_train + self.n_features
         return 3 * 8 * width
 
     def query_norms(self, H):

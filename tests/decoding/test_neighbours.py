@@ -69,3 +69,45 @@ def test_top_mean_is_the_mean_of_the_sorted_row_prefix():
     for k in (1, 2, 9, 20):
         np.testing.assert_allclose(top_mean(block, k), [np.mean(sorted(row)[::-1][:k]) for row in block])
     assert top_mean(np.zeros((3, 0)), (1, 2)).shape == (2, 3) and top_mean(np.zeros((0, 4)), 2).shape == (0,)
+def test_an_empty_reference_is_refused_not_averaged_to_zero():
+    # the mean of no similarities is undefined: 0 would silently read as "unlike every reference structure"
+    with pytest.raises(ValueError, match="'reference' must have at least one row"):
+        neighbour_similarity(Tanimoto(), np.ones((3, 4)), np.zeros((0, 4)), 2)
+
+
+@pytest.mark.parametrize("n_candidates,n_ref", [(3, 5), (0, 5), (3, 0)])
+def test_mismatched_feature_counts_are_refused_even_when_a_side_is_empty(n_candidates, n_ref):
+    with pytest.raises(ValueError, match="4 features but 'reference' has 6"):
+        neighbour_similarity(Tanimoto(), np.ones((n_candidates, 4)), np.ones((n_ref, 6)), 2)
+    with pytest.raises(ValueError, match="4 features but 'reference' has 6"):
+        neighbour_similarity(Tanimoto(), CountFeatures(np.ones((n_candidates, 4), np.uint8)), np.ones((n_ref, 6)), 2)
+
+
+def test_an_empty_sequence_of_neighbour_counts_names_the_parameter():
+    with pytest.raises(ValueError, match="'n_neighbors' must be a positive int"):
+        neighbour_similarity(Tanimoto(), np.ones((2, 4)), np.ones((3, 4)), [])
+
+
+class _RecordingTanimoto(Tanimoto):
+    def __init__(self):
+        super().__init__()
+        self.chunks = []
+
+    def __call__(self, A, B=None, *, working_memory=None):
+        self.chunks.append(np.asarray(A).shape)
+        return super().__call__(A, B, working_memory=working_memory)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_chunks_count_the_candidate_rows_not_only_the_kernel_block(dtype):
+    # few reference rows, long fingerprints (a small training set, 2,215 features): the chunk's expanded
+    # candidate rows dominate; sized by the kernel block alone, a 0.5 MiB budget took all 3,000 rows in one chunk
+    # (26.6 MB in float32)
+    rng = np.random.default_rng(0)
+    C = rng.integers(0, 3, size=(3000, 2215)).astype(dtype)
+    R = rng.integers(0, 3, size=(2, 2215)).astype(np.float64)
+    kernel = _RecordingTanimoto()
+    budget = 0.5
+    got = neighbour_similarity(kernel, C, R, 1, working_memory=budget)
+    assert max(rows * p * np.dtype(dtype).itemsize for rows, p in kernel.chunks) <= budget * 2**20
+    np.testing.assert_allclose(got[:5], _brute(C[:5].astype(np.float64), R, 1), rtol=1e-6)

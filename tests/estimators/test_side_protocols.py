@@ -301,3 +301,15 @@ def test_candidate_sets_scoring_uses_the_same_rule():
         scores = model.decision_function(X[:2], Y)
         for q in range(2):
             np.testing.assert_allclose(np.sort(ranked[q].scores), np.sort(scores[q]), rtol=1e-12)
+
+
+@pytest.mark.parametrize("kernel", [Tanimoto(), GaussianTanimoto(0.5), Linear()])
+def test_candidate_bytes_per_row_count_the_candidate_row_itself(kernel):
+    # a kernel output side's candidate block reads the candidate rows (expanded to float from a compact pool,
+    # validated, their norms) besides the block against the training outputs: with 3 training structures and
+    # 2,215-feature fingerprints the rows dominate. Counted by n_train alone, scoring 100k candidates of a
+    # 32-structure metabolite model took 2,953 MiB peak under a 256 MiB budget (456 MiB counting the rows).
+    Y = (np.random.default_rng(0).random((3, 2215)) < 0.1).astype(np.float64)
+    side = OutputSide(kernel, center=False, normalize=False)
+    side.fit(Y)
+    assert side.candidate_bytes_per_row(3) >= 3 * 8 * Y.shape[1]

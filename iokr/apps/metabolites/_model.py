@@ -278,6 +278,11 @@ class MetaboliteIdentifier(BaseEstimator):
         if self.output_kernel not in OUTPUT_KERNELS:
             raise ValueError(f"The 'output_kernel' parameter of {owner} must be one of {OUTPUT_KERNELS}. "
                              f"Got {self.output_kernel!r} instead.")
+        self._check_prior_params()
+
+    def _check_prior_params(self):
+        # also where scoring reads them: set_params after fit (as ``identify --prior-weight`` does) skips fit's check
+        owner = type(self).__name__
         check_nonnegative_scalar(self.prior_weight, "prior_weight", owner)
         if isinstance(self.prior_neighbors, bool) or not isinstance(self.prior_neighbors, (int, np.integer)) \
                 or self.prior_neighbors < 1:
@@ -368,6 +373,7 @@ class MetaboliteIdentifier(BaseEstimator):
         scores : list of m ndarrays, each in the query's candidate order
         """
         check_is_fitted(self, "iokr_")
+        self._check_prior_params()
         K, diag = self.test_kernel(spectra) if test_kernel is None else test_kernel
         sets = candidate_sets if isinstance(candidate_sets, CandidateSets) else \
             CandidateSets.from_arrays(candidate_sets)
@@ -410,6 +416,8 @@ class MetaboliteIdentifier(BaseEstimator):
         prior : ndarray of shape (n,), or (len(n_neighbors), n)
         """
         check_is_fitted(self, "iokr_")
+        if n_neighbors is None:
+            self._check_prior_params()
         kernel = make_output_kernel(self.output_kernel, self.output_gamma)
         k = self.prior_neighbors if n_neighbors is None else n_neighbors
         prior = neighbour_similarity(kernel, fingerprints, self.train_outputs_, k,

@@ -37,7 +37,8 @@ def save_identifier(path, model, fingerprinter, cleaning, extra=None):
         "Y_packed" if binary else "Y_counts": np.packbits(Y > 0, axis=1) if binary else
         np.clip(Y, 0, 255).astype(np.uint8),
     }
-    params = model.get_params()
+    # numpy scalars (accepted by fit, e.g. np.float32 from a grid array) as the Python numbers JSON holds
+    params = {k: v.item() if isinstance(v, np.generic) else v for k, v in model.get_params().items()}
     params["kernels"] = list(params["kernels"])
     params["weights"] = [float(w) for w in model.weights_]
     meta = {"model_params": params, "fingerprint": fingerprinter.params(), "cleaning": cleaning.params(),

@@ -134,7 +134,8 @@ def test_evaluate_lists_scores_both_query_kinds_as_alone_and_at_any_budget(tiny)
     train = training_set(spectra, store, cleaning, exclude_keys=[lst.true_key for lst in lists])
     model = MetaboliteIdentifier(kernels=("ppk", "binned"), alpha=0.5).fit(train.spectra, train.Y)
     summary = evaluate_lists(model, spectra, lists, store, cleaning)
-    with config_context(working_memory=0.01):
+    # 0.1 MiB: one candidate row per block (a row of 2,215 count features and its kernel row need ~54 KB)
+    with config_context(working_memory=0.1):
         small = evaluate_lists(model, spectra, lists, store, cleaning)
     for key in ("rank", "spectrum_ranks"):
         assert [d.get(key) for d in small["lists"]] == [d.get(key) for d in summary["lists"]]

@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 from metab_helpers import random_spectra
 
-from iokr.apps.metabolites import MetaboliteIdentifier
+from iokr.apps.metabolites import Fingerprinter, MetaboliteIdentifier, load_identifier, save_identifier
 from iokr.apps.metabolites._confidence import _training_list_scores
+from iokr.apps.metabolites._pipeline import Cleaning
 from iokr.decoding import CandidateSets, CountFeatures, PackedBinaryFeatures
 
 
@@ -121,3 +122,29 @@ def test_calibration_lists_of_training_structures_score_their_prior_without_them
         loo = [_brute_prior(_tanimoto, Y[i:i + 1], np.delete(Y, i, axis=0), 2)[0] for i in idx]
         np.testing.assert_allclose(got[q], base[q] + 0.8 * np.array(loo), rtol=1e-6, atol=1e-9)
     assert model.prior_weight == 0.8  # restored
+@pytest.mark.parametrize("param,bad", [("prior_weight", -1.0), ("prior_weight", float("nan")),
+                                       ("prior_weight", "abc"), ("prior_weight", None),
+                                       ("prior_neighbors", 0), ("prior_neighbors", 2.5)])
+def test_prior_parameters_set_after_fit_are_checked_where_scoring_reads_them(param, bad):
+    # the prior is the one part of the model read at scoring time: a negative or NaN weight set after fit was
+    # silently taken as 0 (the spectrum alone), other bad values failed deep inside with a TypeError
+    model, spectra, Y = _fitted(0.5)
+    model.set_params(**{param: bad})
+    with pytest.raises(ValueError, match=f"'{param}' parameter of MetaboliteIdentifier"):
+        model.score_sets(spectra[:1], [Y[:3]])
+
+
+def test_numpy_scalar_prior_parameters_fit_and_also_save(tmp_path):
+    # fit accepts numpy scalars (np.float32 weight, np.int64 neighbours, e.g. from a grid array); the model file's
+    # JSON metadata refused them ("Object of type float32 is not JSON serializable")
+    rng = np.random.default_rng(3)
+    fp = Fingerprinter()
+    spectra = random_spectra(rng, 10, grid=1.0)
+    Y = rng.integers(0, 3, size=(10, fp.n_features)).astype(np.float64)
+    model = MetaboliteIdentifier(kernels=("ppk",), alpha=np.float32(0.5), prior_weight=np.float32(0.25),
+                                 prior_neighbors=np.int64(2)).fit(spectra, Y)
+    loaded = load_identifier(save_identifier(tmp_path / "m.npz", model, fp, Cleaning()))[0]
+    assert (loaded.prior_weight, loaded.prior_neighbors, loaded.alpha) == (0.25, 2, 0.5)
+    assert type(loaded.prior_weight) is float and type(loaded.prior_neighbors) is int
+    np.testing.assert_allclose(loaded.score_sets(spectra[:2], [Y[:4], Y[4:6]])[0],
+                               model.score_sets(spectra[:2], [Y[:4], Y[4:6]])[0], rtol=1e-6)
