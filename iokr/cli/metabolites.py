@@ -79,7 +79,8 @@ def _add_model_options(parser):
                         help="weight of the structure prior (candidates similar to the training structures score "
                              "higher); 0 ranks by the spectrum alone (default: the app's cross-validated value)")
     parser.add_argument("--prior-neighbors", type=int, default=None,
-                        help="training structures the structure prior averages over (default: the app's value)")
+                        help="training structures the structure prior averages over, at most all of them "
+                             "(default: the app's value)")
 
 
 IDENTIFY_HELP = """\
@@ -204,6 +205,8 @@ def _check_prior(args):
     weight = getattr(args, "prior_weight", None)
     if weight is not None and not (weight >= 0 and math.isfinite(weight)):
         raise CommandError(f"--prior-weight must be a finite number >= 0, got {weight}.")
+    if weight == 0:
+        args.prior_weight = 0.0  # not -0.0 in the outputs
     neighbors = getattr(args, "prior_neighbors", None)
     if neighbors is not None and neighbors < 1:
         raise CommandError(f"--prior-neighbors must be >= 1, got {neighbors}.")

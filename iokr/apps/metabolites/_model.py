@@ -117,8 +117,9 @@ class MetaboliteIdentifier(BaseEstimator):
         similarity of the candidate to its ``prior_neighbors`` most similar training structures (candidates that
         resemble known compounds rank higher; see :func:`iokr.decoding.neighbour_similarity`). 0 scores by the
         spectrum alone.
-    prior_neighbors : int, default=10
-        Training structures the prior averages over.
+    prior_neighbors : int, default=1
+        Training structures the prior averages over (all of them when there are fewer); 1, the nearest one, is the
+        cross-validated choice of ``reports/metabolites.md``.
     working_memory : float, optional
         Budget (MiB) of chunked computations; ``None``: the global budget, and for candidate scoring (also the
         cross-validation's hold-out rankings) at most :data:`SCORING_WORKING_MEMORY`.
@@ -133,7 +134,7 @@ class MetaboliteIdentifier(BaseEstimator):
 
     def __init__(self, kernels=("ppk", "ppk_nl"), weights="alignf", alpha=0.1, input_gamma=None, sigma_mz=0.005,
                  sigma_intensity=0.25, bin_width=0.01, output_kernel="gaussian_tanimoto", output_gamma=1.0,
-                 prior_weight=0.0, prior_neighbors=10, working_memory=None):
+                 prior_weight=0.0, prior_neighbors=1, working_memory=None):
         self.kernels = kernels
         self.weights = weights
         self.alpha = alpha
