@@ -199,9 +199,10 @@ class BestEstimatorMixin:
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict(X, candidate_sets, input_diag=input_diag)
 
-    def rank(self, X, candidate_sets, top_k=None, *, input_diag=None):
+    def rank(self, X, candidate_sets, top_k=None, *, input_diag=None, candidate_term=None):
         check_is_fitted(self, "best_estimator_")
-        return self.best_estimator_.rank(X, candidate_sets, top_k, input_diag=input_diag)
+        return self.best_estimator_.rank(X, candidate_sets, top_k, input_diag=input_diag,
+                                         candidate_term=candidate_term)
 
     def decision_function(self, X, C, *, input_diag=None):
         check_is_fitted(self, "best_estimator_")
