@@ -31,7 +31,9 @@ def top_mean(block, n_neighbors):
     block = np.asarray(block)
     n, n_ref = block.shape
     out = np.zeros((len(counts), n), dtype=np.float64)
-    if n and n_ref:
+    if n and n_ref and max(counts) == 1:
+        out[:] = block.max(axis=1)  # the nearest one alone: no partition (the default prior)
+    elif n and n_ref:
         ks = [min(k, n_ref) for k in counts]
         # the largest max(ks) values of each row, sorted descending, then prefix means
         top = np.partition(block, n_ref - max(ks), axis=1)[:, n_ref - max(ks):]
