@@ -182,6 +182,10 @@ class OutputSide:
         else:
             cross = self._cross_block(C)
             term = None if cross_term is None else np.asarray(cross_term(cross), dtype=np.float64)
+            if term is not None and term.shape != (C.shape[0],):
+                # a scalar or a column would be broadcast (a scalar silently shifts every score)
+                raise ValueError(f"'candidate_term' must return one value per candidate, shape ({C.shape[0]},) for "
+                                 f"a block of {C.shape[0]}; got shape {term.shape}.")
             R, sq_norms = self.kernel_transform.transform(cross, self.kernel.compute_diag(C))
             R = R.astype(dtype, copy=False)
         if cross_term is not None and self.explicit:

@@ -502,3 +502,17 @@ def test_rank_candidate_term_adds_a_function_of_the_raw_output_kernel_block():
     linear = IOKR(alpha=0.5).fit(X, Y)
     with pytest.raises(ValueError, match="'candidate_term' needs a kernel output side"):
         linear.rank(X[:2], [C, C], candidate_term=term)
+
+
+@pytest.mark.parametrize("decoding", ["inner", "distance"])
+@pytest.mark.parametrize("bad_term", [lambda K: K.max(), lambda K: K.max(axis=1, keepdims=True), lambda K: K,
+                                      lambda K: K.max(axis=1)[1:]])
+def test_candidate_term_of_the_wrong_shape_is_refused_by_name(decoding, bad_term):
+    """A term that is not one value per candidate (a scalar, a column, the block itself, too short) was broadcast:
+    a scalar silently shifted every score, the others failed deep in the scoring with numpy broadcasting errors."""
+    rng = np.random.default_rng(4)
+    X, Y = rng.normal(size=(12, 3)), rng.integers(0, 3, size=(12, 5)).astype(np.float64)
+    C = rng.integers(0, 3, size=(12, 5)).astype(np.float64)  # as many candidates as training outputs
+    model = IOKR(alpha=0.5, output_kernel=Tanimoto(), decoding=decoding).fit(X, Y)
+    with pytest.raises(ValueError, match=r"'candidate_term' must return one value per candidate, shape \(12,\)"):
+        model.rank(X[:2], [C, C], candidate_term=bad_term)
