@@ -186,6 +186,10 @@ class OutputSide:
                 # a scalar or a column would be broadcast (a scalar silently shifts every score)
                 raise ValueError(f"'candidate_term' must return one value per candidate, shape ({C.shape[0]},) for "
                                  f"a block of {C.shape[0]}; got shape {term.shape}.")
+            if term is not None and not np.isfinite(term).all():
+                # a NaN score makes the top-k scan skip the candidate's whole block (its row maximum is NaN)
+                raise ValueError(f"'candidate_term' returned non-finite values for {np.count_nonzero(~np.isfinite(term))} "
+                                 f"of {term.size} candidates; scores must be finite.")
             R, sq_norms = self.kernel_transform.transform(cross, self.kernel.compute_diag(C))
             R = R.astype(dtype, copy=False)
         if cross_term is not None and self.explicit:

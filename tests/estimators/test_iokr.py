@@ -516,3 +516,22 @@ def test_candidate_term_of_the_wrong_shape_is_refused_by_name(decoding, bad_term
     model = IOKR(alpha=0.5, output_kernel=Tanimoto(), decoding=decoding).fit(X, Y)
     with pytest.raises(ValueError, match=r"'candidate_term' must return one value per candidate, shape \(12,\)"):
         model.rank(X[:2], [C, C], candidate_term=bad_term)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+@pytest.mark.parametrize("top_k", [None, 3])
+def test_non_finite_candidate_term_is_refused_by_name(bad, top_k):
+    """One NaN term made a shared pool's top-k skip the candidate's whole block (its row maximum is NaN): every
+    query came back with no candidates (-1 rows, -inf scores) and no error, while the full ranking kept them."""
+    rng = np.random.default_rng(5)
+    X, Y = rng.normal(size=(15, 3)), rng.integers(0, 3, size=(15, 6)).astype(np.float64)
+    C = rng.integers(0, 3, size=(10, 6)).astype(np.float64)
+    model = IOKR(alpha=0.5, output_kernel=Tanimoto()).fit(X, Y)
+
+    def term(block):
+        values = block.max(axis=1)
+        values[0] = bad
+        return values
+
+    with pytest.raises(ValueError, match="'candidate_term' returned non-finite values"):
+        model.rank(X[:2], CandidateSets.shared(C, 2), top_k=top_k, candidate_term=term)
