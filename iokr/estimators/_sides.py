@@ -181,6 +181,8 @@ class OutputSide:
                 self.kernel.compute_features(C), dtype=dtype, copy=False, norms=rule.needs_candidate_norms)
         else:
             cross = self._cross_block(C)
+            if cross_term is not None:
+                cross.flags.writeable = False  # the term reads the block the representation is computed from
             term = None if cross_term is None else np.asarray(cross_term(cross), dtype=np.float64)
             if term is not None and term.shape != (C.shape[0],):
                 # a scalar or a column would be broadcast (a scalar silently shifts every score)

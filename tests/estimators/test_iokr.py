@@ -535,3 +535,19 @@ def test_non_finite_candidate_term_is_refused_by_name(bad, top_k):
 
     with pytest.raises(ValueError, match="'candidate_term' returned non-finite values"):
         model.rank(X[:2], CandidateSets.shared(C, 2), top_k=top_k, candidate_term=term)
+
+
+def test_candidate_term_cannot_modify_the_block_the_scores_are_computed_from():
+    """The term reads the raw block before the scoring transforms a copy of it: a term that changed the block in
+    place (``block **= 2``) silently changed every candidate's score as well; the block is handed over read-only."""
+    rng = np.random.default_rng(6)
+    X, Y = rng.normal(size=(15, 3)), rng.integers(0, 3, size=(15, 6)).astype(np.float64)
+    C = rng.integers(0, 3, size=(10, 6)).astype(np.float64)
+    model = IOKR(alpha=0.5, output_kernel=Tanimoto(), decoding="inner").fit(X, Y)
+
+    def term(block):
+        block **= 2
+        return block.max(axis=1)
+
+    with pytest.raises(ValueError, match="read-only"):
+        model.rank(X[:2], [C, C], candidate_term=term)
