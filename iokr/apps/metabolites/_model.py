@@ -423,12 +423,16 @@ class MetaboliteIdentifier(BaseEstimator):
         k = self.prior_neighbors if n_neighbors is None else n_neighbors
         prior = neighbour_similarity(kernel, fingerprints, self.train_outputs_, k,
                                      working_memory=self.scoring_budget())
-        if leave_self_out is None or not np.any(leave_self_out):
+        if leave_self_out is None:
             return prior
-        mask = np.asarray(leave_self_out, dtype=bool)
-        if np.ndim(k) != 0 or mask.shape != prior.shape:
-            raise ValueError(f"'leave_self_out' needs an int 'n_neighbors' and one flag per row ({prior.shape[-1]}); "
-                             f"got n_neighbors={k!r} and {mask.shape[0]} flags.")
+        mask = np.asarray(leave_self_out)
+        if mask.dtype != bool or mask.shape != (prior.shape[-1],):
+            raise ValueError(f"'leave_self_out' must be one bool per row ({prior.shape[-1]}), got an array of "
+                             f"dtype {mask.dtype} and shape {mask.shape}.")
+        if not mask.any():
+            return prior
+        if np.ndim(k) != 0:
+            raise ValueError(f"'leave_self_out' needs an int 'n_neighbors'; got n_neighbors={k!r}.")
         # the mean of the m largest values includes the row's own similarity (the largest one a normalized kernel
         # gives), so the others' mean is (m * mean - own) / (m - 1)
         m = min(int(k) + 1, self.train_outputs_.shape[0])

@@ -148,3 +148,13 @@ def test_numpy_scalar_prior_parameters_fit_and_also_save(tmp_path):
     assert type(loaded.prior_weight) is float and type(loaded.prior_neighbors) is int
     np.testing.assert_allclose(loaded.score_sets(spectra[:2], [Y[:4], Y[4:6]])[0],
                                model.score_sets(spectra[:2], [Y[:4], Y[4:6]])[0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("flags", [np.zeros(5, dtype=bool), np.array([0]), np.array([0, 0, 0, 0, 0, 0, 1, 0])])
+def test_leave_self_out_flags_are_checked_even_when_they_leave_nothing_out(flags):
+    # the flags were checked only when one of them was set: a too-short all-False mask, or the row indices [0]
+    # (read as one False flag), were silently ignored and gave every row its plain prior; 0/1 integers are not
+    # flags either (an index array of the right length would be read as flags)
+    model, _, Y = _fitted(0.3)
+    with pytest.raises(ValueError, match="'leave_self_out' must be one bool per row"):
+        model.structure_prior(Y[:8], leave_self_out=flags)
