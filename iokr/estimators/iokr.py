@@ -41,7 +41,8 @@ _QUERY_DOCS = {
             ``f(k_y(C, Y)) -> (n_c,)``: a per-candidate term computed from the raw output-kernel values of a block
             of candidates against the training outputs (shape (n_c, n)), added to the candidates' scores (a
             prior over outputs, e.g. :func:`iokr.decoding.top_mean` of the block); it reads the block the scoring
-            computes anyway. Kernel output sides only (not an explicit linear output kernel).""",
+            computes anyway. The block is read-only; ``f`` must return finite values. Kernel output sides only (not
+            an explicit linear output kernel).""",
 }
 
 
