@@ -294,3 +294,34 @@ def test_identify_with_annotated_kernels(lab, tmp_path):
         got = [c for c in result["candidates"] if c["query_id"] == q]
         assert [c["identifier"] for c in got] == [chosen[j][0]["Identifier"] for j in order]
         np.testing.assert_allclose([float(c["score"]) for c in got], scores[order], rtol=1e-5)
+
+
+@pytest.mark.parametrize("output_kernel", ["gaussian_tanimoto", "linear"])
+def test_structure_prior_column_with_annotated_kernels_and_a_structure_database(lab, tmp_path, output_kernel):
+    """structure_candidates.tsv under formula hypotheses, from an indexed database: every candidate's score is its
+    spectrum-only score (--prior-weight 0) + the weight x its structure_prior column, for the prior read from the
+    scoring block (kernel output) and the one computed apart (linear output)."""
+    spectra, _ = read_spectra(lab["root"] / "train.jsonl", require_structure=True)
+    cleaning = Cleaning()
+    merged, _ = cleaning.merged(cleaning.single(spectra))
+    fingerprinter = Fingerprinter()
+    Y, ok = fingerprinter.transform([m["inchi"] for m in merged.metadata])
+    model = MetaboliteIdentifier(kernels=("ppk", "fragments"), weights="uniform", alpha=0.3, prior_weight=0.7,
+                                 prior_neighbors=3, output_kernel=output_kernel)
+    model.fit(merged[np.flatnonzero(ok)], Y[ok])
+    path = save_identifier(tmp_path / "m.npz", model, fingerprinter, cleaning, extra={"precursor_types": ["[M+H]+"]})
+    store = tmp_path / "s.sqlite"
+    assert main(["metabolites", "index", str(lab["db"]), "--output", str(store), "--model", str(path)]) == 0
+
+    def run(weight):
+        result = identify_job(path, lab["mgf"], store, IdentifySettings(top_k=100, prior_weight=weight))
+        return {(c["query_id"], c["identifier"]): c for c in result["candidates"]}
+
+    with_prior, alone, heavy = run(None), run(0.0), run(2.5)
+    assert len(alone) > 5 and set(with_prior) == set(alone) == set(heavy)
+    for key, b in alone.items():
+        prior = float(b["structure_prior"])
+        assert with_prior[key]["structure_prior"] == heavy[key]["structure_prior"] == b["structure_prior"]
+        assert float(with_prior[key]["score"]) == pytest.approx(float(b["score"]) + 0.7 * prior, abs=1e-4)
+        assert float(heavy[key]["score"]) == pytest.approx(float(b["score"]) + 2.5 * prior, abs=2e-4)
+    assert len({b["structure_prior"] for b in alone.values()}) > 1
