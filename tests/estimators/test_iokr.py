@@ -551,3 +551,43 @@ def test_candidate_term_cannot_modify_the_block_the_scores_are_computed_from():
 
     with pytest.raises(ValueError, match="read-only"):
         model.rank(X[:2], [C, C], candidate_term=term)
+
+
+@pytest.mark.parametrize("decoding", ["inner", "distance", "cosine"])
+@pytest.mark.parametrize("transform", [(False, False), (True, True)])
+@pytest.mark.parametrize("pool_kind", ["float64", "float32", "packed"])
+def test_candidate_term_equals_brute_force_on_every_scoring_path(decoding, transform, pool_kind):
+    """Scores with the term = scores without it + f(k_y(C, Y)) from an explicitly computed raw block, for every
+    decoding, with the output transforms on and off, on dense, float32 and bit-packed (binary Tanimoto counts)
+    pools, through per-query sets (repeated and empty ones) and a shared pool's top-k, in blocks of a few rows."""
+    from iokr.decoding import PackedBinaryFeatures, top_mean  # noqa: PLC0415 - only here
+
+    rng = np.random.default_rng(8)
+    X, Y = rng.normal(size=(18, 4)), (rng.random((18, 12)) < 0.3).astype(np.float64)
+    Y[3] = 0.0
+    bits = rng.random((11, 12)) < 0.3
+    bits[0], bits[5] = False, Y[2]
+    pool = {"float64": bits.astype(np.float64), "float32": bits.astype(np.float32),
+            "packed": PackedBinaryFeatures.from_dense(bits)}[pool_kind]
+    center, normalize = transform
+    model = IOKR(alpha=0.3, output_kernel=GaussianTanimoto(gamma=1.5), decoding=decoding, center_output=center,
+                 normalize_output=normalize, working_memory=0.003).fit(X, Y)
+
+    def term(block):
+        return 0.4 * top_mean(block, 2) + block[:, 0]
+
+    expected = term(GaussianTanimoto(gamma=1.5).compute(bits.astype(np.float64), Y))
+    tol = 1e-10 if pool_kind == "float64" else 2e-5
+    lists = [np.arange(11), np.array([3, 3, 5, 0]), np.array([], dtype=np.intp)]
+    sets = CandidateSets(pool, lists)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EmptyCandidateSetWarning)
+        plain, with_term = model.rank(X[:3], sets), model.rank(X[:3], sets, candidate_term=term)
+    for a, b, rows in zip(plain, with_term, lists, strict=True):
+        sa, sb = np.empty(rows.size), np.empty(rows.size)
+        sa[a.order], sb[b.order] = a.scores, b.scores
+        np.testing.assert_allclose(sb, sa + expected[rows], rtol=tol, atol=tol)
+    full = model.decision_function(X[:3], bits.astype(np.float64)) + expected
+    for q, r in enumerate(model.rank(X[:3], CandidateSets.shared(pool, 3), top_k=4, candidate_term=term)):
+        np.testing.assert_allclose(r.scores, np.sort(full[q])[::-1][:4], rtol=tol, atol=tol)
+        np.testing.assert_allclose(full[q][r.pool_indices], r.scores, rtol=tol, atol=tol)
