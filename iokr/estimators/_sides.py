@@ -113,6 +113,22 @@ def _binary_tanimoto_state(kernel, Y):
     return BinaryTanimotoIndex.build(Y)
 
 
+def _candidate_term(cross_term, cross):
+    """``cross_term(cross)`` checked: one finite value per candidate row of the raw block ``cross``."""
+    cross.flags.writeable = False  # the term reads the block the representation is computed from
+    term = np.asarray(cross_term(cross), dtype=np.float64)
+    n = cross.shape[0]
+    if term.shape != (n,):
+        # a scalar or a column would be broadcast (a scalar silently shifts every score)
+        raise ValueError(f"'candidate_term' must return one value per candidate, shape ({n},) for a block of {n}; "
+                         f"got shape {term.shape}.")
+    if not np.isfinite(term).all():
+        # a NaN score makes the top-k scan skip the candidate's whole block (its row maximum is NaN)
+        raise ValueError(f"'candidate_term' returned non-finite values for {np.count_nonzero(~np.isfinite(term))} "
+                         f"of {term.size} candidates; scores must be finite.")
+    return term
+
+
 class OutputSide:
     """Transformed output kernel: explicit features when available, kernel blocks otherwise.
 
@@ -165,6 +181,9 @@ class OutputSide:
         (kernel path only): ``f(k(C, Y_train)) -> (n_c,)`` read from the raw cross block before it is transformed,
         added to the offset (a per-candidate term such as a prior, at no second kernel evaluation).
         """
+        if cross_term is not None and self.explicit:
+            raise ValueError("A candidate term on the raw output-kernel block needs a kernel output side; this "
+                             "output kernel is scored through explicit features.")
         rule = decoding_rule(decoding)
         C = np.asarray(C)
         if C.ndim != 2 or C.shape[1] != self.n_features:
@@ -181,22 +200,9 @@ class OutputSide:
                 self.kernel.compute_features(C), dtype=dtype, copy=False, norms=rule.needs_candidate_norms)
         else:
             cross = self._cross_block(C)
-            if cross_term is not None:
-                cross.flags.writeable = False  # the term reads the block the representation is computed from
-            term = None if cross_term is None else np.asarray(cross_term(cross), dtype=np.float64)
-            if term is not None and term.shape != (C.shape[0],):
-                # a scalar or a column would be broadcast (a scalar silently shifts every score)
-                raise ValueError(f"'candidate_term' must return one value per candidate, shape ({C.shape[0]},) for "
-                                 f"a block of {C.shape[0]}; got shape {term.shape}.")
-            if term is not None and not np.isfinite(term).all():
-                # a NaN score makes the top-k scan skip the candidate's whole block (its row maximum is NaN)
-                raise ValueError(f"'candidate_term' returned non-finite values for {np.count_nonzero(~np.isfinite(term))} "
-                                 f"of {term.size} candidates; scores must be finite.")
+            term = None if cross_term is None else _candidate_term(cross_term, cross)
             R, sq_norms = self.kernel_transform.transform(cross, self.kernel.compute_diag(C))
             R = R.astype(dtype, copy=False)
-        if cross_term is not None and self.explicit:
-            raise ValueError("A candidate term on the raw output-kernel block needs a kernel output side; this "
-                             "output kernel is scored through explicit features.")
         R, offset = rule.candidate(R, sq_norms, unit_norm=self.normalize)
         if cross_term is not None:
             offset = term if offset is None else offset + term
