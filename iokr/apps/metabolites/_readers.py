@@ -22,7 +22,7 @@ from ...exceptions import IOKRDataError
 from ...io import JSONDataError, check_expansion, iter_lines, loads_json
 from ._fingerprints import inchikey, parse_structure
 from ._formats import check_supported, spectrum_format
-from ._msfiles import harmonize, harmonized_name, iter_mgf, iter_msp
+from ._msfiles import harmonize, harmonized_name, iter_massbank_records, iter_mgf, iter_msp
 from ._mzfiles import iter_ms_xml
 from ._records import (  # noqa: F401 - ReadReport, adduct_from_name: public through this module too
     IDENTITY_KEYS,
@@ -188,6 +188,9 @@ def _from_records(records, path, require_precursor, keep_empty=False, id_field=N
 
 
 def _text_records(path, fmt):
+    if fmt == "massbank":
+        yield from iter_massbank_records(path)
+        return
     reader = iter_mgf if fmt == "mgf" else iter_msp
     for index, fields, peaks in reader(path):
         yield index, harmonize(fields), peaks
@@ -265,6 +268,16 @@ def _plain_copy(path, tmp_dir):
     return target
 
 
+def _check_msp_is_ms2(spectra, path):
+    """One-line error for an MSP library that holds no MS/MS spectrum: no record with a precursor m/z (an EI /
+    GC-MS library such as GOLM's or NIST EI) or none with peaks (exported without its peak lists)."""
+    if not np.isfinite(spectra.precursor_mz).any():
+        raise IOKRDataError(f"Spectra file {path}: no record gives a precursor m/z (PrecursorMZ): an EI / GC-MS "
+                            "library (such as GOLM's or NIST EI), not MS/MS spectra.")
+    if not spectra.n_peaks.any():
+        raise IOKRDataError(f"Spectra file {path}: no record has peaks (an MSP exported without its peak lists?).")
+
+
 def _check_id_field(spectra, report, id_field, path):
     """One-line error when no record of the file has the query-id field (matched in any case)."""
     key = harmonized_name(id_field)
@@ -276,7 +289,8 @@ def _check_id_field(spectra, report, id_field, path):
 def read_spectra(path, *, require_precursor=True, require_structure=False, keep_empty=False, id_field=None):
     """Read a spectra file, choosing the reader from the extension (``.gz`` allowed after each).
 
-    ``.mgf`` and ``.msp`` (streaming readers of this package, metadata harmonized as matchms does), ``.mzML`` and
+    ``.mgf`` and ``.msp`` (streaming readers of this package, metadata harmonized as matchms does), MassBank
+    record files (told by content: ``ACCESSION:`` first), ``.mzML`` and
     ``.mzXML`` (their MS2 scans, through pyteomics), ``.json`` (GNPS/matchms JSON, through matchms), ``.jsonl``
     (the shared MassBank format). Formats iokr does not read (vendor raw files, mzData, mzVault) are named in the
     error.
@@ -320,16 +334,18 @@ def read_spectra(path, *, require_precursor=True, require_structure=False, keep_
         raise IOKRDataError(f"Spectra file {path} is not a regular file.")
     fmt = spectrum_format(path)
     if fmt is None:
-        raise IOKRDataError(f"Unknown spectra format for {path}: expected .mgf, .msp, .mzML, .mzXML, .json or "
-                            ".jsonl, each optionally .gz.")
+        raise IOKRDataError(f"Unknown spectra format for {path}: expected .mgf, .msp, .mzML, .mzXML, .json, .jsonl "
+                            "(each optionally .gz) or MassBank records.")
     if fmt == "jsonl":
         spectra, report = read_massbank_jsonl(path, require_precursor=require_precursor and not keep_empty,
                                               require_structure=require_structure, keep_empty=keep_empty)
         if id_field:
             _check_id_field(spectra, report, id_field, path)
         return spectra, report
-    if fmt in ("mgf", "msp"):
+    if fmt in ("mgf", "msp", "massbank"):
         spectra, report = _from_records(_text_records(path, fmt), path, require_precursor, keep_empty, id_field)
+        if fmt == "msp":
+            _check_msp_is_ms2(spectra, path)
     else:
         with tempfile.TemporaryDirectory(prefix="iokr-spectra-") as tmp:
             plain = _plain_copy(path, tmp)

@@ -75,8 +75,8 @@ class ReadReport:
         if self.n_skipped:
             detail = ", ".join(f"{n} {r}" for r, n in sorted(self.counts.items()))
             line += f", {self.n_skipped} skipped ({detail})"
-            if any(re.fullmatch(r"MS\S+ scans", r) for r in self.counts):
-                line += "; only MS2 scans are used"
+            if any(re.fullmatch(r"MS\S+ (?:scans|records)", r) for r in self.counts):
+                line += "; only MS2 spectra are used"
         if self.notes:
             line += "; " + ", ".join(f"{n} {r}" for r, n in sorted(self.notes.items()))
         return line

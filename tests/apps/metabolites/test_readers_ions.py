@@ -235,7 +235,7 @@ def test_mzml_mzxml_polarity_charge_and_scan_numbers(tmp_path, fmt):
     assert [_summary(i) for i in _ions(spectra)] == [
         (None, "positive", 2, ""), (None, "negative", -1, ""), (None, "positive", None, "")]
     assert report.counts == {"MS1 scans": 2, "MS3 scans": 1}
-    assert report.summary() == "3 spectra read, 3 skipped (2 MS1 scans, 1 MS3 scans); only MS2 scans are used"
+    assert report.summary() == "3 spectra read, 3 skipped (2 MS1 scans, 1 MS3 scans); only MS2 spectra are used"
     np.testing.assert_allclose(spectra.precursor_mz, [98.0475, 195.0877, 195.0877])
     np.testing.assert_allclose(spectra.peaks(0)[0], [60.0, 138.066])
     if fmt == "mzml":
@@ -257,7 +257,7 @@ def test_zero_ms2_scans_say_what_was_skipped(tmp_path, fmt):
     path = tmp_path / f"ms1.{fmt}"
     path.write_text(mzml(scans) if fmt == "mzml" else mzxml(scans))
     with pytest.raises(IOKRDataError, match=r"0 spectra read, 4 skipped \(3 MS1 scans, 1 MS3 scans\); only MS2 "
-                                            r"scans are used\.$"):
+                                            r"spectra are used\.$"):
         read_spectra(path)
 
 
@@ -300,14 +300,90 @@ def test_vendor_folder_is_named(tmp_path):
         read_spectra(tmp_path / "sample.d")
 
 
-def test_ei_library_and_msp_without_peaks_say_why(tmp_path):
-    golm = ("Name: Alanine (2TMS)\nSynon: RI: 1100\nFormula: C9H23NO2Si2\nMW: 233\nNum Peaks: 3\n"
-            "73 999; 116 500; 147 80;\n\nName: Glycine (3TMS)\nNum Peaks: 2\n73 999; 174 400;\n")
-    with pytest.raises(IOKRDataError, match=r"2 missing precursor m/z\) \(no record gives a precursor m/z: an EI"):
-        read_spectra(_write(tmp_path / "golm.msp", golm))
+GOLM = """Name: M000000_A097001-101-xxx_NA_959,45_PRED_VAR5_ALK_Unknown#bth-pae-001
+Num Peaks: 5
+70:10 76:35 77:1000 78:110
+79:42
+
+Name: M000880_A098001-101-xxx_NA_986,97_TRUE_VAR5_ALK_Glycine, N,N-dimethyl- (1TMS)
+MST N: Glycine, N,N-dimethyl- (1TMS)
+RI: 986,97
+Num Peaks: 2
+73:999 116:500
+"""
+
+
+@pytest.mark.parametrize("keep_empty", [False, True])
+def test_ei_library_and_msp_without_peaks_say_why(tmp_path, keep_empty):
+    # GOLM's colon pairs are peaks (not fields), and no record has a precursor: an EI library, queries or not
+    golm = _write(tmp_path / "golm.msp", GOLM)
+    with pytest.raises(IOKRDataError, match=r"no record gives a precursor m/z.*an EI / GC-MS library"):
+        read_spectra(golm, require_precursor=not keep_empty, keep_empty=keep_empty)
+    nist_ei = ("Name: Alanine (2TMS)\nFormula: C9H23NO2Si2\nMW: 233\nNum Peaks: 3\n73 999; 116 500; 147 80;\n\n"
+               "Name: Glycine (3TMS)\nNum Peaks: 2\n73 999; 174 400;\n")
+    with pytest.raises(IOKRDataError, match=r"no record gives a precursor m/z"):
+        read_spectra(_write(tmp_path / "nist_ei.msp", nist_ei), require_precursor=not keep_empty,
+                     keep_empty=keep_empty)
     no_peaks = "Name: A\nPrecursorMZ: 100.1\nNum Peaks: 0\n\nName: B\nPrecursorMZ: 120.1\nNum Peaks: 0\n"
-    with pytest.raises(IOKRDataError, match=r"2 no peaks\) \(no record has peaks"):
-        read_spectra(_write(tmp_path / "nist.msp", no_peaks))
+    with pytest.raises(IOKRDataError, match=r"no record has peaks"):
+        read_spectra(_write(tmp_path / "nist.msp", no_peaks), keep_empty=keep_empty)
+
+
+def test_golm_colon_pairs_are_read_as_peaks(tmp_path):
+    from iokr.apps.metabolites._msfiles import iter_msp  # noqa: PLC0415 - the record level, below read_spectra
+
+    records = list(iter_msp(_write(tmp_path / "golm.msp", GOLM)))
+    assert [len(p) for _, _, p in records] == [5, 2] and records[1][2] == [["73", "999"], ["116", "500"]]
+
+
+MASSBANK_RECORDS = """ACCESSION: MSBNK-BGC_Munich-RP001402
+RECORD_TITLE: L-Glutamic acid; LC-ESI-QTOF; MS2; CE: 20; R=; [M+H]+
+LICENSE: CC BY
+CH$NAME: L-Glutamic acid
+CH$NAME: (2S)-2-azaniumyl-5-hydroxy-5-oxopentanoate
+CH$FORMULA: C5H9NO4
+CH$SMILES: C(CC(=O)O)[C@@H](C(=O)O)N
+CH$IUPAC: InChI=1S/C5H9NO4/c6-3(5(9)10)1-2-4(7)8/h3H,1-2,6H2,(H,7,8)(H,9,10)/t3-/m0/s1
+CH$LINK: CAS 56-86-0
+CH$LINK: INCHIKEY WHUUTDBJXJRKMK-VKHMYHEASA-N
+AC$MASS_SPECTROMETRY: MS_TYPE MS2
+AC$MASS_SPECTROMETRY: ION_MODE POSITIVE
+MS$FOCUSED_ION: PRECURSOR_M/Z 148.0604
+MS$FOCUSED_ION: PRECURSOR_TYPE [M+H]+
+PK$NUM_PEAK: 3
+PK$PEAK: m/z int. rel.int.
+  84.0444 1000 999
+  102.055 120 120
+  130.0499 600 600
+//
+ACCESSION: MSBNK-X-2
+CH$NAME: Glutamate
+AC$MASS_SPECTROMETRY: MS_TYPE MS2
+AC$MASS_SPECTROMETRY: ION_MODE NEGATIVE
+MS$FOCUSED_ION: PRECURSOR_M/Z 146.0459
+MS$FOCUSED_ION: PRECURSOR_TYPE [M-H]-
+PK$PEAK: m/z int. rel.int.
+  102.0561 1000 999
+//
+ACCESSION: MSBNK-X-3
+AC$MASS_SPECTROMETRY: MS_TYPE MS1
+PK$PEAK: m/z int. rel.int.
+  148.06 1000 999
+//
+"""
+
+
+def test_massbank_record_files(tmp_path):
+    spectra, report = read_spectra(_write(tmp_path / "MSBNK-BGC_Munich-RP001402.txt", MASSBANK_RECORDS))
+    meta = spectra.metadata
+    assert [m["spectrum_id"] for m in meta] == ["MSBNK-BGC_Munich-RP001402", "MSBNK-X-2"]
+    assert meta[0]["name"] == "L-Glutamic acid" and meta[0]["inchikey"] == "WHUUTDBJXJRKMK-VKHMYHEASA-N"
+    assert meta[0]["inchi"].startswith("InChI=1S/C5H9NO4") and meta[0]["license"] == "CC BY"
+    assert [_summary(i) for i in _ions(spectra)] == [("[M+H]+", "positive", 1, ""), ("[M-H]-", "negative", -1, "")]
+    np.testing.assert_allclose(spectra.precursor_mz, [148.0604, 146.0459])
+    np.testing.assert_allclose(spectra.peaks(0)[0], [84.0444, 102.055, 130.0499])
+    np.testing.assert_allclose(spectra.peaks(0)[1], [1000, 120, 600])
+    assert report.counts == {"MS1 records": 1} and report.summary().endswith("; only MS2 spectra are used")
 
 
 BAD_PEAKS_MGF = """BEGIN IONS
