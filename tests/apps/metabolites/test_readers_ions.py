@@ -450,3 +450,61 @@ def test_matchms_json_precursor_ion(tmp_path):
     assert summaries[1] == (None, "negative", -1) and summaries[2] == (None, "positive", 2)
     assert spectra.metadata[2]["charge"] == "2+"  # matchms's signed int, written with its sign
     assert summaries[3][0] == "[M+Na]+" and summaries[5][0] == "[M+H-H2O]+"
+
+
+def _pyteomics_ms2(path, fmt):
+    """The reference: pyteomics's reading of the MS2 scans (precursor m/z, charge, polarity, peaks)."""
+    module = pytest.importorskip(f"pyteomics.{fmt}")
+    out = []
+    with module.read(str(path)) as reader:
+        for scan in reader:
+            if scan.get("ms level", scan.get("msLevel")) != 2:
+                continue
+            if fmt == "mzml":
+                ion = scan["precursorList"]["precursor"][0]["selectedIonList"]["selectedIon"][0]
+                mz, charge = ion.get("selected ion m/z"), ion.get("charge state")
+                mode = "positive" if "positive scan" in scan else "negative" if "negative scan" in scan else None
+            else:
+                ion = scan["precursorMz"][0]
+                mz, charge = ion["precursorMz"], ion.get("precursorCharge")
+                mode = {"+": "positive", "-": "negative"}.get(scan.get("polarity"))
+            out.append((mz, None if charge is None else int(charge), mode, scan["m/z array"], scan["intensity array"]))
+    return out
+
+
+@pytest.mark.parametrize("fmt", ["mzml", "mzxml"])
+@pytest.mark.parametrize("precision, compress, nested", [(64, False, False), (32, True, False), (64, True, True),
+                                                         (32, False, True)])
+def test_ms_xml_reader_matches_pyteomics(tmp_path, fmt, precision, compress, nested):
+    rng = np.random.default_rng(precision + compress)
+    scans = []
+    for i in range(1, 13):
+        peaks = sorted(zip(rng.uniform(50, 500, 7).round(4), rng.uniform(1, 1e5, 7).round(1), strict=True))
+        scans.append(Scan(i, ms_level=1 if i % 4 == 1 else 2, precursor_mz=round(float(rng.uniform(100, 900)), 5),
+                          charge=[None, 1, 2, 3][i % 4], polarity="+-"[i % 2], peaks=peaks))
+    path = tmp_path / f"run.{fmt}"
+    path.write_text(mzml(scans, precision=precision, compress=compress) if fmt == "mzml" else
+                    mzxml(scans, precision=precision, compress=compress, nested=nested))
+    reference = _pyteomics_ms2(path, fmt)
+    spectra, report = read_spectra(path, keep_empty=True)
+    assert len(spectra) == len(reference) == 9 and report.counts == {"MS1 scans": 3}
+    for i, (mz, charge, mode, mzs, intensities) in enumerate(reference):
+        meta = spectra.metadata[i]
+        assert spectra.precursor_mz[i] == pytest.approx(mz, rel=1e-12)
+        assert meta.get("charge") == (None if charge is None else str(charge)) and meta["ion_mode"] == mode
+        np.testing.assert_array_equal(spectra.peaks(i)[0], mzs)
+        np.testing.assert_array_equal(spectra.peaks(i)[1], intensities)
+
+
+@pytest.mark.parametrize("fmt", ["mzml", "mzxml"])
+def test_undecodable_arrays_are_that_scans_problem(tmp_path, fmt):
+    text = mzml([Scan(1), Scan(2)]) if fmt == "mzml" else mzxml([Scan(1), Scan(2)])
+    marker = "<binary>" if fmt == "mzml" else 'compressedLen="0">'
+    start = text.index(marker) + len(marker)
+    text = text[:start] + "AAAA" + text[start:]  # the first scan's first array: 3 bytes too many
+    path = tmp_path / f"bad.{fmt}"
+    path.write_text(text)
+    spectra, report = read_spectra(path)
+    assert len(spectra) == 1 and report.counts == {"malformed peaks": 1}
+    spectra, _ = read_spectra(path, keep_empty=True)
+    assert [m.get("peak_problem") for m in spectra.metadata] == ["malformed peaks", None]
