@@ -230,23 +230,33 @@ def _matchms_records(path, fmt):
         n_parsed += 1
 
 
+def _structure_key(text, cache):
+    """InChIKey of a structure text by RDKit (``""`` when RDKit gives none), None when RDKit rejects the text;
+    memoized in ``cache`` (library files repeat each structure over its spectra)."""
+    if text not in cache:
+        mol = parse_structure(text)
+        cache[text] = None if mol is None else (inchikey(mol) or "")
+    return cache[text]
+
+
 def _resolve_structures(spectra, report):
     """Training records' structures by RDKit: the InChIKey of records giving only an InChI or a SMILES, and an
     InChI RDKit cannot read replaced by the record's SMILES when that one reads (counted; the InChI is kept as
     ``inchi_unreadable``), so every later step (fingerprints, formulas) uses the SMILES."""
+    cache = {}
     for meta in spectra.metadata:
-        inchi, smiles, mol = meta.get("inchi"), meta.get("smiles"), None
+        inchi, smiles, key = meta.get("inchi"), meta.get("smiles"), None
         if inchi and (smiles or not meta.get("inchikey")):
-            mol = parse_structure(inchi)
-            if mol is None and smiles:
-                mol = parse_structure(smiles)
-                if mol is not None:
+            key = _structure_key(inchi, cache)
+            if key is None and smiles:
+                key = _structure_key(smiles, cache)
+                if key is not None:
                     meta["inchi_unreadable"], meta["inchi"] = inchi, None
                     report.note("unreadable InChIs replaced by the SMILES")
         elif smiles and not meta.get("inchikey"):
-            mol = parse_structure(smiles)
-        if not meta.get("inchikey") and mol is not None:
-            meta["inchikey"] = inchikey(mol)
+            key = _structure_key(smiles, cache)
+        if not meta.get("inchikey") and key:
+            meta["inchikey"] = key
 
 
 def _plain_copy(path, tmp_dir):
