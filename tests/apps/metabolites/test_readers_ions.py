@@ -508,3 +508,19 @@ def test_undecodable_arrays_are_that_scans_problem(tmp_path, fmt):
     assert len(spectra) == 1 and report.counts == {"malformed peaks": 1}
     spectra, _ = read_spectra(path, keep_empty=True)
     assert [m.get("peak_problem") for m in spectra.metadata] == ["malformed peaks", None]
+
+
+def test_hostile_xml_is_one_error(tmp_path):
+    entities = '<!ENTITY lol "lollollollollollollollollollol">' + "".join(
+        f'<!ENTITY lol{i} "{("&lol" + (str(i - 1) if i > 1 else "") + ";") * 10}">' for i in range(1, 10))
+    laughs = (f'<?xml version="1.0"?>\n<!DOCTYPE lolz [{entities}]>\n<mzML><run><spectrumList>'
+              '<spectrum id="&lol9;" defaultArrayLength="0"></spectrum></spectrumList></run></mzML>\n')
+    secret = tmp_path / "secret.txt"
+    secret.write_text("scan=1")
+    external = (f'<?xml version="1.0"?>\n<!DOCTYPE x [<!ENTITY ext SYSTEM "file://{secret}">]>\n<mzML><run>'
+                '<spectrumList><spectrum id="&ext;" defaultArrayLength="0"></spectrum></spectrumList></run></mzML>\n')
+    for name, text, reason in (("laughs.mzML", laughs, "amplification"), ("xxe.mzML", external, "entity")):
+        path = tmp_path / name
+        path.write_text(text)
+        with pytest.raises(IOKRDataError, match=rf"Cannot parse mzml file .*{name}.*{reason}"):
+            read_spectra(path)
