@@ -33,6 +33,8 @@ ALIASES = {
     "feature_id": "feature_id", "featureid": "feature_id",
     "spectrumid": "spectrum_id", "spectrum_id": "spectrum_id", "db#": "spectrum_id", "accession": "spectrum_id",
     "license": "license", "licence": "license",
+    "mslevel": "ms_level", "ms_level": "ms_level", "spectrum_type": "ms_level", "ms_type": "ms_level",
+    "mstype": "ms_level",
 }
 
 _COMMENT = ("#", ";", "!", "/")
@@ -124,19 +126,17 @@ def iter_msp(path):
 _MASSBANK_FIELDS = {("ACCESSION", None): "spectrum_id", ("LICENSE", None): "license", ("CH$NAME", None): "name",
                     ("CH$FORMULA", None): "formula", ("CH$SMILES", None): "smiles", ("CH$IUPAC", None): "inchi",
                     ("CH$LINK", "INCHIKEY"): "inchikey", ("AC$MASS_SPECTROMETRY", "ION_MODE"): "ion_mode",
-                    ("AC$MASS_SPECTROMETRY", "MS_TYPE"): "ms_type", ("MS$FOCUSED_ION", "PRECURSOR_M/Z"): "precursor_mz",
+                    ("AC$MASS_SPECTROMETRY", "MS_TYPE"): "ms_level", ("MS$FOCUSED_ION", "PRECURSOR_M/Z"): "precursor_mz",
                     ("MS$FOCUSED_ION", "PRECURSOR_TYPE"): "adduct"}
 
 
 def iter_massbank_records(path):
     """Records of a MassBank record file (``ACCESSION: ...`` ... ``PK$PEAK:`` ... ``//``, one or several per
-    file): ``(index, fields, peaks)`` with harmonized field names, or ``(index, None, "MS1 records")`` for a
-    record that is not MS2."""
+    file): ``(index, fields, peaks)`` with harmonized field names (``MS_TYPE`` as ``ms_level``)."""
     fields, peaks, index, in_peaks = {}, [], 0, False
     for _, line in _lines(path):
         if line == "//":
-            ms_type = fields.get("ms_type", "MS2").upper()
-            yield (index, fields, peaks) if ms_type == "MS2" else (index, None, f"{ms_type} records")
+            yield index, fields, peaks
             fields, peaks, index, in_peaks = {}, [], index + 1, False
             continue
         tag, sep, value = line.partition(": ")
@@ -149,8 +149,7 @@ def iter_massbank_records(path):
         if name and name not in fields:
             fields[name] = value.strip() if (tag, None) in _MASSBANK_FIELDS else rest.strip()
     if fields or peaks:
-        ms_type = fields.get("ms_type", "MS2").upper()
-        yield (index, fields, peaks) if ms_type == "MS2" else (index, None, f"{ms_type} records")
+        yield index, fields, peaks
 
 
 def harmonized_name(key):

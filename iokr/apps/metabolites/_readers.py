@@ -31,6 +31,7 @@ from ._records import (  # noqa: F401 - ReadReport, adduct_from_name: public thr
     adduct_from_name,
     as_float,
     as_text,
+    ms_level,
     structure_fields,
     usable_peaks,
 )
@@ -167,6 +168,10 @@ def _from_records(records, path, require_precursor, keep_empty=False, id_field=N
         get = fields.get
         report.see_fields(fields)
         rid = as_text(get("spectrum_id") or get("accession") or get("name")) or f"record {i + 1}"
+        level = ms_level(get("ms_level"))
+        if level not in (None, 2):
+            report.skip(rid, f"MS{level} records")  # SIRIUS / MZmine MGFs hold each feature's MS1 too
+            continue
         peaks, peak_problem = usable_peaks(raw_peaks, keep_empty, report)
         if peaks is None:
             report.skip(rid, peak_problem)

@@ -99,6 +99,13 @@ def as_text(value):
     return None
 
 
+def ms_level(value):
+    """The MS level a record states (``MSLEVEL=2``, ``Spectrum_type: MS2``, ``MS_TYPE MS1``), or None when it
+    states none readable."""
+    match = re.fullmatch(r"\s*(?:MS)?(\d+)\s*", str(value), flags=re.IGNORECASE) if value is not None else None
+    return int(match.group(1)) if match else None
+
+
 def check_peaks(peaks):
     """Peaks as an (n, 2) float array, or a reason string when they are unusable (a reader's own reason too)."""
     if isinstance(peaks, str):

@@ -524,3 +524,49 @@ def test_hostile_xml_is_one_error(tmp_path):
         path.write_text(text)
         with pytest.raises(IOKRDataError, match=rf"Cannot parse mzml file .*{name}.*{reason}"):
             read_spectra(path)
+
+
+SIRIUS_MGF = """BEGIN IONS
+FEATURE_ID=1
+MSLEVEL=1
+PEPMASS=195.0877
+CHARGE=1+
+195.0877 100
+196.0910 10
+END IONS
+BEGIN IONS
+FEATURE_ID=1
+MSLEVEL=2
+PEPMASS=195.0877
+CHARGE=1+
+138.066 100
+END IONS
+BEGIN IONS
+FEATURE_ID=2
+MSLEVEL=1
+PEPMASS=181.0707
+CHARGE=1+
+181.0707 100
+END IONS
+BEGIN IONS
+FEATURE_ID=2
+MSLEVEL=2
+PEPMASS=181.0707
+CHARGE=1+
+85.0 100
+END IONS
+"""
+
+
+def test_ms1_records_of_mgf_and_msp_are_skipped_and_counted(tmp_path):
+    from iokr.apps.metabolites._query_ids import query_ids  # noqa: PLC0415 - ids of what was read
+
+    spectra, report = read_spectra(_write(tmp_path / "sirius.mgf", SIRIUS_MGF), keep_empty=True)
+    assert [m["feature_id"] for m in spectra.metadata] == ["1", "2"] and report.counts == {"MS1 records": 2}
+    assert query_ids(spectra.metadata).ids == ["1", "2"]  # MS1 blocks would have made FEATURE_ID repeat
+    ms1_only = SIRIUS_MGF.replace("MSLEVEL=2", "MSLEVEL=1")
+    with pytest.raises(IOKRDataError, match=r"0 spectra read, 4 skipped \(4 MS1 records\); only MS2 spectra"):
+        read_spectra(_write(tmp_path / "ms1.mgf", ms1_only), keep_empty=True)
+    msp = MSP.replace("Precursor_type: [M+H]+", "Precursor_type: [M+H]+\nSpectrum_type: MS1")
+    spectra, report = read_spectra(_write(tmp_path / "lib.msp", msp))
+    assert [m["spectrum_id"] for m in spectra.metadata] == ["NIST-2", "NIST-3"] and report.counts == {"MS1 records": 1}
