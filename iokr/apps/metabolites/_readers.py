@@ -102,7 +102,8 @@ def read_massbank_jsonl(path, *, require_precursor=True, require_structure=False
             continue
         rid = as_text(rec.get("accession")) or f"line {line_no}"
         report.see_fields(rec)
-        peaks, peak_problem = usable_peaks(rec.get("peaks"), keep_empty, report)
+        # MZmine 3 library JSON lines: "signals", "adduct", "polarity", "compound_name" (same reader otherwise)
+        peaks, peak_problem = usable_peaks(rec.get("peaks", rec.get("signals")), keep_empty, report)
         if peaks is None:
             report.skip(rid, peak_problem)
             continue
@@ -123,11 +124,12 @@ def read_massbank_jsonl(path, *, require_precursor=True, require_structure=False
         peak_lists.append(peaks)
         precursors.append(precursor)
         meta = {"accession": as_text(rec.get("accession")), "spectrum_id": as_text(rec.get("accession")),
-                "license": as_text(rec.get("license")), "name": as_text(rec.get("name")), **structure,
-                "source": as_text(rec.get("source_path"))}
-        for key, field in (("adduct", "precursor_type"), ("ion_mode", "ion_mode"), ("charge", "charge")):
-            value = as_text(rec.get(field))
-            if value is not None and value.strip():
+                "license": as_text(rec.get("license")), "name": as_text(rec.get("name", rec.get("compound_name"))),
+                **structure, "source": as_text(rec.get("source_path"))}
+        for key, fields in (("adduct", ("precursor_type", "adduct")), ("ion_mode", ("ion_mode", "polarity")),
+                            ("charge", ("charge",))):
+            value = next((v for v in (as_text(rec.get(f)) for f in fields) if v is not None and v.strip()), None)
+            if value is not None:
                 meta[key] = value.strip()
         if peak_problem:
             meta["peak_problem"] = peak_problem
@@ -351,13 +353,10 @@ def read_spectra(path, *, require_precursor=True, require_structure=False, keep_
     if fmt is None:
         raise IOKRDataError(f"Unknown spectra format for {path}: expected .mgf, .msp, .mzML, .mzXML, .json, .jsonl "
                             "(each optionally .gz) or MassBank records.")
-    if fmt == "jsonl":
+    if fmt == "jsonl":  # structures resolved below, as for the other formats (a SMILES-only MZmine record too)
         spectra, report = read_massbank_jsonl(path, require_precursor=require_precursor and not keep_empty,
-                                              require_structure=require_structure, keep_empty=keep_empty)
-        if id_field:
-            _check_id_field(spectra, report, id_field, path)
-        return spectra, report
-    if fmt in ("mgf", "msp", "massbank"):
+                                              keep_empty=keep_empty)
+    elif fmt in ("mgf", "msp", "massbank"):
         spectra, report = _from_records(_text_records(path, fmt), path, require_precursor, keep_empty, id_field)
         if fmt == "msp":
             _check_msp_is_ms2(spectra, path)

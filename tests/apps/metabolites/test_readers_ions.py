@@ -570,3 +570,18 @@ def test_ms1_records_of_mgf_and_msp_are_skipped_and_counted(tmp_path):
     msp = MSP.replace("Precursor_type: [M+H]+", "Precursor_type: [M+H]+\nSpectrum_type: MS1")
     spectra, report = read_spectra(_write(tmp_path / "lib.msp", msp))
     assert [m["spectrum_id"] for m in spectra.metadata] == ["NIST-2", "NIST-3"] and report.counts == {"MS1 records": 1}
+
+
+def test_mzmine_library_json_lines(tmp_path):
+    pytest.importorskip("rdkit")
+    record = {"softwaresource": "mzmine3", "adduct": "[M+H]+ (1.0073)", "polarity": "POSITIVE", "charge": 1,
+              "compound_name": "Caffeine", "smiles": "Cn1cnc2c1c(=O)n(C)c(=O)n2C", "precursor_mz": 195.0877,
+              "ms_level": 2, "signals": [[110.07, 10.0], [138.066, 100.0]]}
+    path = tmp_path / "mzmine_library.json"
+    path.write_text(json.dumps(record) + "\n" + json.dumps({**record, "compound_name": "No structure",
+                                                             "smiles": None}) + "\n")
+    spectra, report = read_spectra(path, require_structure=True)
+    assert len(spectra) == 1 and report.counts == {"missing structure": 1}
+    assert spectra.metadata[0]["name"] == "Caffeine" and spectra.metadata[0]["inchikey"].startswith("RYYVLZVUVIJVGH")
+    assert _summary(read_precursor_ion(spectra.metadata[0])) == ("[M+H]+", "positive", 1, "")
+    np.testing.assert_allclose(spectra.peaks(0)[0], [110.07, 138.066])
