@@ -249,11 +249,13 @@ def _structure_key(text, cache):
 def _resolve_structures(spectra, report):
     """Training records' structures by RDKit: the InChIKey of records giving only an InChI or a SMILES, and an
     InChI RDKit cannot read replaced by the record's SMILES when that one reads (counted; the InChI is kept as
-    ``inchi_unreadable``), so every later step (fingerprints, formulas) uses the SMILES."""
+    ``inchi_unreadable``), so every later step (fingerprints, formulas) uses the SMILES. A record that gives its
+    InChIKey is parsed only when its InChI does not even start with ``InChI=`` (MassBank files give keys: parsing
+    every InChI of 18,600 records tripled the read time, 7.6 s to 22 s)."""
     cache = {}
     for meta in spectra.metadata:
         inchi, smiles, key = meta.get("inchi"), meta.get("smiles"), None
-        if inchi and (smiles or not meta.get("inchikey")):
+        if inchi and (not meta.get("inchikey") or (smiles and not inchi.startswith("InChI="))):
             key = _structure_key(inchi, cache)
             if key is None and smiles:
                 key = _structure_key(smiles, cache)
@@ -380,5 +382,6 @@ def read_spectra(path, *, require_precursor=True, require_structure=False, keep_
         if not keep:
             raise IOKRDataError(f"No spectrum in {path} carries a structure (InChIKey, SMILES or InChI; needed for "
                                 "training).")
-        spectra = spectra[np.asarray(keep)]
+        if len(keep) < len(spectra):
+            spectra = spectra[np.asarray(keep)]
     return spectra, report
