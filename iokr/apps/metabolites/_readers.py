@@ -268,6 +268,28 @@ def _resolve_structures(spectra, report):
             meta["inchikey"] = key
 
 
+#: Byte-order marks of UTF-16 text (Windows tools save MSP / MGF exports so).
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def _utf8_copy(path, tmp_dir):
+    """``path`` itself, or a UTF-8 copy in ``tmp_dir`` of a UTF-16 text file (told by its byte-order mark): every
+    reader reads UTF-8. The copy is bounded by the file's size (UTF-16 to UTF-8 at most 1.5 times)."""
+    with open(path, "rb") as handle:
+        head = handle.read(2)
+    if head not in _UTF16_BOMS:
+        return path
+    target = Path(tmp_dir) / path.name.removesuffix(".gz")
+    try:
+        with open(path, encoding="utf-16", newline="") as src, open(target, "w", encoding="utf-8", newline="") as dst:
+            for block in iter(lambda: src.read(1 << 20), ""):
+                dst.write(block)
+    except (UnicodeError, OSError) as exc:
+        raise IOKRDataError(f"Spectra file {path} starts as UTF-16 text but does not decode as such ({exc}).") \
+            from None
+    return target
+
+
 def _plain_copy(path, tmp_dir):
     """``path`` itself, or a decompressed copy of a ``.gz`` file in ``tmp_dir`` for readers that need a plain
     file path (matchms's mzML/mzXML/JSON readers)."""
@@ -351,20 +373,22 @@ def read_spectra(path, *, require_precursor=True, require_structure=False, keep_
     check_supported(path)
     if not path.is_file():
         raise IOKRDataError(f"Spectra file {path} is not a regular file.")
-    fmt = spectrum_format(path)
-    if fmt is None:
-        raise IOKRDataError(f"Unknown spectra format for {path}: expected .mgf, .msp, .mzML, .mzXML, .json, .jsonl "
-                            "(each optionally .gz) or MassBank records.")
-    if fmt == "jsonl":  # structures resolved below, as for the other formats (a SMILES-only MZmine record too)
-        spectra, report = read_massbank_jsonl(path, require_precursor=require_precursor and not keep_empty,
-                                              keep_empty=keep_empty)
-    elif fmt in ("mgf", "msp", "massbank"):
-        spectra, report = _from_records(_text_records(path, fmt), path, require_precursor, keep_empty, id_field)
-        if fmt == "msp":
-            _check_msp_is_ms2(spectra, path)
-    else:
-        with tempfile.TemporaryDirectory(prefix="iokr-spectra-") as tmp:
-            plain = _plain_copy(path, tmp)
+    with tempfile.TemporaryDirectory(prefix="iokr-spectra-") as tmp:
+        source = _utf8_copy(path, tmp)
+        fmt = spectrum_format(source)
+        if fmt is None:
+            raise IOKRDataError(f"Unknown spectra format for {path}: expected .mgf, .msp, .mzML, .mzXML, .json, "
+                                ".jsonl (each optionally .gz) or MassBank records.")
+        if fmt == "jsonl":  # structures resolved below, as for the other formats (a SMILES-only MZmine record too)
+            spectra, report = read_massbank_jsonl(source, require_precursor=require_precursor and not keep_empty,
+                                                  keep_empty=keep_empty)
+        elif fmt in ("mgf", "msp", "massbank"):
+            spectra, report = _from_records(_text_records(source, fmt), path, require_precursor, keep_empty,
+                                            id_field)
+            if fmt == "msp":
+                _check_msp_is_ms2(spectra, path)
+        else:
+            plain = _plain_copy(source, tmp)
             records = (_matchms_records(plain, fmt) if fmt == "json" else
                        ((i, None if f is None else harmonize(f), p) for i, f, p in iter_ms_xml(plain, fmt)))
             spectra, report = _from_records(records, path, require_precursor, keep_empty, id_field)

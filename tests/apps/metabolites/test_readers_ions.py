@@ -585,3 +585,19 @@ def test_mzmine_library_json_lines(tmp_path):
     assert spectra.metadata[0]["name"] == "Caffeine" and spectra.metadata[0]["inchikey"].startswith("RYYVLZVUVIJVGH")
     assert _summary(read_precursor_ion(spectra.metadata[0])) == ("[M+H]+", "positive", 1, "")
     np.testing.assert_allclose(spectra.peaks(0)[0], [110.07, 138.066])
+
+
+@pytest.mark.parametrize("encoding, newline", [("utf-16", "\n"), ("utf-16-le", "\r\n"), ("utf-16-be", "\n"),
+                                               ("utf-8", "\r"), ("utf-16", "\r")])
+def test_line_ends_and_utf16_give_the_same_spectra(tmp_path, encoding, newline):
+    reference, _ = read_spectra(_write(tmp_path / "ref.msp", MSP))
+    data = MSP.replace("\n", newline).encode(encoding)
+    if encoding in ("utf-16-le", "utf-16-be"):  # with its byte-order mark, as Windows tools write it
+        data = "\ufeff".encode(encoding) + data
+    path = tmp_path / "lib.msp"
+    path.write_bytes(data)
+    spectra, report = read_spectra(path)
+    assert report.summary() == "3 spectra read"
+    assert spectra.metadata == [{**m, "source": str(path)} for m in reference.metadata]
+    np.testing.assert_array_equal(spectra.mz, reference.mz)
+    np.testing.assert_array_equal(spectra.precursor_mz, reference.precursor_mz)
