@@ -133,7 +133,7 @@ IDENTITY_KEYS = ("feature_id", "scans", "title", "spectrum_id", "native_id", "ad
 #: Values that mean "none" in exported tables.
 MISSING = ("none", "nan", "n/a", "na", "null", "")
 #: A precursor type at the end of a library name: GNPS "Hydroxyzine M+H", "... [M+H]+", "... 2M+Na".
-_NAME_ADDUCT = re.compile(r"(?:^|[\s_])(\[?\d*M(?:[+-]\d*[A-Za-z][A-Za-z0-9]*)*\]?\d*[+-]*\*?)$")
+_NAME_ADDUCT = re.compile(r"(?:^|[\s_])(\[?\d*M(?:[+-]\d*[A-Za-z][A-Za-z0-9]*)*\]?\d*[+-]*\*?(?:/\d+)?)$")
 
 
 def usable_peaks(raw_peaks, keep_empty, report):

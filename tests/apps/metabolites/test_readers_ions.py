@@ -218,7 +218,7 @@ def test_contradictions_are_flagged_not_resolved(tmp_path):
     ("Hydroxyzine M+H", "M+H"), ("D-Glucose M-H", "M-H"), ("Caffeine [M+H]+", "[M+H]+"), ("X 2M+Na", "2M+Na"),
     ("Sucrose M+NH4", "M+NH4"), ("Y M-H2O+H", "M-H2O+H"), ("Z [M+2H]2+", "[M+2H]2+"), ("Maltose", None),
     ("Compound M", None), ("Vitamin B12", None), ("L-Methionine", None), ("Unknown", None), (None, None),
-    ("Foo [M+H]2+", None), ("Cer(d18:1) M+H", "M+H"),
+    ("Foo [M+H]2+", None), ("Cer(d18:1) M+H", "M+H"), ("Lomaiviticin C M+2H/2", "M+2H/2"),
 ])
 def test_adduct_from_name(name, adduct):
     assert adduct_from_name(name) == adduct
