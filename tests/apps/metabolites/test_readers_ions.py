@@ -71,47 +71,26 @@ ADDUCT=M+H-H2O
 END IONS
 """
 
+GLUCOSE_SMILES = "OC[C@H]1OC(O)[C@H](O)[C@@H](O)[C@@H]1O"
+
+
+def _gnps_record(pepmass, charge, mode, name, smiles, inchi, spectrum_id, peaks):
+    """One record of a GNPS library MGF, fields in GNPS's order."""
+    return (f"BEGIN IONS\nPEPMASS={pepmass}\nCHARGE={charge}\nMSLEVEL=2\nIONMODE={mode}\nNAME={name}\n"
+            f"SMILES={smiles}\nINCHI={inchi}\nSPECTRUMID={spectrum_id}\nSCANS=1\n{peaks}\nEND IONS\n")
+
+
 #: A GNPS library MGF: SCANS=1 everywhere, a unique SPECTRUMID, names ending in the adduct, quoted InChIs.
-GNPS_MGF = """BEGIN IONS
-PEPMASS=179.0561
-CHARGE=0
-MSLEVEL=2
-IONMODE=Negative
-NAME=D-Glucose M-H
-SMILES=OC[C@H]1OC(O)[C@H](O)[C@@H](O)[C@@H]1O
-INCHI="InChI=1S/C6H12O6/c7-1-2-3(8)4(9)5(10)6(11)12-2/h2-11H,1H2/t2-,3-,4+,5-,6?/m1/s1"
-SPECTRUMID=CCMSLIB00000001
-SCANS=1
-59.0 10
-89.0 100
-END IONS
-BEGIN IONS
-PEPMASS=198.0972
-CHARGE=1
-MSLEVEL=2
-IONMODE=Positive
-NAME=D-Glucose M+NH4
-SMILES=OC[C@H]1OC(O)[C@H](O)[C@@H](O)[C@@H]1O
-INCHI="InChI=1S/broken"
-SPECTRUMID=CCMSLIB00000002
-SCANS=1
-85.0 10
-163.0 100
-END IONS
-BEGIN IONS
-PEPMASS=195.0877
-CHARGE=1
-MSLEVEL=2
-IONMODE=Positive
-NAME=Caffeine [M+H]+
-SMILES=N/A
-INCHI="InChI=1S/C8H10N4O2/c1-10-4-9-6-5(10)7(13)12(3)8(14)11(6)2/h4H,1-3H3"
-SPECTRUMID=CCMSLIB00000003
-SCANS=1
-110.07 10
-138.066 100
-END IONS
-"""
+GNPS_MGF = "".join([
+    _gnps_record(179.0561, 0, "Negative", "D-Glucose M-H", GLUCOSE_SMILES,
+                 '"InChI=1S/C6H12O6/c7-1-2-3(8)4(9)5(10)6(11)12-2/h2-11H,1H2/t2-,3-,4+,5-,6?/m1/s1"',
+                 "CCMSLIB00000001", "59.0 10\n89.0 100"),
+    _gnps_record(198.0972, 1, "Positive", "D-Glucose M+NH4", GLUCOSE_SMILES, '"InChI=1S/broken"',
+                 "CCMSLIB00000002", "85.0 10\n163.0 100"),
+    _gnps_record(195.0877, 1, "Positive", "Caffeine [M+H]+", "N/A",
+                 '"InChI=1S/C8H10N4O2/c1-10-4-9-6-5(10)7(13)12(3)8(14)11(6)2/h4H,1-3H3"', "CCMSLIB00000003",
+                 "110.07 10\n138.066 100"),
+])
 
 #: NIST-style MSP (Precursor_type, Ion_mode, DB#) and an MS-DIAL-style record (PRECURSORTYPE, IONMODE).
 MSP = """Name: Caffeine
