@@ -22,7 +22,7 @@ from ._confidence import Calibration, fit_calibration, top_margins
 from ._fingerprints import Fingerprinter
 from ._grams import TrainingGrams
 from ._hypotheses import annotated_kernels, annotation_totals
-from ._identify import IdentifySettings, plan_queries, score_queries
+from ._identify import IdentifySettings, plan_queries, query_ids, score_queries
 from ._model import MetaboliteIdentifier
 from ._persist import load_identifier, read_model, save_identifier
 from ._pipeline import (
@@ -327,8 +327,12 @@ def identify_job(model_path, spectra_path, candidates_path, settings=None, *, st
     # The cheap checks first (the model file's integrity, the user's files); the model's refit comes last.
     contents = read_model(model_path)
     fingerprinter = contents[2]
-    spectra, report = read_spectra(spectra_path, require_precursor=False, keep_empty=True)
+    spectra, report = read_spectra(spectra_path, require_precursor=False, keep_empty=True,
+                                   id_field=settings.query_id_field)
     log(f"{spectra_path}: {report.summary()}")
+    ids = query_ids(spectra.metadata, settings.query_id_field)
+    if ids.note:
+        log(f"query ids: {ids.note}")
     source = open_source(candidates_path, fingerprinter, store_path, progress=progress)
     log(f"candidates: {source.describe()}")
     # One BLAS thread for the refit of the model's factorization: a 2-thread factorization of a few thousand rows
@@ -345,7 +349,7 @@ def identify_job(model_path, spectra_path, candidates_path, settings=None, *, st
         calibration = None
     cleaned = cleaning.single(spectra)
     cleaned = cleaning.merged(cleaned, groups=list(range(len(cleaned))))[0]
-    queries = plan_queries(spectra, cleaned.n_peaks, adducts, source, settings)
+    queries = plan_queries(spectra, cleaned.n_peaks, adducts, source, settings, ids=ids)
     n_ok = sum(q.status == "ok" for q in queries)
     identifications, candidates = {}, []
     write = candidates.append if candidate_sink is None else candidate_sink(source.columns)
@@ -375,6 +379,7 @@ def identify_job(model_path, spectra_path, candidates_path, settings=None, *, st
                   "spectra_read": report.summary(), "candidates": str(candidates_path),
                   "candidate_source": source.describe(), "top_k": settings.top_k, "ppm": settings.ppm,
                   "query_id_field": settings.query_id_field, "adduct_policy": settings.adduct_policy,
+                  "query_ids": {"field": ids.field_used, "note": ids.note},
                   "fingerprint": fingerprinter.params(), "statuses": statuses,
                   "structure_prior": {"weight": model.prior_weight, "neighbors": model.prior_neighbors},
                   "annotation": annotation_totals([q.hypotheses for q in queries]) if annotated_kernels(model) else

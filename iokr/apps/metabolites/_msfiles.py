@@ -21,15 +21,20 @@ from ...io import iter_lines
 ALIASES = {
     "pepmass": "precursor_mz", "precursormz": "precursor_mz", "precursor_mz": "precursor_mz",
     "precursor_m/z": "precursor_mz", "selected_ion_m/z": "precursor_mz",
-    "charge": "charge", "precursor_charge": "charge",
+    "charge": "charge", "precursor_charge": "charge", "precursorcharge": "charge",
     "adduct": "adduct", "ion": "adduct", "precursor_type": "adduct", "precursortype": "adduct",
+    "ion_type": "adduct", "adduct_type": "adduct",
     "ionmode": "ion_mode", "ion_mode": "ion_mode", "ionmode_": "ion_mode", "polarity": "ion_mode",
+    "ion_polarity": "ion_mode", "scan_polarity": "ion_mode",
     "formula": "formula", "molecular_formula": "formula", "molecularformula": "formula",
     "smiles": "smiles", "inchi": "inchi", "inchikey": "inchikey", "inchi_key": "inchikey",
     "name": "name", "compound_name": "name", "compoundname": "name",
-    "title": "title", "scans": "scans", "feature_id": "feature_id", "featureid": "feature_id",
+    "title": "title", "scans": "scans", "scan_number": "scans", "scannumber": "scans",
+    "feature_id": "feature_id", "featureid": "feature_id",
     "spectrumid": "spectrum_id", "spectrum_id": "spectrum_id", "db#": "spectrum_id", "accession": "spectrum_id",
     "license": "license", "licence": "license",
+    "mslevel": "ms_level", "ms_level": "ms_level", "spectrum_type": "ms_level", "ms_type": "ms_level",
+    "mstype": "ms_level",
 }
 
 _COMMENT = ("#", ";", "!", "/")
@@ -47,9 +52,11 @@ def open_text(path):
 
 
 def _lines(path):
-    """Numbered lines of a spectrum file, stripped (the shared capped reader: line length and gzip ratio)."""
+    """Numbered lines of a spectrum file, stripped (the shared capped reader: line length and gzip ratio); lines
+    ended by a lone CR (classic Mac OS, 'CSV (Macintosh)' exports) are split too."""
     for number, line in iter_lines(path, what="Spectra file", errors="replace"):
-        yield number, line.strip().lstrip("\ufeff")
+        for part in line.split("\r") if "\r" in line else (line,):
+            yield number, part.strip().lstrip("\ufeff")
 
 
 def iter_mgf(path):
@@ -107,11 +114,60 @@ def iter_msp(path):
             fields = {}
         in_peaks = True
         for pair in line.split(";"):
+            if ":" in pair:  # GOLM / AMDIS style: "70:10 76:35" pairs on one line
+                peaks.extend(item.split(":", 1) for item in pair.split())
+                continue
             tokens = pair.replace(",", " ").split()
             if tokens:
                 peaks.append(tokens[:2])
     if fields is not None:
         yield index, fields, peaks
+
+
+#: MassBank record lines -> harmonized fields: ``(tag, subtag or None)``; the first line of a tag wins.
+_MASSBANK_FIELDS = {("ACCESSION", None): "spectrum_id", ("LICENSE", None): "license", ("CH$NAME", None): "name",
+                    ("CH$FORMULA", None): "formula", ("CH$SMILES", None): "smiles", ("CH$IUPAC", None): "inchi",
+                    ("CH$LINK", "INCHIKEY"): "inchikey", ("AC$MASS_SPECTROMETRY", "ION_MODE"): "ion_mode",
+                    ("AC$MASS_SPECTROMETRY", "MS_TYPE"): "ms_level", ("MS$FOCUSED_ION", "PRECURSOR_M/Z"): "precursor_mz",
+                    ("MS$FOCUSED_ION", "PRECURSOR_TYPE"): "adduct"}
+
+
+def iter_massbank_records(path):
+    """Records of a MassBank record file (``ACCESSION: ...`` ... ``PK$PEAK:`` ... ``//``, one or several per
+    file): ``(index, fields, peaks)`` with harmonized field names (``MS_TYPE`` as ``ms_level``)."""
+    fields, peaks, index, in_peaks = {}, [], 0, False
+    for _, line in _lines(path):
+        if line == "//":
+            yield index, fields, peaks
+            fields, peaks, index, in_peaks = {}, [], index + 1, False
+            continue
+        tag, sep, value = line.partition(": ")
+        if in_peaks and not sep:
+            peaks.append(line.split()[:2])
+            continue
+        in_peaks = tag == "PK$PEAK"
+        sub, _, rest = value.partition(" ")
+        name = _MASSBANK_FIELDS.get((tag, None)) or _MASSBANK_FIELDS.get((tag, sub))
+        if name and name not in fields:
+            fields[name] = value.strip() if (tag, None) in _MASSBANK_FIELDS else rest.strip()
+    if fields or peaks:
+        yield index, fields, peaks
+
+
+def harmonized_name(key):
+    """The harmonized name of a field of any tool, in any case (``FEATURE_ID``, ``Precursor_type``, ``DB#``)."""
+    lower = str(key).strip().lower()
+    return ALIASES.get(lower.replace(" ", "_"), lower)
+
+
+def unquote(value):
+    """``value`` without one pair of enclosing double or single quotes (GNPS writes ``INCHI="InChI=..."``), and
+    whether it had them; anything but text unchanged."""
+    if isinstance(value, str):
+        text = value.strip()
+        if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+            return text[1:-1].strip(), True
+    return value, False
 
 
 def harmonize(fields):
@@ -120,7 +176,7 @@ def harmonize(fields):
     (``"195.0877 12345"`` is an m/z and an intensity)."""
     out = {}
     for key, value in fields.items():
-        name = ALIASES.get(key.replace(" ", "_"), key)
+        name = harmonized_name(key)
         if name not in out or not out[name]:
             out[name] = value
     if isinstance(out.get("precursor_mz"), str) and out["precursor_mz"].strip():
