@@ -26,7 +26,9 @@ import scipy.sparse as sp
 from ...exceptions import IOKRDataError
 from ...io import atomic_open, check_expansion, read_npz
 from ._database import decode_fingerprints, encode_fingerprint
-from ._fingerprints import Fingerprinter, _rdkit, inchikey, inchikey_of_inchi, molecular_formula, parse_structure
+from ._fingerprints import Fingerprinter, _rdkit
+from ._structure_tables import SDF_REJECTED, clean_value
+from ._structures import may_need_parent, parent_of
 
 _NAME = re.compile(r"scoring_list=(?P<formula>[^_]+)_spec=(?P<spec>.+?)_id=(?P<key>[A-Z]{14}-[A-Z]{10}-[A-Z])")
 _STRUCTURE_COLUMNS = ("id1", "inchi", "smiles", "structure")
@@ -49,6 +51,8 @@ class CandidateList:
     scores : ndarray of shape (n_unique,) or None
         Published scores (maximum over merged duplicates).
     n_rows, n_unparsable, n_duplicates : int
+    n_missing : int
+        Rows without a structure ('N/A', 'nan', blank), not counted as unparsable.
     """
 
     name: str
@@ -60,6 +64,7 @@ class CandidateList:
     n_rows: int = 0
     n_unparsable: int = 0
     n_duplicates: int = 0
+    n_missing: int = 0
 
     @property
     def true_index(self):
@@ -87,7 +92,7 @@ def _rows_from_text(text, delimiter):
     score_col = lower.get("score")
     structures, scores = [], []
     for row in reader:
-        structures.append(row.get(column))
+        structures.append(clean_value(row.get(column)) or None)
         if score_col is not None:
             try:
                 scores.append(float(row.get(score_col)))
@@ -111,7 +116,7 @@ def _name_fields(name):
 
 #: Largest candidate list file read (bytes, after decompression): a list is a few thousand structures.
 MAX_LIST_BYTES = 64 << 20
-_LIST_SUFFIXES = (".csv", ".tsv", ".sdf", ".txt")
+_LIST_SUFFIXES = (".csv", ".tsv", ".psv", ".sdf", ".txt")
 
 
 def _read_capped(handle, name, where):
@@ -142,8 +147,14 @@ def _folder_files(path):
     return files
 
 
+def is_per_formula_name(name):
+    """Whether a list file follows the shared per-formula naming ``scoring_list=<FORMULA>_spec=..._id=...``."""
+    return _NAME.search(name) is not None
+
+
 def _iter_sources(path):
-    """Yield ``(name, bytes)`` of each list file in a tar.gz, a folder or a single file."""
+    """Yield ``(name, bytes)`` of each list file (.csv, .tsv, .psv, .txt, .sdf) in a tar(.gz), a folder or a single
+    file."""
     path = Path(path)
     if not path.exists():
         raise IOKRDataError(f"Candidate path {path} does not exist.")
@@ -158,7 +169,7 @@ def _iter_sources(path):
         try:
             with tarfile.open(path) as tar:
                 members = sorted((m for m in tar.getmembers() if (m.isfile() or m.islnk())
-                                  and m.name.lower().endswith((".csv", ".tsv", ".sdf"))), key=lambda m: m.name)
+                                  and m.name.lower().endswith(_LIST_SUFFIXES)), key=lambda m: m.name)
                 if not members:
                     raise IOKRDataError(f"Candidate archive {path} holds no .csv/.tsv/.sdf file.")
                 # An archive bomb is refused from the member sizes, before any list is decompressed.
@@ -185,7 +196,7 @@ def _iter_sources(path):
             yield path.name, _read_capped(handle, path.name, path.parent)
 
 
-def read_candidate_lists(path, store=None, progress=None):
+def read_candidate_lists(path, store=None, progress=None, *, sources=None):
     """Read candidate lists and merge duplicate structures.
 
     Parameters
@@ -196,6 +207,8 @@ def read_candidate_lists(path, store=None, progress=None):
         Where parsed structures and fingerprints are cached (a temporary store when omitted).
     progress : callable, optional
         Called after each list.
+    sources : iterable of (str, bytes), optional
+        The lists' file names and contents, already read from ``path`` (by :func:`_iter_sources`).
 
     Returns
     -------
@@ -203,7 +216,7 @@ def read_candidate_lists(path, store=None, progress=None):
     """
     store = CandidateStore() if store is None else store
     out = []
-    for name, data in _iter_sources(path):
+    for name, data in (_iter_sources(path) if sources is None else sources):
         formula, true_key = _name_fields(name)
         lower = name.lower()
         scores = None
@@ -211,10 +224,12 @@ def read_candidate_lists(path, store=None, progress=None):
             if lower.endswith(".sdf"):
                 mols = _sdf_structures(data)
                 Chem = _rdkit()
-                structures = [Chem.MolToInchi(m) if m is not None else None for m in mols]
+                structures = [Chem.MolToInchi(m) if m is not None else SDF_REJECTED for m in mols]
             else:
                 text = data.decode("utf-8-sig")  # a byte-order mark must not hide the first column's name
-                delimiter = "\t" if lower.endswith(".tsv") or ("\t" in text.split("\n", 1)[0]) else ","
+                header = text.split("\n", 1)[0]
+                delimiter = ("\t" if lower.endswith(".tsv") or "\t" in header else
+                             "|" if lower.endswith(".psv") or "|" in header else ",")
                 structures, scores, _ = _rows_from_text(text, delimiter)
         except (UnicodeDecodeError, csv.Error, IOKRDataError) as exc:
             raise IOKRDataError(f"Candidate list {name}: {exc}") from None
@@ -226,7 +241,10 @@ def read_candidate_lists(path, store=None, progress=None):
         best, lst_scores = {}, []
         for i, (s, k, good) in enumerate(zip(structures, keys, ok, strict=True)):
             if not good:
-                lst.n_unparsable += 1
+                if s is None:
+                    lst.n_missing += 1
+                else:
+                    lst.n_unparsable += 1
                 continue
             if k in best:
                 lst.n_duplicates += 1
@@ -247,6 +265,11 @@ def read_candidate_lists(path, store=None, progress=None):
         if progress is not None:
             progress()
     return out
+
+
+#: How a store's structures are keyed, recorded in its ``meta`` table: the parent structure
+#: (:func:`~._structures.parent_of`), labelled formulas apart. Stores written before hold salts whole.
+STORE_STRUCTURES = "parent-v1"
 
 
 def _store_errors(method):
@@ -277,8 +300,9 @@ class CandidateStore:
 
     Notes
     -----
-    Table ``structures``: the input text (InChI/SMILES) as primary key, the parse status, the first InChIKey
-    block, the molecular formula and the fingerprint as a blob (bit-packed for binary kinds, uint8 counts
+    Table ``structures``: the input text (InChI/SMILES) as primary key, the parse status, and of its parent
+    structure (:func:`~._structures.parent_of`: salts reduced, isotopes apart) the first InChIKey block, the
+    molecular formula and the fingerprint as a blob (bit-packed for binary kinds, uint8 counts
     otherwise). Looking up cached structures costs one indexed query; only new texts are parsed.
     """
 
@@ -301,11 +325,19 @@ class CandidateStore:
             if row is None:
                 self.db.execute("INSERT INTO meta VALUES ('fingerprint', ?)", (params,))
                 self.db.commit()
+            structures = self.db.execute("SELECT value FROM meta WHERE key='structures'").fetchone()
+            if structures is None and self.db.execute("SELECT COUNT(*) FROM structures").fetchone()[0] == 0:
+                self.db.execute("INSERT INTO meta VALUES ('structures', ?)", (STORE_STRUCTURES,))
+                self.db.commit()
+                structures = (STORE_STRUCTURES,)
         except sqlite3.DatabaseError as exc:
             raise IOKRDataError(f"Candidate store {self.label} is not a usable SQLite database ({exc}).") from None
         if row is not None and row[0] != params:
             raise IOKRDataError(f"Candidate store {self.label} caches fingerprints {row[0]}, not {params}; "
                                 "use another store file.")
+        if structures is None or structures[0] != STORE_STRUCTURES:
+            raise IOKRDataError(f"Candidate store {self.label} was written by an older iokr (structures stored "
+                                f"whole, not as their parent: {STORE_STRUCTURES}); delete it to rebuild the cache.")
         self.n_computed = 0
         self._cache = None
 
@@ -368,21 +400,17 @@ class CandidateStore:
         for s in unique:
             if s in known:
                 continue
-            cached = self._from_cache(s)
+            # A cache written before parents existed holds salts whole: only single neutral unlabelled texts use it.
+            cached = None if may_need_parent(s) else self._from_cache(s)
             if cached is not None:
                 rows.append(cached)
                 continue
-            mol = parse_structure(s)
-            key = None
-            if mol is not None:
-                # The key of the given InChI itself (fast, and faithful to the list); from the molecule otherwise.
-                key = inchikey_of_inchi(s) if s.startswith("InChI=") else None
-                key = key or inchikey(mol)
-            if mol is None or key is None:
+            parent = parent_of(s)
+            if parent is None:
                 rows.append((s, 0, None, None, None, None))
                 continue
-            fp, _ = self.fingerprinter.transform([mol])
-            rows.append((s, 1, key[:14], key, molecular_formula(mol), self._encode(fp[0])))
+            fp, _ = self.fingerprinter.transform([parent.mol])
+            rows.append((s, 1, parent.key[:14], parent.key, parent.formula, self._encode(fp[0])))
         self.n_computed += sum(1 for r in rows if r[3] is not None or not r[1])
         self.db.executemany("INSERT OR REPLACE INTO structures VALUES (?, ?, ?, ?, ?, ?)", rows)
         self.db.commit()
