@@ -143,8 +143,9 @@ class StructureDatabase:
     @classmethod
     def build(cls, source, output, fingerprinter=None, progress=None, n_jobs=None):
         """Parse every structure of ``source`` and write the database ``output`` (``""`` for SQLite's private
-        temporary file, deleted on close; ``":memory:"`` to hold it all in memory). Rows RDKit rejects are counted; rows whose first InChIKey block repeats an earlier row are merged
-        into it (the first row's columns kept).
+        temporary file, deleted on close; ``":memory:"`` to hold it all in memory). Rows RDKit rejects are
+        counted; rows whose parent's first InChIKey block and formula repeat an earlier row are merged into it (the
+        first row's columns kept; an isotope-labelled form keeps a row of its own).
 
         Parameters
         ----------
@@ -222,10 +223,12 @@ class StructureDatabase:
                     counts["n_missing" if result == MISSING else "n_unparsable"] += 1
                     continue
                 key, smiles, formula, mass, blob, flags = result
-                if key[:14] in seen:  # the first row of a skeleton wins, in file order
+                # The first row of a skeleton wins, in file order; an isotope-labelled form (same first block, other
+                # formula) is a structure of its own.
+                if (key[:14], formula) in seen:
                     counts["n_duplicates"] += 1
                     continue
-                seen.add(key[:14])
+                seen.add((key[:14], formula))
                 for name, flag in zip(FLAG_COUNTS, flags, strict=True):
                     counts[name] += bool(flag)
                 user = {c: row.get(c, "") for c in columns}

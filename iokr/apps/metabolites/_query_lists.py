@@ -10,7 +10,7 @@ Two layouts (see :func:`~._candidate_sources.open_source` for how they are told 
 A query is given its list whatever its formula or mass (no lookup); a list whose candidates' masses do not fit the
 query's neutral mass within ``ppm`` gets a warning in ``detail``. Rows are read as in a structure database
 (:mod:`._structure_tables`: columns recognised, missing values counted, structures reduced to their parent); a
-structure repeated within one list (same first InChIKey block) is kept once, the first row winning.
+structure repeated within one list (same first InChIKey block and formula) is kept once, the first row winning.
 """
 
 from __future__ import annotations
@@ -96,6 +96,8 @@ class QueryListSource:
                                 clean_value(row.get(name_col)) if name_col else ""))
         texts = [t for *_, row_texts, _, _ in pending for t in row_texts]
         keys, ok = store.keys_for(texts) if texts else ([], np.zeros(0, dtype=bool))
+        # a structure's identity within a list: first InChIKey block and formula (isotope-labelled forms apart)
+        keys = list(zip(keys, store.formulas_for(texts) if texts else [], strict=True))
         parsed = dict(zip(texts, zip(keys, ok, strict=True), strict=True))
         seen = set()
         for qid, name, row, row_texts, identifier, label in pending:

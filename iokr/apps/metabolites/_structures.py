@@ -130,7 +130,9 @@ def formula_mass(formula):
         try:
             atom = (table.GetMassForIsotope(symbol, int(isotope)) if isotope else ELEMENT_MASSES[symbol])
         except (KeyError, RuntimeError):
-            raise FormulaError(f"{formula!r} holds the unknown atom {match.group(0)!r}") from None
+            atom = 0.0
+        if not atom > 0:  # RDKit gives 0 for an isotope it does not know
+            raise FormulaError(f"{formula!r} holds the unknown atom {match.group(0)!r}")
         mass += atom * (int(count) if count else 1)
     if consumed != len(body) or not body:
         raise FormulaError(f"{formula!r} is not a molecular formula")
