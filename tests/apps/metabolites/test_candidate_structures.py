@@ -12,13 +12,13 @@ from iokr.apps.metabolites._adducts import parse_adduct
 from iokr.apps.metabolites._candidate_sources import DatabaseSource
 from iokr.apps.metabolites._candidates import CandidateStore
 from iokr.apps.metabolites._database import StructureDatabase
-from iokr.apps.metabolites._formulas import ELECTRON_MASS, ELEMENT_MASSES, FormulaError
+from iokr.apps.metabolites._formulas import ELEMENT_MASSES, FormulaError
 from iokr.apps.metabolites._identify import IdentifySettings, plan_queries
 from iokr.apps.metabolites._structures import formula_mass, may_need_parent, parent_of
 
 pytest.importorskip("rdkit")
 FP = Fingerprinter("morgan_counts+maccs", n_bits=64)
-H, C, N, O = (ELEMENT_MASSES[e] for e in "HCNO")
+H, C, N, O = (ELEMENT_MASSES[e] for e in "HCNO")  # noqa: E741 - element symbols
 D, C13 = 2.01410177812, 13.0033548351  # isotope masses (AME 2016)
 
 # (input text, parent SMILES, formula, neutral-equivalent mass by hand, reduced, neutralized, labelled, charge)
