@@ -165,7 +165,7 @@ class StructureDatabase:
         db : StructureDatabase
         stats : dict
             ``n_rows``, ``n_structures``, ``n_missing`` (rows without a structure text), ``n_unparsable``,
-            ``n_duplicates``, the :data:`FLAG_COUNTS` (over the indexed structures), ``seconds``,
+            ``n_duplicates``, the :data:`FLAG_COUNTS` (over the parsed rows), ``seconds``,
             ``structures_per_s``.
         """
         fingerprinter = Fingerprinter() if fingerprinter is None else fingerprinter
@@ -223,14 +223,14 @@ class StructureDatabase:
                     counts["n_missing" if result == MISSING else "n_unparsable"] += 1
                     continue
                 key, smiles, formula, mass, blob, flags = result
+                for name, flag in zip(FLAG_COUNTS, flags, strict=True):
+                    counts[name] += bool(flag)
                 # The first row of a skeleton wins, in file order; an isotope-labelled form (same first block, other
                 # formula) is a structure of its own.
                 if (key[:14], formula) in seen:
                     counts["n_duplicates"] += 1
                     continue
                 seen.add((key[:14], formula))
-                for name, flag in zip(FLAG_COUNTS, flags, strict=True):
-                    counts[name] += bool(flag)
                 user = {c: row.get(c, "") for c in columns}
                 user["__identifier"] = clean_value(row.get(id_col, "")) if id_col else ""
                 user["__name"] = clean_value(row.get(name_col, "")) if name_col else ""
@@ -316,7 +316,7 @@ CHUNK_ROWS = 2000
 
 #: The parse result of a row without any structure text ('N/A', 'nan', blank): counted apart from unparsable.
 MISSING = "missing"
-#: What was done to reach the indexed structure, counted over the indexed (unique) structures: fragments removed
+#: What was done to reach the indexed structure, counted over the parsed rows (duplicates included): fragments removed
 #: (salts, hydrates, mixtures), charges neutralized, isotope labels kept, a permanent charge kept, and a later
 #: structure column used because an earlier one was unparsable (an InChI RDKit rejects, the SMILES read).
 FLAG_COUNTS = ("n_parents", "n_neutralized", "n_labelled", "n_charged", "n_structure_fallbacks")

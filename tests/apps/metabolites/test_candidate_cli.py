@@ -14,7 +14,7 @@ from iokr.apps.metabolites import load_identifier, parse_structure, read_spectra
 from iokr.cli.main import main
 from iokr.datasets._metabolites import BUNDLED_METABOLITES
 
-pytest.importorskip("rdkit")
+Chem = pytest.importorskip("rdkit.Chem")
 N_TRAIN, N_PER_LIST = 25, 30
 
 
@@ -48,7 +48,8 @@ def bench(tmp_path_factory):
 
     mgf = root / "features.mgf"
     mgf.write_text(block(101, a) + block(102, b) + block(103, b))
-    return {"root": root, "model": model, "mgf": mgf, "lists": lists}
+    salt = Chem.MolToInchi(Chem.MolFromSmiles(Chem.MolToSmiles(parse_structure(lists[0][0])) + ".Cl.O"))
+    return {"root": root, "model": model, "mgf": mgf, "lists": lists, "salt": salt}
 
 
 def _table(path):
@@ -77,8 +78,12 @@ def test_clashing_columns_are_prefixed_through_index_and_identify(bench, tmp_pat
                          "detail", "Note"])
         for i, inchi in enumerate(rows):
             writer.writerow([f"C{i}", inchi, f"ad{i}", f"r{i}", f"s{i}", f"st{i}", f"q{i}", f"ca{i}", f"d{i}", "n"])
+    with open(table, "a", newline="", encoding="utf-8") as handle:  # a salt of the first structure, and a blank
+        csv.writer(handle).writerows([["SALT", f"{bench['salt']}", *["x"] * 8], ["NONE", "N/A", *["x"] * 8]])
     db = tmp_path / "clash.sqlite"
     assert main(["metabolites", "index", str(table), "--output", str(db), "--model", str(bench["model"])]) == 0
+    out = capsys.readouterr().out
+    assert "1 without a structure, 1 duplicates merged" in out and "1 salts/mixtures reduced to their parent" in out
     ident, cands, params = _identify(bench, db, tmp_path / "out")
     assert {q: r["status"] for q, r in ident.items()} == {"101": "ok", "102": "ok", "103": "ok"}
     assert params["candidate_columns_renamed"] == {
