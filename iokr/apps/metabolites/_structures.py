@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ._fingerprints import _rdkit, inchikey, inchikey_of_inchi, parse_structure
+from ._fingerprints import _rdkit, inchikey, inchikey_of_inchi, molecular_formula, parse_structure
 from ._formulas import ELEMENT_MASSES, FormulaError, canonical_formula, parse_formula
 
 #: Symbols RDKit's formula uses for hydrogen isotopes (``abbreviateHIsotopes``).
@@ -141,12 +141,18 @@ def formula_mass(formula):
 
 def parent_of(text):
     """The :class:`Parent` of a SMILES or InChI text; ``None`` when RDKit rejects it (or it has no InChIKey or a
-    formula with elements :mod:`._formulas` does not know)."""
+    formula with elements :mod:`._formulas` does not know).
+
+    Texts that :func:`may_need_parent` clears (one neutral unlabelled molecule, most of any database) take the
+    short way: no standardizer and no walk over the atoms, so indexing is as fast as before parents existed.
+    """
     mol = parse_structure(text) if isinstance(text, str) else None
     if mol is None:
         return None
     text = text.strip()
-    parent, reduced, neutralized = parent_molecule(mol)
+    Chem = _rdkit()
+    plain = not may_need_parent(text)
+    parent, reduced, neutralized = (mol, False, False) if plain else parent_molecule(mol)
     changed = reduced or neutralized
     # The key of an unchanged InChI straight from its text (skips regenerating the InChI from the molecule).
     key = inchikey_of_inchi(text) if text.startswith("InChI=") and not changed else None
@@ -154,14 +160,14 @@ def parent_of(text):
     if key is None:
         return None
     try:
-        formula = isotope_formula(parent)
+        formula = canonical_formula(molecular_formula(parent)) if plain else isotope_formula(parent)
         mass = formula_mass(formula)
     except FormulaError:
         return None
-    smiles = text if not changed and not text.startswith("InChI=") else _rdkit().MolToSmiles(parent)
+    smiles = text if not changed and not text.startswith("InChI=") else Chem.MolToSmiles(parent)
+    labelled = not plain and any(atom.GetIsotope() for atom in parent.GetAtoms())
     return Parent(mol=parent, key=key, smiles=smiles, formula=formula, mass=mass, reduced=reduced,
-                  neutralized=neutralized, labelled=any(atom.GetIsotope() for atom in parent.GetAtoms()),
-                  charge=_rdkit().GetFormalCharge(parent))
+                  neutralized=neutralized, labelled=labelled, charge=0 if plain else Chem.GetFormalCharge(parent))
 
 
 _SMILES_NEEDS_PARENT = re.compile(r"\.|\[\d|\[[^\]]*[+-]")
@@ -169,8 +175,11 @@ _INCHI_NEEDS_PARENT = re.compile(r"/[qpi]")
 
 
 def may_need_parent(text):
-    """Whether a structure text may hold fragments, charges or isotopes (cheap, from the text alone; False means
-    the text is certainly a single neutral unlabelled molecule, so results cached before parents existed hold)."""
+    """Whether a structure text may hold fragments, charges or isotopes, from the text alone. False means the text
+    is one neutral unlabelled molecule: a SMILES writes charges and isotopes in brackets (``[N+]``, ``[13C]``) and
+    fragments apart with ``.``; an InChI has its charge (``/q``), protons (``/p``) and isotopes (``/i``) in layers
+    of their own and its components apart with ``.`` in the formula layer. Parents are then the molecule itself, and
+    fingerprints cached before parents existed still hold."""
     if not isinstance(text, str):
         return False
     text = text.strip()
