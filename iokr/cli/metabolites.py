@@ -141,8 +141,10 @@ def register(subparsers):
     identify.add_argument("--spectra", required=True,
                           help=f"query spectra: {SPECTRA_FORMATS}")
     identify.add_argument("--candidates", required=True,
-                          help="a structure database built by 'index' (.sqlite), one CSV/TSV/SDF of structures "
-                               "(indexed for this run), or a folder / .tar.gz of per-formula lists")
+                          help="a structure database built by 'index' (.sqlite), one CSV/TSV/PSV/SDF of structures "
+                               "(indexed for this run), a folder / .tar.gz of per-formula lists "
+                               "(scoring_list=<FORMULA>_...), or per-query lists: a folder / .tar.gz of "
+                               "<query_id>.csv|.tsv|.psv|.sdf files, or one table with a query_id column")
     identify.add_argument("--output", required=True,
                           help="folder to write: structure_identifications.tsv, structure_candidates.tsv, "
                                "parameters.json")

@@ -4,6 +4,7 @@ an earlier one fails; output names made unique."""
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from iokr.apps.metabolites import Fingerprinter
@@ -89,4 +90,49 @@ def test_bad_tables_get_one_line_errors_naming_the_file(tmp_path):
                         ("absent.csv", "absent.csv does not exist")):
         with pytest.raises(IOKRDataError, match=match) as err:
             read_structure_rows(tmp_path / name)
+        assert "\n" not in str(err.value)
+
+
+def test_per_query_folder_of_metfrag_files(tmp_path):
+    import shutil  # noqa: PLC0415
+
+    from iokr.apps.metabolites._candidate_sources import open_source  # noqa: PLC0415
+    from iokr.apps.metabolites._structures import parent_of  # noqa: PLC0415
+
+    folder = tmp_path / "lists"
+    folder.mkdir()
+    shutil.copy(DATA / "metfrag_candidates.sdf", folder / "q1.sdf")
+    shutil.copy(DATA / "metfrag_local.psv", folder / "q2.psv")
+    source = open_source(folder, FP, reserved=("query_id", "rank"))
+    assert source.per_query and source.counts["n_rows"] == 8 and source.counts["n_missing"] == 1
+    assert [r["identifier"] for r in source.records(source.for_query("q1"))] == ["MF0001", "MF0002", "MF0003"]
+    assert [r["name"] for r in source.records(source.for_query("q2"))] == list(KEYS)
+    assert source.for_query("q3") is None
+    # the mass warning against masses computed from each structure's parent
+    metformin = parent_of("CN(C)C(=N)N=C(N)N").mass
+    ids, lookup, status, note = source.plan("q2", metformin, 5.0)
+    assert status == "ok" and lookup == "list q2.psv" and note.startswith("warning: 3 of 4 candidates outside 5 ppm")
+    np.testing.assert_allclose(source.masses_of(ids), [parent_of(r["smiles"]).mass for r in source.records(ids)])
+    assert source.plan("q3", metformin, 5.0)[2:] == ("no candidates", "no candidate list for query id q3")
+    np.testing.assert_array_equal(source.fingerprints(ids, FP), FP.transform([r["smiles"]
+                                                                              for r in source.records(ids)])[0])
+
+
+def test_per_query_lists_refuse_ambiguous_ids_with_one_line_errors(tmp_path):
+    from iokr.apps.metabolites._candidate_sources import open_source  # noqa: PLC0415
+
+    folder = tmp_path / "twice"
+    folder.mkdir()
+    (folder / "101.csv").write_text("SMILES\nCCO\n")
+    (folder / "101.tsv").write_text("SMILES\nCCN\n")
+    table = tmp_path / "table.csv"
+    table.write_text("query_id,SMILES\n1,CCO\n,CCN\n")
+    nocol = tmp_path / "nocol"
+    nocol.mkdir()
+    (nocol / "7.csv").write_text("Mass\n1.0\n")
+    for path, match in ((folder, "101.csv and 101.tsv both name query id '101'"),
+                        (table, "table.csv has a row without a query id in column 'query_id'"),
+                        (nocol, "Candidate list 7.csv in .*nocol has no structure column")):
+        with pytest.raises(IOKRDataError, match=match) as err:
+            open_source(path, FP)
         assert "\n" not in str(err.value)
