@@ -3,16 +3,15 @@
 among its own list, checked against the model's own scores of that list."""
 
 import csv
-import gzip
 import json
 import tarfile
 
 import numpy as np
 import pytest
+from metab_helpers import bundled_lists_and_training
 
 from iokr.apps.metabolites import load_identifier, parse_structure, read_spectra
 from iokr.cli.main import main
-from iokr.datasets._metabolites import BUNDLED_METABOLITES
 
 Chem = pytest.importorskip("rdkit.Chem")
 N_TRAIN, N_PER_LIST = 25, 30
@@ -22,25 +21,12 @@ N_TRAIN, N_PER_LIST = 25, 30
 def bench(tmp_path_factory):
     """A small model, two bundled lists (rows: InChI) and an MGF querying their true structures."""
     root = tmp_path_factory.mktemp("cands")
-    with tarfile.open(BUNDLED_METABOLITES["candidates"]) as tar:
-        members = sorted((m for m in tar.getmembers() if m.name.endswith(".csv")), key=lambda m: m.size)[2:4]
-        lists = [[r["id1"] for r in csv.DictReader(tar.extractfile(m).read().decode().splitlines())][:N_PER_LIST]
-                 for m in members]
-        true = [m.name.rsplit("_id=", 1)[1][:14] for m in members]
-    records, train = dict.fromkeys(true), {}
-    with gzip.open(BUNDLED_METABOLITES["spectra"], "rt") as handle:
-        for line in handle:
-            rec = json.loads(line)
-            key = rec["inchikey_rdkit"][:14]
-            if key in records and records[key] is None:
-                records[key] = rec
-            elif key not in records and (len(train) < N_TRAIN or key in train):
-                train.setdefault(key, []).append(rec)
-    (root / "train.jsonl").write_text("\n".join(json.dumps(r) for recs in train.values() for r in recs) + "\n")
+    rows, (a, b), train = bundled_lists_and_training(2, N_TRAIN, skip=2)
+    lists = [[r["id1"] for r in list_rows][:N_PER_LIST] for list_rows in rows]
+    (root / "train.jsonl").write_text("\n".join(json.dumps(r) for r in train) + "\n")
     model = root / "model.npz"
     assert main(["metabolites", "train", "--spectra", str(root / "train.jsonl"), "--output", str(model),
                  "--alphas", "0.3", "--folds", "2"]) == 0
-    a, b = (records[k] for k in true)
 
     def block(fid, rec):
         peaks = "\n".join(f"{mz} {i}" for mz, i in rec["peaks"])
