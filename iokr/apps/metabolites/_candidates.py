@@ -4,8 +4,9 @@ Shared list format: one CSV per query named ``scoring_list=<FORMULA>_spec=<ID>_i
 ``id1`` (candidate InChI) and optionally ``score`` (the published model's score), bundled as a ``.tar.gz`` or a
 folder. Plain CSV/TSV files (a ``smiles``, ``inchi`` or ``id1`` column) and SDF files are read too.
 
-Candidates are identified by the first InChIKey block (the 2D skeleton): stereoisomers of one skeleton are merged
-(keeping the best published score). Structures RDKit rejects are counted per list.
+Candidates are identified by the first InChIKey block (the 2D skeleton) of their parent structure (salts and
+mixtures reduced, see :mod:`._structures`): stereoisomers of one skeleton are merged (keeping the best published
+score). Structures RDKit rejects are counted per list, apart from rows without a structure ('N/A', blank).
 """
 
 from __future__ import annotations
@@ -438,7 +439,8 @@ class CandidateStore:
         return rows[0][0] if rows[0] else None
 
     def formulas_for(self, structures):
-        """Molecular formula per structure (RDKit's ``CalcMolFormula``; ``None`` when RDKit rejects it)."""
+        """Formula of each structure's parent (:func:`~._structures.parent_of`: salts reduced, labelled atoms apart,
+        ``C4H8D3N5``); ``None`` when RDKit rejects it."""
         rows = self._fetch(structures, "ok, formula")
         return [r[1] if r and r[0] else None for r in rows]
 
