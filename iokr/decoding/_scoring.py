@@ -8,8 +8,11 @@ working-memory budget, so a candidate pool of any size (a memory map, bit-packed
 query chunk and never materialized whole.
 
 Tie policy: candidates with equal scores are ordered by their position (pool position for a shared pool, position
-in the query's own set for per-query sets): the earlier one ranks first. This is deterministic and is the same in
-chunked, unchunked and distributed runs.
+in the query's own set for per-query sets): the earlier one ranks first. This is deterministic, and the same in
+chunked, unchunked and distributed runs for scores that are equal as computed. Other chunkings are other BLAS block
+shapes, whose scores agree to rounding only (a few ulp; ``docs/iokr.md``, "Reproducibility"): two candidates whose
+scores differ by rounding alone may change places between chunkings. Distributed runs score the local blocks and
+are bit-identical to local runs.
 """
 
 from __future__ import annotations

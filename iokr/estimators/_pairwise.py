@@ -2,8 +2,9 @@
 prediction of pairs, and cross-validation predictions under the four prediction settings.
 
 The numerics live in :mod:`iokr.linalg` (closed forms, hold-out algebra, conjugate gradient on the sampled pair
-kernel); the splits of the settings and the explicit retraining on them in :mod:`iokr.model_selection` (imported by
-``holdout_predictions`` only when no closed form applies, and by the ``cv_path`` alias).
+kernel, and the explicit splits of the settings); the explicit retraining on those splits where no closed form
+applies in :mod:`._pairwise_retrain`, and the pooled scoring of hold-out predictions (the ``cv_path`` alias, and the
+searches of :mod:`iokr.model_selection`) in :mod:`._pairwise_scores`.
 """
 
 from __future__ import annotations
@@ -29,19 +30,11 @@ from ..linalg import (
     minres,
     sampled_kron_features,
 )
+from ..linalg._pairwise_splits import check_setting
+from ._pairwise_retrain import retrain_holdout
+from ._pairwise_scores import pairwise_cv_scores
 
 SYMMETRY = {None: None, "symmetric": 1, "reciprocal": -1}
-#: The prediction settings: new pair (A), new row (B), new column (C), new row and column (D).
-SETTINGS = ("A", "B", "C", "D")
-
-
-def check_setting(setting, n_folds=None):
-    """Validate ``setting`` (one of :data:`SETTINGS`) and ``n_folds`` (None or an int >= 2)."""
-    if setting not in SETTINGS:
-        raise ValueError(f"'setting' must be one of {SETTINGS}, got {setting!r}.")
-    if n_folds is not None and (isinstance(n_folds, bool) or not isinstance(n_folds, numbers.Integral)
-                                or n_folds < 2):
-        raise ValueError(f"'n_folds' must be None (leave one group out) or an int >= 2, got {n_folds!r}.")
 
 
 def check_triplets(Y, n1, n2):
@@ -367,10 +360,6 @@ class _PairwiseRLS(PairKernelsMixin, BaseEstimator):
             closed = self._closed_holdout(setting, alpha)
             if closed is not None:
                 return closed
-        # Local import: explicit retraining on the setting's splits is model selection, a layer above the
-        # estimators; only the cases without a closed form take this route.
-        from ..model_selection._pairwise_retrain import retrain_holdout  # noqa: PLC0415 - upward import (layering)
-
         return retrain_holdout(self, setting, alpha, n_folds, random_state)
 
     def _holdout_path(self, alphas, setting, n_folds, random_state):
@@ -419,8 +408,5 @@ class _PairwiseRLS(PairKernelsMixin, BaseEstimator):
         Gram matrix once for the whole grid (:func:`iokr.linalg.leave_row_and_column_out`); other settings and
         estimators evaluate the alphas one at a time.
         """
-        # Local import: model selection sits above the estimators; this alias is its only caller from here.
-        from ..model_selection._pairwise_search import pairwise_cv_scores  # noqa: PLC0415 - upward import (layering)
-
         check_is_fitted(self, "dual_coef_")
         return pairwise_cv_scores(self, alphas, setting, scoring, n_folds, random_state)[0]

@@ -12,7 +12,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_array_2d, check_positive_scalar
 from ..linalg import EigenPath, two_step_dual, two_step_holdout
-from ._pairwise import PairKernelsMixin, check_setting
+from ..linalg._pairwise_splits import check_setting
+from ._pairwise import PairKernelsMixin
 
 __all__ = ["TwoStepRLS"]
 

@@ -8,12 +8,12 @@
 - :class:`AlignedKernelSum`: multiple kernel learning on inputs (UNIMKL, ALIGN, ALIGNF).
 """
 
+from ..linalg._pairwise_splits import pairwise_splits
 from ._conditional_rankcv import ConditionalRankRLSCV
 from ._iokrcv import IOKRCV
 from ._kroncv import KronRLSCV
 from ._mkl import MKL_METHODS, AlignedKernelSum, alignf_weights, learn_weights
 from ._mpiokrcv import MPIOKRCV
-from ._pairwise_splits import pairwise_splits
 from ._rankrlscv import RankRLSCV
 from ._scoring import HoldoutResult
 from ._search import RLSCV

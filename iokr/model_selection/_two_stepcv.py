@@ -7,10 +7,11 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from .._docstrings import fill_doc, parameters
+from ..estimators._pairwise_scores import pooled_score
 from ..estimators.two_step import TwoStepRLS
 from ..linalg import check_alphas
-from ._pairwise_search import check_pair_search, kernel_settings, pooled_score
-from ._pairwise_splits import count_pairwise_splits, scheme_name
+from ..linalg._pairwise_splits import count_pairwise_splits, scheme_name
+from ._pairwise_search import check_pair_search, kernel_settings
 from ._search import DEFAULT_ALPHAS, SEARCH_DOCS, PathSearchMixin, apply_setting
 
 __all__ = ["TwoStepRLSCV"]

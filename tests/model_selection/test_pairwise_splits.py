@@ -4,8 +4,8 @@ predicted once, and the split count against the generator."""
 import numpy as np
 import pytest
 
+from iokr.linalg._pairwise_splits import count_pairwise_splits
 from iokr.model_selection import pairwise_splits
-from iokr.model_selection._pairwise_splits import count_pairwise_splits
 
 
 def _pairs(rng, one_domain, complete):

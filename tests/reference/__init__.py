@@ -137,6 +137,45 @@ def stable_order(scores):
     return np.array(sorted(range(len(scores)), key=lambda i: (-float(scores[i]), i)), dtype=np.intp)
 
 
+#: Agreement of float64 results computed through different block shapes, chunkings or code paths, relative to the
+#: scale of the results (their largest magnitude). BLAS kernels (OpenBLAS's Haswell, SkylakeX, Zen, Prescott...) sum
+#: a GEMM's products in an order that depends on the block shape, and GEMV differs from GEMM; the last bits of the
+#: same score then differ by a few ulp of the terms summed (about 1e-15 of the scale), never by 1e-13.
+BLOCK_SHAPE_RTOL = 1e-13
+
+
+def assert_close_to_scale(actual, expected, rtol=BLOCK_SHAPE_RTOL, err_msg=""):
+    """``|actual - expected| <= rtol * max|expected|`` elementwise: equality up to rounding at the results' scale.
+
+    For results that are mathematically equal but computed through different block shapes or code paths; a plain
+    ``rtol`` would demand more of scores near zero than their terms' rounding allows.
+    """
+    actual, expected = np.asarray(actual, dtype=np.float64), np.asarray(expected, dtype=np.float64)
+    assert actual.shape == expected.shape, f"shapes differ: {actual.shape} != {expected.shape}. {err_msg}"
+    scale = float(np.abs(expected).max()) if expected.size else 0.0
+    np.testing.assert_allclose(actual, expected, rtol=0.0, atol=rtol * max(scale, np.finfo(np.float64).tiny),
+                               err_msg=err_msg)
+
+
+def assert_rankings_agree(order_a, order_b, scores, rtol=BLOCK_SHAPE_RTOL):
+    """Two rankings (candidate positions, best first) of the same scores agree up to ties within ``rtol``.
+
+    Both must be orders by decreasing ``scores`` up to the tolerance, and wherever they differ the two candidates'
+    scores must be within ``rtol * max|scores|`` of each other: only candidates whose scores are equal to rounding
+    may change places (computed through other block shapes, near-ties may swap; a real difference may not).
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    a, b = np.asarray(order_a), np.asarray(order_b)
+    assert a.shape == b.shape, f"rankings of different lengths: {a.shape} != {b.shape}"
+    tol = rtol * max(float(np.abs(scores).max()) if scores.size else 0.0, np.finfo(np.float64).tiny)
+    for name, order in (("first", a), ("second", b)):
+        assert np.all(np.diff(scores[order]) <= tol), f"the {name} ranking is not by decreasing score"
+    gap = np.abs(scores[a] - scores[b])
+    assert np.all(gap <= tol), (f"rankings differ beyond ties: position {int(np.argmax(gap))} holds candidates "
+                                f"{a[np.argmax(gap)]} and {b[np.argmax(gap)]}, scores differ by {gap.max():.3g} "
+                                f"> {tol:.3g}")
+
+
 def rank_of_true(scores, true_index, ties):
     """1-based rank counting candidates one by one."""
     higher = sum(1 for s in scores if s > scores[true_index])

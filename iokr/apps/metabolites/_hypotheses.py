@@ -19,9 +19,10 @@ and the prediction under the candidate's own formula. All predictions are points
 input rows normalized alike (the same normalized base kernels, the same weights, the same fitted IOKR), so their
 inner products with candidates compare directly; a hypothesis whose row finds more support among the training
 spectra gives a longer prediction and counts for more. A hypothesis that gives the spectrum no token (no peak
-explained, or an annotation fallback) is scored with the unannotated row itself, so its scores are exactly the
+explained, or an annotation fallback) is scored with the unannotated row itself, so its scores are the
 unannotated scores. A candidate's score does not depend on whether the query gave its formula or on which other
-formulas share the mass window.
+formulas share the mass window (up to rounding: other windows are other BLAS block shapes; ``docs/iokr.md``,
+"Reproducibility").
 
 ``across="preimage"`` instead ranks by the pre-image distance under each candidate's formula,
 ``-||h_f(x) - psi(y)||^2 + ||h_0(x)||^2 = score_f(y) - (||h_f(x)||^2 - ||h_0(x)||^2)`` (``h_0``: the query without

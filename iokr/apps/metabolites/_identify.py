@@ -226,8 +226,9 @@ def score_queries(model, cleaned, queries, source, fingerprinter, settings, prog
     """Scores of every ``ok`` query's candidates, in batches; yields ``(query, scores)``.
 
     Each batch fingerprints the distinct candidates of its queries once (queries sharing a formula share them).
-    Scores of one query do not depend on the other queries of its batch (the spectrum kernels sum each spectrum's
-    terms in an order of its own). With annotated kernels, each query is scored under its formula or its
+    Scores of one query do not depend on the other queries of its batch up to rounding: the spectrum kernels sum
+    each spectrum's terms in an order of its own, but the products with the model's coefficients are BLAS products
+    whose last bits depend on the batch's shape (``docs/iokr.md``, "Reproducibility"). With annotated kernels, each query is scored under its formula or its
     candidates' formulas (:func:`~._hypotheses.score_hypotheses`), and ``query.annotation`` /
     ``query.hypotheses`` say how it was annotated.
     """

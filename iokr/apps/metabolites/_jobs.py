@@ -15,9 +15,10 @@ import numpy as np
 
 from ...exceptions import IOKRDataError
 from ._adducts import AdductError, parse_adduct
+from ._calibration_examples import calibration_examples
 from ._candidate_sources import open_source
 from ._candidates import CandidateStore, read_candidate_lists
-from ._confidence import Calibration, calibration_examples, fit_calibration, top_margins
+from ._confidence import Calibration, fit_calibration, top_margins
 from ._fingerprints import Fingerprinter
 from ._grams import TrainingGrams
 from ._hypotheses import annotated_kernels, annotation_totals

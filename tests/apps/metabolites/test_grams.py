@@ -13,7 +13,7 @@ import pytest
 
 import iokr.apps.metabolites._grams as grams_module
 from iokr.apps.metabolites import MetaboliteIdentifier, read_spectra
-from iokr.apps.metabolites._confidence import calibration_examples
+from iokr.apps.metabolites._calibration_examples import calibration_examples
 from iokr.apps.metabolites._grams import TrainingGrams, compact_gram
 from iokr.apps.metabolites._model import make_output_kernel
 from iokr.apps.metabolites._pipeline import (

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._pairwise_splits import pairwise_splits
+from ..linalg._pairwise_splits import pairwise_splits
 
 __all__ = ["retrain_holdout"]
 

@@ -3,15 +3,32 @@
 Labels live on pairs ``(rows[e], cols[e])``. The setting says what is new at prediction time: A the pair, B the row,
 C the column, D both (Pahikkala et al. 2013; Stock et al. 2018). A split for a setting removes from training every
 pair that shares the held-out unit with a test pair, so the model never saw what the setting declares new.
+
+These explicit splits are what the closed-form hold-outs of :mod:`iokr.linalg._kron_holdout` and
+:mod:`iokr.linalg._kron_ranking` stand for; they live here, below the estimators, because both the estimators'
+``holdout_predictions`` (explicit retraining where no closed form applies) and the searches of
+:mod:`iokr.model_selection` use them. They are index bookkeeping only: no kernels, no estimators.
 """
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
-from ..estimators._pairwise import SETTINGS, check_setting
-
 __all__ = ["SETTINGS", "check_setting", "count_pairwise_splits", "pairwise_splits", "scheme_name"]
+
+#: The prediction settings: new pair (A), new row (B), new column (C), new row and column (D).
+SETTINGS = ("A", "B", "C", "D")
+
+
+def check_setting(setting, n_folds=None):
+    """Validate ``setting`` (one of :data:`SETTINGS`) and ``n_folds`` (None or an int >= 2)."""
+    if setting not in SETTINGS:
+        raise ValueError(f"'setting' must be one of {SETTINGS}, got {setting!r}.")
+    if n_folds is not None and (isinstance(n_folds, bool) or not isinstance(n_folds, numbers.Integral)
+                                or n_folds < 2):
+        raise ValueError(f"'n_folds' must be None (leave one group out) or an int >= 2, got {n_folds!r}.")
 
 
 def _fold_assigner(n_folds, random_state):
