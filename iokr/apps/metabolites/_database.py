@@ -28,7 +28,7 @@ import numpy as np
 from ...decoding import CountFeatures, PackedBinaryFeatures
 from ...exceptions import IOKRDataError
 from ._fingerprints import Fingerprinter
-from ._structure_tables import IDENTIFIER_COLUMNS, NAME_COLUMNS, clean_value, pick, read_structure_rows, structure_texts
+from ._structure_tables import IDENTIFIER_COLUMNS, clean_value, name_column, pick, read_structure_rows, structure_texts
 from ._structures import parent_of
 
 SCHEMA = "iokr-structure-database"
@@ -210,7 +210,7 @@ class StructureDatabase:
     def _fill(connection, columns, rows, structure_columns, fingerprinter, progress, n_jobs):
         for statement in _CREATE:
             connection.execute(statement)
-        id_col, name_col = pick(columns, IDENTIFIER_COLUMNS), pick(columns, NAME_COLUMNS)
+        id_col, name_col = pick(columns, IDENTIFIER_COLUMNS), name_column(columns)
         insert = ("INSERT INTO structures (key14, inchikey, smiles, formula, mass, fp, columns) "
                   "VALUES (?, ?, ?, ?, ?, ?, ?)")
         seen = set()

@@ -24,8 +24,8 @@ from ._database import CANDIDATE_COLUMNS, output_names
 from ._formulas import FormulaError
 from ._structure_tables import (
     IDENTIFIER_COLUMNS,
-    NAME_COLUMNS,
     clean_value,
+    name_column,
     pick,
     structure_rows_of_bytes,
     structure_texts,
@@ -83,7 +83,7 @@ class QueryListSource:
         pending, names_by_query = [], {}
         for query, name, columns, rows, structure_columns in tables:
             qcol = query_id_column(columns) if query is None else None
-            id_col, name_col = pick(columns, IDENTIFIER_COLUMNS), pick(columns, NAME_COLUMNS)
+            id_col, name_col = pick(columns, IDENTIFIER_COLUMNS), name_column(columns)
             self.user_columns.extend(c for c in columns if c not in self.user_columns)
             for row in rows:
                 qid = query if query is not None else clean_value(row.get(qcol))

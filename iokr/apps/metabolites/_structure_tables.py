@@ -7,7 +7,8 @@ Column names are compared with case, spaces, underscores and punctuation ignored
   MZmine feature-table columns ending in ``:smiles`` / ``:inchi`` (``preferred_annotation:`` first, then
   ``compound_db_identity:``, ``spectral_db_matches:`` and the others in file order);
 - identifiers: ``Identifier``, ``DatabaseID`` (MetFrag), ``SpectrumID`` (GNPS), ``ID``, ``CID``, ...;
-- names: ``Name``, ``Compound_Name`` (GNPS), ``CompoundName``, ``Title``, ...
+- names: ``Name``, ``Compound_Name`` (GNPS), ``CompoundName``, ``Title``, ..., else MZmine's
+  ``<annotation>:compound_name``.
 
 Formats: ``.tsv`` is tab-separated and ``.psv`` pipe-separated (MetFrag local databases); other text files
 (``.csv``, ``.txt``) take the first of tab, ``|``, ``,`` and ``;`` found in their header line. SDF records carry
@@ -61,6 +62,20 @@ def pick(columns, wanted):
     return next((squashed[w] for w in wanted if w in squashed), None)
 
 
+def _mzmine_rank(column):
+    module = column.rsplit(":", 1)[0].strip().lower()
+    return MZMINE_PREFERRED.index(module) if module in MZMINE_PREFERRED else len(MZMINE_PREFERRED)
+
+
+def name_column(columns):
+    """The names' column: the first of :data:`NAME_COLUMNS`, else MZmine's ``<annotation>:compound_name``
+    (``preferred_annotation:`` first), else None."""
+    found = pick(columns, NAME_COLUMNS)
+    mzmine = sorted((c for c in columns if ":" in c and squash(c.rsplit(":", 1)[1]) in ("compoundname", "name")),
+                    key=_mzmine_rank)
+    return found or (mzmine[0] if mzmine else None)
+
+
 def clean_value(value):
     """A field's text for parsing: ``""`` when missing, surrounding quotes and blanks removed."""
     if not isinstance(value, str):
@@ -77,11 +92,7 @@ def structure_columns(columns):
                    key=lambda c: STRUCTURE_COLUMNS.index(squash(c)))
     mzmine = [c for c in columns if ":" in c and squash(c.rsplit(":", 1)[1]) in ("smiles", "inchi")]
 
-    def rank(c):
-        module = c.rsplit(":", 1)[0].strip().lower()
-        return (MZMINE_PREFERRED.index(module) if module in MZMINE_PREFERRED else len(MZMINE_PREFERRED),
-                squash(c.rsplit(":", 1)[1]) != "smiles")
-    return plain + sorted(mzmine, key=rank)
+    return plain + sorted(mzmine, key=lambda c: (_mzmine_rank(c), squash(c.rsplit(":", 1)[1]) != "smiles"))
 
 
 def structure_texts(row, columns):

@@ -36,7 +36,7 @@ TABLES = [
     ("gnps_library_search.tsv", [("CCMSLIB00000000001", "metformin"), ("CCMSLIB00000000002", "paracetamol"),
                                  ("CCMSLIB00000000004", "caffeine")],
      {"n_rows": 4, "n_missing": 1, "n_unparsable": 0, "n_structure_fallbacks": 1}),
-    ("mzmine_features.csv", [("1", ""), ("2", ""), ("4", "")], {"n_rows": 4, "n_missing": 1, "n_unparsable": 0}),
+    ("mzmine_features.csv", [("1", "metformin"), ("2", ""), ("4", "")], {"n_rows": 4, "n_missing": 1, "n_unparsable": 0}),
 ]
 
 
