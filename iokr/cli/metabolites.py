@@ -141,8 +141,10 @@ def register(subparsers):
     identify.add_argument("--spectra", required=True,
                           help=f"query spectra: {SPECTRA_FORMATS}")
     identify.add_argument("--candidates", required=True,
-                          help="a structure database built by 'index' (.sqlite), one CSV/TSV/SDF of structures "
-                               "(indexed for this run), or a folder / .tar.gz of per-formula lists")
+                          help="a structure database built by 'index' (.sqlite), one CSV/TSV/PSV/SDF of structures "
+                               "(indexed for this run), a folder / .tar.gz of per-formula lists "
+                               "(scoring_list=<FORMULA>_...), or per-query lists: a folder / .tar.gz of "
+                               "<query_id>.csv|.tsv|.psv|.sdf files, or one table with a query_id column")
     identify.add_argument("--output", required=True,
                           help="folder to write: structure_identifications.tsv, structure_candidates.tsv, "
                                "parameters.json")
@@ -326,9 +328,13 @@ def run_index(args):
         db, stats = app.StructureDatabase.build(args.database, out, fingerprinter, progress=bar)
     db.close()
     print(f"{stats['n_structures']} structures indexed from {stats['n_rows']} rows ({stats['n_unparsable']} "
-          f"unparsable, {stats['n_duplicates']} duplicates merged) in {stats['seconds']:.1f} s "
-          f"({stats['structures_per_s']:.0f} rows/s); database written to {out} "
+          f"unparsable, {stats['n_missing']} without a structure, {stats['n_duplicates']} duplicates merged) in "
+          f"{stats['seconds']:.1f} s ({stats['structures_per_s']:.0f} rows/s); database written to {out} "
           f"({out.stat().st_size / 2**20:.1f} MiB)")
+    print(f"{stats['n_parents']} salts/mixtures reduced to their parent, {stats['n_neutralized']} charged structures "
+          f"neutralized, {stats['n_labelled']} isotope-labelled (indexed at their own formula and mass), "
+          f"{stats['n_charged']} permanently charged (indexed at their neutral-equivalent mass, for [M]+ / [M]- "
+          f"queries), {stats['n_structure_fallbacks']} read from a later structure column (the first unparsable)")
     return 0
 
 

@@ -35,7 +35,7 @@ def _check_lists(lists):
         return
     for lst in lists:
         assert len(lst.keys) == len(lst.structures) == len(set(lst.keys))
-        assert lst.n_rows == len(lst.keys) + lst.n_unparsable + lst.n_duplicates
+        assert lst.n_rows == len(lst.keys) + lst.n_unparsable + lst.n_duplicates + lst.n_missing
         assert all(isinstance(k, str) and len(k) == 14 for k in lst.keys)
         assert lst.scores is None or lst.scores.shape == (len(lst.keys),)
         assert lst.true_index is None or 0 <= lst.true_index < len(lst)

@@ -4,15 +4,15 @@ Shared list format: one CSV per query named ``scoring_list=<FORMULA>_spec=<ID>_i
 ``id1`` (candidate InChI) and optionally ``score`` (the published model's score), bundled as a ``.tar.gz`` or a
 folder. Plain CSV/TSV files (a ``smiles``, ``inchi`` or ``id1`` column) and SDF files are read too.
 
-Candidates are identified by the first InChIKey block (the 2D skeleton): stereoisomers of one skeleton are merged
-(keeping the best published score). Structures RDKit rejects are counted per list.
+Candidates are identified by the first InChIKey block (the 2D skeleton) of their parent structure (salts and
+mixtures reduced, see :mod:`._structures`): stereoisomers of one skeleton are merged (keeping the best published
+score). Structures RDKit rejects are counted per list, apart from rows without a structure ('N/A', blank).
 """
 
 from __future__ import annotations
 
 import csv
 import functools
-import hashlib
 import io
 import re
 import sqlite3
@@ -21,12 +21,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import scipy.sparse as sp
 
 from ...exceptions import IOKRDataError
-from ...io import atomic_open, check_expansion, read_npz
+from ...io import check_expansion, read_npz
 from ._database import decode_fingerprints, encode_fingerprint
-from ._fingerprints import Fingerprinter, _rdkit, inchikey, inchikey_of_inchi, molecular_formula, parse_structure
+from ._fingerprint_cache import (
+    CACHE_MEMBERS,
+    check_cache,
+    digest,
+    export_fingerprint_cache,  # noqa: F401 - its public home since the cache existed
+)
+from ._fingerprints import Fingerprinter, _rdkit
+from ._structure_tables import SDF_REJECTED, clean_value
+from ._structures import may_need_parent, parent_of
 
 _NAME = re.compile(r"scoring_list=(?P<formula>[^_]+)_spec=(?P<spec>.+?)_id=(?P<key>[A-Z]{14}-[A-Z]{10}-[A-Z])")
 _STRUCTURE_COLUMNS = ("id1", "inchi", "smiles", "structure")
@@ -49,6 +56,8 @@ class CandidateList:
     scores : ndarray of shape (n_unique,) or None
         Published scores (maximum over merged duplicates).
     n_rows, n_unparsable, n_duplicates : int
+    n_missing : int
+        Rows without a structure ('N/A', 'nan', blank), not counted as unparsable.
     """
 
     name: str
@@ -60,6 +69,7 @@ class CandidateList:
     n_rows: int = 0
     n_unparsable: int = 0
     n_duplicates: int = 0
+    n_missing: int = 0
 
     @property
     def true_index(self):
@@ -87,7 +97,7 @@ def _rows_from_text(text, delimiter):
     score_col = lower.get("score")
     structures, scores = [], []
     for row in reader:
-        structures.append(row.get(column))
+        structures.append(clean_value(row.get(column)) or None)
         if score_col is not None:
             try:
                 scores.append(float(row.get(score_col)))
@@ -111,7 +121,7 @@ def _name_fields(name):
 
 #: Largest candidate list file read (bytes, after decompression): a list is a few thousand structures.
 MAX_LIST_BYTES = 64 << 20
-_LIST_SUFFIXES = (".csv", ".tsv", ".sdf", ".txt")
+_LIST_SUFFIXES = (".csv", ".tsv", ".psv", ".sdf", ".txt")
 
 
 def _read_capped(handle, name, where):
@@ -142,8 +152,14 @@ def _folder_files(path):
     return files
 
 
+def is_per_formula_name(name):
+    """Whether a list file follows the shared per-formula naming ``scoring_list=<FORMULA>_spec=..._id=...``."""
+    return _NAME.search(name) is not None
+
+
 def _iter_sources(path):
-    """Yield ``(name, bytes)`` of each list file in a tar.gz, a folder or a single file."""
+    """Yield ``(name, bytes)`` of each list file (.csv, .tsv, .psv, .txt, .sdf) in a tar(.gz), a folder or a single
+    file."""
     path = Path(path)
     if not path.exists():
         raise IOKRDataError(f"Candidate path {path} does not exist.")
@@ -158,7 +174,7 @@ def _iter_sources(path):
         try:
             with tarfile.open(path) as tar:
                 members = sorted((m for m in tar.getmembers() if (m.isfile() or m.islnk())
-                                  and m.name.lower().endswith((".csv", ".tsv", ".sdf"))), key=lambda m: m.name)
+                                  and m.name.lower().endswith(_LIST_SUFFIXES)), key=lambda m: m.name)
                 if not members:
                     raise IOKRDataError(f"Candidate archive {path} holds no .csv/.tsv/.sdf file.")
                 # An archive bomb is refused from the member sizes, before any list is decompressed.
@@ -185,7 +201,7 @@ def _iter_sources(path):
             yield path.name, _read_capped(handle, path.name, path.parent)
 
 
-def read_candidate_lists(path, store=None, progress=None):
+def read_candidate_lists(path, store=None, progress=None, *, sources=None):
     """Read candidate lists and merge duplicate structures.
 
     Parameters
@@ -196,6 +212,8 @@ def read_candidate_lists(path, store=None, progress=None):
         Where parsed structures and fingerprints are cached (a temporary store when omitted).
     progress : callable, optional
         Called after each list.
+    sources : iterable of (str, bytes), optional
+        The lists' file names and contents, already read from ``path`` (by :func:`_iter_sources`).
 
     Returns
     -------
@@ -203,7 +221,7 @@ def read_candidate_lists(path, store=None, progress=None):
     """
     store = CandidateStore() if store is None else store
     out = []
-    for name, data in _iter_sources(path):
+    for name, data in (_iter_sources(path) if sources is None else sources):
         formula, true_key = _name_fields(name)
         lower = name.lower()
         scores = None
@@ -211,10 +229,12 @@ def read_candidate_lists(path, store=None, progress=None):
             if lower.endswith(".sdf"):
                 mols = _sdf_structures(data)
                 Chem = _rdkit()
-                structures = [Chem.MolToInchi(m) if m is not None else None for m in mols]
+                structures = [Chem.MolToInchi(m) if m is not None else SDF_REJECTED for m in mols]
             else:
                 text = data.decode("utf-8-sig")  # a byte-order mark must not hide the first column's name
-                delimiter = "\t" if lower.endswith(".tsv") or ("\t" in text.split("\n", 1)[0]) else ","
+                header = text.split("\n", 1)[0]
+                delimiter = ("\t" if lower.endswith(".tsv") or "\t" in header else
+                             "|" if lower.endswith(".psv") or "|" in header else ",")
                 structures, scores, _ = _rows_from_text(text, delimiter)
         except (UnicodeDecodeError, csv.Error, IOKRDataError) as exc:
             raise IOKRDataError(f"Candidate list {name}: {exc}") from None
@@ -226,7 +246,10 @@ def read_candidate_lists(path, store=None, progress=None):
         best, lst_scores = {}, []
         for i, (s, k, good) in enumerate(zip(structures, keys, ok, strict=True)):
             if not good:
-                lst.n_unparsable += 1
+                if s is None:
+                    lst.n_missing += 1
+                else:
+                    lst.n_unparsable += 1
                 continue
             if k in best:
                 lst.n_duplicates += 1
@@ -247,6 +270,11 @@ def read_candidate_lists(path, store=None, progress=None):
         if progress is not None:
             progress()
     return out
+
+
+#: How a store's structures are keyed, recorded in its ``meta`` table: the parent structure
+#: (:func:`~._structures.parent_of`), labelled formulas apart. Stores written before hold salts whole.
+STORE_STRUCTURES = "parent-v1"
 
 
 def _store_errors(method):
@@ -277,8 +305,9 @@ class CandidateStore:
 
     Notes
     -----
-    Table ``structures``: the input text (InChI/SMILES) as primary key, the parse status, the first InChIKey
-    block, the molecular formula and the fingerprint as a blob (bit-packed for binary kinds, uint8 counts
+    Table ``structures``: the input text (InChI/SMILES) as primary key, the parse status, and of its parent
+    structure (:func:`~._structures.parent_of`: salts reduced, isotopes apart) the first InChIKey block, the
+    molecular formula and the fingerprint as a blob (bit-packed for binary kinds, uint8 counts
     otherwise). Looking up cached structures costs one indexed query; only new texts are parsed.
     """
 
@@ -301,11 +330,19 @@ class CandidateStore:
             if row is None:
                 self.db.execute("INSERT INTO meta VALUES ('fingerprint', ?)", (params,))
                 self.db.commit()
+            structures = self.db.execute("SELECT value FROM meta WHERE key='structures'").fetchone()
+            if structures is None and self.db.execute("SELECT COUNT(*) FROM structures").fetchone()[0] == 0:
+                self.db.execute("INSERT INTO meta VALUES ('structures', ?)", (STORE_STRUCTURES,))
+                self.db.commit()
+                structures = (STORE_STRUCTURES,)
         except sqlite3.DatabaseError as exc:
             raise IOKRDataError(f"Candidate store {self.label} is not a usable SQLite database ({exc}).") from None
         if row is not None and row[0] != params:
             raise IOKRDataError(f"Candidate store {self.label} caches fingerprints {row[0]}, not {params}; "
                                 "use another store file.")
+        if structures is None or structures[0] != STORE_STRUCTURES:
+            raise IOKRDataError(f"Candidate store {self.label} was written by an older iokr (structures stored "
+                                f"whole, not as their parent: {STORE_STRUCTURES}); delete it to rebuild the cache.")
         self.n_computed = 0
         self._cache = None
 
@@ -316,12 +353,12 @@ class CandidateStore:
         parameters).
         """
         data = read_npz(path, what="Fingerprint cache")
-        missing = [k for k in _CACHE_MEMBERS if k not in data]
+        missing = [k for k in CACHE_MEMBERS if k not in data]
         if missing:
             raise IOKRDataError(f"Fingerprint cache {path} lacks the arrays {missing}.")
         if data["params"].ndim != 0 or str(data["params"]) != repr(sorted(self.fingerprinter.params().items())):
             return 0
-        _check_cache(path, data, self.fingerprinter.n_features)
+        check_cache(path, data, self.fingerprinter.n_features)
         digest = data["digest"]
         self._cache = {
             "index": {d: i for i, d in enumerate(digest.tolist())}, "key14": data["key14"],
@@ -338,7 +375,7 @@ class CandidateStore:
         if self._cache is None:
             return None
         # NumPy's S8 strips trailing NUL bytes from stored digests: compare without them.
-        i = self._cache["index"].get(_digest(text).rstrip(b"\x00"))
+        i = self._cache["index"].get(digest(text).rstrip(b"\x00"))
         if i is None:
             return None
         c = self._cache
@@ -368,21 +405,17 @@ class CandidateStore:
         for s in unique:
             if s in known:
                 continue
-            cached = self._from_cache(s)
+            # A cache written before parents existed holds salts whole: only single neutral unlabelled texts use it.
+            cached = None if may_need_parent(s) else self._from_cache(s)
             if cached is not None:
                 rows.append(cached)
                 continue
-            mol = parse_structure(s)
-            key = None
-            if mol is not None:
-                # The key of the given InChI itself (fast, and faithful to the list); from the molecule otherwise.
-                key = inchikey_of_inchi(s) if s.startswith("InChI=") else None
-                key = key or inchikey(mol)
-            if mol is None or key is None:
+            parent = parent_of(s)
+            if parent is None:
                 rows.append((s, 0, None, None, None, None))
                 continue
-            fp, _ = self.fingerprinter.transform([mol])
-            rows.append((s, 1, key[:14], key, molecular_formula(mol), self._encode(fp[0])))
+            fp, _ = self.fingerprinter.transform([parent.mol])
+            rows.append((s, 1, parent.key[:14], parent.key, parent.formula, self._encode(fp[0])))
         self.n_computed += sum(1 for r in rows if r[3] is not None or not r[1])
         self.db.executemany("INSERT OR REPLACE INTO structures VALUES (?, ?, ?, ?, ?, ?)", rows)
         self.db.commit()
@@ -410,7 +443,8 @@ class CandidateStore:
         return rows[0][0] if rows[0] else None
 
     def formulas_for(self, structures):
-        """Molecular formula per structure (RDKit's ``CalcMolFormula``; ``None`` when RDKit rejects it)."""
+        """Formula of each structure's parent (:func:`~._structures.parent_of`: salts reduced, labelled atoms apart,
+        ``C4H8D3N5``); ``None`` when RDKit rejects it."""
         rows = self._fetch(structures, "ok, formula")
         return [r[1] if r and r[0] else None for r in rows]
 
@@ -447,60 +481,3 @@ class CandidateStore:
 
     def close(self):
         self.db.close()
-
-
-
-_CACHE_MEMBERS = ("digest", "key14", "formula", "indptr", "cols", "vals", "params", "n_features")
-
-
-def _check_cache(path, data, n_features):
-    """Shapes, dtypes and ranges of a fingerprint cache's arrays; IOKRDataError naming the first bad member."""
-    def bad(name, expected):
-        a = data[name]
-        raise IOKRDataError(f"Fingerprint cache {path}: array {name!r} must be {expected}, got dtype {a.dtype} "
-                            f"and shape {a.shape}.")
-
-    n = data["digest"].shape[0] if data["digest"].ndim == 1 else -1
-    if n < 0 or data["digest"].dtype != np.dtype("S8"):
-        bad("digest", "a 1-D array of 8-byte digests (S8)")
-    for name in ("key14", "formula"):
-        if data[name].shape != (n,) or data[name].dtype.kind != "U":
-            bad(name, f"a 1-D string array of length {n}")
-    nf = data["n_features"]
-    if nf.ndim != 0 or nf.dtype.kind not in "iu" or int(nf) != n_features:
-        bad("n_features", f"the integer {n_features} (the fingerprint length)")
-    indptr, cols, vals = data["indptr"], data["cols"], data["vals"]
-    if indptr.shape != (n + 1,) or indptr.dtype.kind not in "iu" or indptr[0] != 0 or np.any(np.diff(indptr) < 0):
-        bad("indptr", f"a non-decreasing 1-D integer array of length {n + 1} starting at 0")
-    if cols.ndim != 1 or cols.dtype.kind not in "iu" or cols.shape[0] != indptr[-1] \
-            or (cols.size and cols.max() >= n_features):
-        bad("cols", f"a 1-D integer array of length indptr[-1] with values below {n_features}")
-    if vals.shape != cols.shape or vals.dtype != np.uint8:
-        bad("vals", "a uint8 array shaped like 'cols'")
-
-
-def _digest(text):
-    return hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest()
-
-
-def export_fingerprint_cache(store, structures, path):
-    """Save keys and fingerprints of ``structures`` as a compact ``.npz`` (no pickle), keyed by text digests.
-
-    Lets a bundled candidate collection ship its fingerprints so they are not recomputed on every machine
-    (:meth:`CandidateStore.attach_cache`); the fingerprint parameters are stored and checked on attach.
-    Layout: 8-byte BLAKE2b digests of the input texts, first InChIKey blocks, formulas, and the fingerprints as
-    CSR (``indptr``, uint16 ``cols``, uint8 ``vals``).
-    """
-    structures = list(dict.fromkeys(s for s in structures if isinstance(s, str)))
-    keys, ok = store.keys_for(structures)
-    structures = [s for s, good in zip(structures, ok, strict=True) if good]
-    keys = [k for k, good in zip(keys, ok, strict=True) if good]
-    F = store.fingerprints(structures)
-    csr = sp.csr_matrix(F)
-
-    with atomic_open(path, "wb") as handle:  # a cache is whole or absent
-        np.savez_compressed(
-            handle, digest=np.array([_digest(s) for s in structures], dtype="S8"), key14=np.array(keys),
-            formula=np.array([store.formula_of(s) or "" for s in structures]),
-            indptr=csr.indptr.astype(np.int64), cols=csr.indices.astype(np.uint16), vals=csr.data.astype(np.uint8),
-            params=np.array(repr(sorted(store.fingerprinter.params().items()))), n_features=np.array(F.shape[1]))

@@ -6,15 +6,14 @@ then selects each query's candidates by canonical formula (any element order in 
 within a ppm window. The file is SQLite (no server); it is opened read-only for queries and refused unless it
 carries this schema's name and version.
 
-Column names of PubChemLite, MetFrag local databases and common exports are recognized (case, spaces and
-underscores ignored): structures from ``SMILES`` (or ``IsomericSMILES``, ``CanonicalSMILES``), else ``InChI``;
-identifiers from ``Identifier``, ``CID``, ``ID``...; names from ``Name``, ``CompoundName``, ``Title``...
+Tables of PubChemLite, MetFrag (``.psv``, SDF), SIRIUS, GNPS and MZmine are recognized
+(:mod:`._structure_tables`). Every structure is indexed as its parent (:mod:`._structures`): salts, hydrates and
+mixtures reduced to the largest organic fragment, isotope labels kept in formula and mass, permanently charged
+molecules at their neutral-equivalent mass; the user's columns keep the structure text as given.
 """
 
 from __future__ import annotations
 
-import csv
-import gzip
 import itertools
 import json
 import os
@@ -28,30 +27,40 @@ import numpy as np
 
 from ...decoding import CountFeatures, PackedBinaryFeatures
 from ...exceptions import IOKRDataError
-from ...io import iter_lines
-from ._fingerprints import Fingerprinter, _rdkit, inchikey, inchikey_of_inchi, parse_structure
-from ._formulas import FormulaError, canonical_formula, monoisotopic_mass
+from ._fingerprints import Fingerprinter
+from ._structure_tables import IDENTIFIER_COLUMNS, clean_value, name_column, pick, read_structure_rows, structure_texts
+from ._structures import parent_of
 
 SCHEMA = "iokr-structure-database"
-VERSION = 1
+#: 2: formula, mass, InChIKey and fingerprint of the parent structure, isotopes apart, neutral-equivalent masses of
+#: charged structures (version 1 stored salts whole, labelled structures unlabelled and ions at the ion's mass).
+VERSION = 2
 
-STRUCTURE_COLUMNS = ("smiles", "isomericsmiles", "canonicalsmiles", "inchi", "id1", "structure")
-IDENTIFIER_COLUMNS = ("identifier", "id", "cid", "pubchemcid", "pubchemcompoundcid", "compoundid", "dtxsid",
-                      "accession", "dbid")
-NAME_COLUMNS = ("name", "compoundname", "title", "sdftitle", "iupacname", "pubchemiupacname", "synonym")
 #: Columns every candidate gets in the outputs (derived from the structure), before the user's own columns.
 CANDIDATE_COLUMNS = ("identifier", "name", "inchikey", "smiles", "formula", "monoisotopic_mass")
-#: Largest CSV field accepted (bytes): one field of a structure database is a name or a structure.
-MAX_FIELD_BYTES = 1 << 20
 
 
-def _squash(name):
-    return "".join(ch for ch in name.lower() if ch.isalnum())
+def output_names(user_columns, derived=CANDIDATE_COLUMNS, reserved=(), derived_prefix="db_"):
+    """``{user column: output name}``, every output name unique.
 
-
-def _pick(columns, wanted):
-    squashed = {_squash(c): c for c in columns}
-    return next((squashed[w] for w in wanted if w in squashed), None)
+    A user column named like a derived candidate column gets ``derived_prefix`` (``db_smiles``: the database's
+    established name); one named like a result column (``reserved``: ``query_id``, ``rank``, ``score``,
+    ``adduct``, ...) gets ``candidate_`` (``candidate_adduct``); while the new name is still taken (by a reserved,
+    derived or other user column, or an earlier new name), ``candidate_`` is prefixed again.
+    """
+    derived, reserved = set(derived), set(reserved)
+    taken = derived | reserved | set(user_columns)
+    names = {}
+    for column in user_columns:
+        if column not in derived and column not in reserved:
+            names[column] = column
+            continue
+        name = (derived_prefix if column in derived else "candidate_") + column
+        while name in taken:
+            name = f"candidate_{name}"
+        taken.add(name)
+        names[column] = name
+    return names
 
 
 def encode_fingerprint(fp, binary):
@@ -76,82 +85,6 @@ def decode_fingerprints(blobs, n_features, binary, where, compact=False):
     if binary:
         return np.unpackbits(raw, axis=1, count=n_features).astype(np.float32)
     return raw.astype(np.float32)
-
-
-def _csv_rows(path):
-    """``(columns, rows)`` of a CSV/TSV file, streamed through the capped line reader (:func:`iokr.io.iter_lines`:
-    line length, gzip ratio). A UTF-8 byte-order mark is dropped; the delimiter is a tab when the file name says
-    ``.tsv``, else the first of tab, comma and semicolon (spreadsheet exports) found in the header."""
-    csv.field_size_limit(MAX_FIELD_BYTES)
-    lines = (line + "\n" for _, line in iter_lines(path, what="Structure database", errors="replace"))
-    first = next(lines, "").lstrip("\ufeff")
-    tsv = ".tsv" in path.name.lower()
-    delimiter = "\t" if tsv else next((d for d in ("\t", ",", ";") if d in first), ",")
-    reader = csv.DictReader(itertools.chain([first], lines), delimiter=delimiter)
-    columns = [c.strip() for c in (reader.fieldnames or [])]
-
-    def rows():
-        try:
-            for row in reader:
-                yield {(k or "").strip(): v for k, v in row.items() if k is not None}
-        except csv.Error as exc:
-            raise IOKRDataError(f"Structure database {path}, line {reader.line_num}: {exc}.") from None
-    return columns, rows()
-
-
-#: Columns an SDF record gets besides its properties: its title line, and its structure (read, not carried).
-SDF_TITLE, SDF_SMILES = "SDF_TITLE", "__sdf_smiles"
-
-
-def _sdf_rows(path):
-    """``(columns, rows)`` of an SDF file, one record at a time (RDKit reads from the open file, plain or gzip)."""
-
-    Chem = _rdkit()
-    with open(path, "rb") as probe:
-        gz = probe.read(2) == b"\x1f\x8b"
-    handle = gzip.open(path, "rb") if gz else open(path, "rb")  # noqa: SIM115 - closed by rows() when consumed
-    # Columns are the properties seen in the file's first records (a streamed file cannot be looked at twice).
-    supplier = Chem.ForwardSDMolSupplier(handle, sanitize=True)
-    head = [mol for _, mol in zip(range(1000), supplier, strict=False)]
-    columns = [SDF_TITLE]
-    for mol in head:
-        if mol is not None:
-            columns.extend(k for k in mol.GetPropsAsDict() if k not in columns)
-
-    def rows():
-        with handle:
-            for mol in itertools.chain(head, supplier):
-                if mol is None:
-                    yield {SDF_TITLE: "", SDF_SMILES: ""}  # counted as unparsable
-                    continue
-                row = {SDF_TITLE: mol.GetProp("_Name") if mol.HasProp("_Name") else ""}
-                row.update({k: str(v) for k, v in mol.GetPropsAsDict().items()})
-                row[SDF_SMILES] = Chem.MolToSmiles(mol)
-                yield row
-    return columns, rows()
-
-
-def read_structure_rows(path):
-    """``(columns, rows, structure_column)`` of a CSV, TSV or SDF structure file (plain or ``.gz``)."""
-    path = Path(path)
-    if not path.exists():
-        raise IOKRDataError(f"Structure database {path} does not exist.")
-    if not path.is_file():
-        raise IOKRDataError(f"Structure database {path} is not a regular file.")
-    name = path.name.lower().removesuffix(".gz")
-    if name.endswith((".sdf", ".mol")):
-        columns, rows = _sdf_rows(path)
-        return columns, rows, [SDF_SMILES]
-    if not name.endswith((".csv", ".tsv", ".txt")):
-        raise IOKRDataError(f"Structure database {path}: unsupported format; expected .csv, .tsv or .sdf (each "
-                            "optionally .gz).")
-    columns, rows = _csv_rows(path)
-    structure = [c for c in columns if _squash(c) in STRUCTURE_COLUMNS]
-    if not structure:
-        raise IOKRDataError(f"Structure database {path} has no structure column: expected a column named SMILES "
-                            f"or InChI (or {', '.join(STRUCTURE_COLUMNS)}), got {columns}.")
-    structure.sort(key=lambda c: STRUCTURE_COLUMNS.index(_squash(c)))
-    return columns, rows, structure
 
 
 _CREATE = (
@@ -210,8 +143,9 @@ class StructureDatabase:
     @classmethod
     def build(cls, source, output, fingerprinter=None, progress=None, n_jobs=None):
         """Parse every structure of ``source`` and write the database ``output`` (``""`` for SQLite's private
-        temporary file, deleted on close; ``":memory:"`` to hold it all in memory). Rows RDKit rejects are counted; rows whose first InChIKey block repeats an earlier row are merged
-        into it (the first row's columns kept).
+        temporary file, deleted on close; ``":memory:"`` to hold it all in memory). Rows RDKit rejects are
+        counted; rows whose parent's first InChIKey block and formula repeat an earlier row are merged into it (the
+        first row's columns kept; an isotope-labelled form keeps a row of its own).
 
         Parameters
         ----------
@@ -230,7 +164,9 @@ class StructureDatabase:
         -------
         db : StructureDatabase
         stats : dict
-            ``n_rows``, ``n_structures``, ``n_unparsable``, ``n_duplicates``, ``seconds``, ``structures_per_s``.
+            ``n_rows``, ``n_structures``, ``n_missing`` (rows without a structure text), ``n_unparsable``,
+            ``n_duplicates``, the :data:`FLAG_COUNTS` (over the parsed rows), ``seconds``,
+            ``structures_per_s``.
         """
         fingerprinter = Fingerprinter() if fingerprinter is None else fingerprinter
         t0 = time.perf_counter()
@@ -250,8 +186,7 @@ class StructureDatabase:
             stats = cls._fill(connection, columns, rows, structure_columns, fingerprinter, progress, n_jobs)
             meta = {"schema": SCHEMA, "version": str(VERSION), "fingerprint": json.dumps(fingerprinter.params()),
                     "columns": json.dumps(columns), "n_structures": str(stats["n_structures"]),
-                    "source": Path(source).name, "n_rows": str(stats["n_rows"]),
-                    "n_unparsable": str(stats["n_unparsable"])}
+                    "source": Path(source).name, **{k: str(stats[k]) for k in BUILD_COUNTS}}
             connection.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
             connection.execute("CREATE INDEX by_formula ON structures (formula)")
             connection.execute("CREATE INDEX by_mass ON structures (mass)")
@@ -275,26 +210,30 @@ class StructureDatabase:
     def _fill(connection, columns, rows, structure_columns, fingerprinter, progress, n_jobs):
         for statement in _CREATE:
             connection.execute(statement)
-        id_col, name_col = _pick(columns, IDENTIFIER_COLUMNS), _pick(columns, NAME_COLUMNS)
+        id_col, name_col = pick(columns, IDENTIFIER_COLUMNS), name_column(columns)
         insert = ("INSERT INTO structures (key14, inchikey, smiles, formula, mass, fp, columns) "
                   "VALUES (?, ?, ?, ?, ?, ?, ?)")
         seen = set()
-        counts = {"n_rows": 0, "n_unparsable": 0, "n_duplicates": 0}
+        counts = dict.fromkeys(BUILD_COUNTS, 0)
         for chunk, parsed in _parsed_chunks(rows, structure_columns, fingerprinter, n_jobs):
             batch = []
             for row, result in zip(chunk, parsed, strict=True):
                 counts["n_rows"] += 1
-                if result is None:
-                    counts["n_unparsable"] += 1
+                if result in (MISSING, None):
+                    counts["n_missing" if result == MISSING else "n_unparsable"] += 1
                     continue
-                key, smiles, formula, mass, blob = result
-                if key[:14] in seen:  # the first row of a skeleton wins, in file order
+                key, smiles, formula, mass, blob, flags = result
+                for name, flag in zip(FLAG_COUNTS, flags, strict=True):
+                    counts[name] += bool(flag)
+                # The first row of a skeleton wins, in file order; an isotope-labelled form (same first block, other
+                # formula) is a structure of its own.
+                if (key[:14], formula) in seen:
                     counts["n_duplicates"] += 1
                     continue
-                seen.add(key[:14])
+                seen.add((key[:14], formula))
                 user = {c: row.get(c, "") for c in columns}
-                user["__identifier"] = row.get(id_col, "") if id_col else ""
-                user["__name"] = row.get(name_col, "") if name_col else ""
+                user["__identifier"] = clean_value(row.get(id_col, "")) if id_col else ""
+                user["__name"] = clean_value(row.get(name_col, "")) if name_col else ""
                 batch.append((key[:14], key, smiles, formula, mass, blob, json.dumps(user, ensure_ascii=False)))
             connection.executemany(insert, batch)
             if progress is not None:
@@ -346,8 +285,10 @@ class StructureDatabase:
         """Canonical molecular formula of rows ``ids``."""
         return [r[0] for r in self._rows(ids, "formula")]
 
-    def records(self, ids):
-        """The output columns of rows ``ids``: :data:`CANDIDATE_COLUMNS`, then the user's columns."""
+    def records(self, ids, names=None):
+        """The output columns of rows ``ids``: :data:`CANDIDATE_COLUMNS`, then the user's columns under ``names``
+        (``{user column: output name}``; default :func:`output_names` with no reserved names)."""
+        names = output_names(self.user_columns) if names is None else names
         out = []
         for key14, key, smiles, formula, mass, columns in self._rows(ids, "key14, inchikey, smiles, formula, "
                                                                        "mass, columns"):
@@ -361,7 +302,7 @@ class StructureDatabase:
             record = {"identifier": user.pop("__identifier", ""), "name": user.pop("__name", ""), "inchikey": key,
                       "smiles": smiles, "formula": formula, "monoisotopic_mass": f"{mass:.5f}"}
             for column, value in user.items():
-                record[column if column not in record else f"db_{column}"] = value
+                record[names.get(column, column)] = value
             out.append(record)
         return out
 
@@ -373,23 +314,30 @@ class StructureDatabase:
 CHUNK_ROWS = 2000
 
 
-def _parse_row(text, fingerprinter):
-    """``(inchikey, smiles, formula, mass, fingerprint bytes)`` of one structure text, or None if RDKit rejects it."""
-    mol = parse_structure(text) if text else None
-    if mol is None:
+#: The parse result of a row without any structure text ('N/A', 'nan', blank): counted apart from unparsable.
+MISSING = "missing"
+#: What was done to reach the indexed structure, counted over the parsed rows (duplicates included): fragments removed
+#: (salts, hydrates, mixtures), charges neutralized, isotope labels kept, a permanent charge kept, and a later
+#: structure column used because an earlier one was unparsable (an InChI RDKit rejects, the SMILES read).
+FLAG_COUNTS = ("n_parents", "n_neutralized", "n_labelled", "n_charged", "n_structure_fallbacks")
+BUILD_COUNTS = ("n_rows", "n_missing", "n_unparsable", "n_duplicates", *FLAG_COUNTS)
+
+
+def _parse_row(texts, fingerprinter):
+    """``(inchikey, smiles, formula, mass, fingerprint bytes, flags)`` of the first of a row's structure texts that
+    RDKit reads (:func:`~._structures.parent_of`: the parent structure), None if it reads none, :data:`MISSING`
+    if there is none; ``flags`` in :data:`FLAG_COUNTS` order."""
+    if not texts:
+        return MISSING
+    parsed = ((position, parent_of(text)) for position, text in enumerate(texts))
+    position, parent = next(((i, p) for i, p in parsed if p is not None), (None, None))
+    if parent is None:
         return None
-    # The key of a given InChI straight from its text (skips regenerating the InChI from the molecule).
-    key = inchikey_of_inchi(text.strip()) if text.startswith("InChI=") else None
-    key = key or inchikey(mol)
-    if key is None:
-        return None
-    try:
-        formula = canonical_formula(_formula_of(mol))
-    except FormulaError:
-        return None
-    fp, _ = fingerprinter.transform([mol])
-    smiles = text.strip() if not text.startswith("InChI=") else _smiles_of(mol)
-    return key, smiles, formula, monoisotopic_mass(formula), encode_fingerprint(fp[0], fingerprinter.binary)
+    fp, _ = fingerprinter.transform([parent.mol])
+    flags = (parent.reduced, parent.neutralized and not parent.reduced, parent.labelled, parent.charge != 0,
+             position > 0)
+    return (parent.key, parent.smiles, parent.formula, parent.mass, encode_fingerprint(fp[0], fingerprinter.binary),
+            flags)
 
 
 def _parse_texts(texts, fingerprint):
@@ -401,7 +349,7 @@ def _parsed_chunks(rows, structure_columns, fingerprinter, n_jobs):
     """``(rows, parsed)`` per chunk of :data:`CHUNK_ROWS` rows, parsed in worker processes when there are several
     chunks (RDKit parsing and fingerprints dominate indexing; results keep the file order)."""
     def texts_of(chunk):
-        return [next((r.get(c) for c in structure_columns if (r.get(c) or "").strip()), None) for r in chunk]
+        return [structure_texts(r, structure_columns) for r in chunk]
 
     rows = iter(rows)
     chunks = iter(lambda: list(itertools.islice(rows, CHUNK_ROWS)), [])
@@ -422,13 +370,3 @@ def _parsed_chunks(rows, structure_columns, fingerprinter, n_jobs):
                 yield chunk, future.result()
         for chunk, future in pending:
             yield chunk, future.result()
-
-
-def _formula_of(mol):
-    from rdkit.Chem.rdMolDescriptors import CalcMolFormula  # noqa: PLC0415 - rdkit is an optional dependency
-
-    return CalcMolFormula(mol)
-
-
-def _smiles_of(mol):
-    return _rdkit().MolToSmiles(mol)

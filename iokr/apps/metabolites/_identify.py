@@ -42,6 +42,8 @@ ABOVE_PRECURSOR = 0.5
 #: Columns of ``structure_identifications.tsv`` before the candidate's own columns.
 QUERY_COLUMNS = ("query_id", "precursor_mz", "adduct", "query_formula", "lookup", "n_candidates")
 RESULT_COLUMNS = ("score", "confidence", "status", "detail", "annotation")
+#: Output names a candidate table's own columns must not take (prefixed ``candidate_`` when they clash).
+RESERVED_COLUMNS = (*QUERY_COLUMNS, *RESULT_COLUMNS, "rank", "structure_prior")
 
 
 @dataclass(frozen=True)
@@ -213,6 +215,11 @@ def plan_queries(spectra, cleaned_peaks, model_adducts, source, settings, ids=No
             if contradiction:
                 q.detail = "; ".join(d for d in (q.detail, contradiction) if d)
                 q.formula = ""
+        if getattr(source, "per_query", False):  # the query's own list, no lookup (see ._query_lists)
+            q.candidates, q.lookup, q.status, note = source.plan(q.query_id, adduct.neutral_mass(precursor),
+                                                                 settings.ppm)
+            q.detail = "; ".join(d for d in (q.detail, note) if d) if q.status == "ok" else note
+            continue
         if q.formula:
             q.lookup = f"formula {q.formula}"
             q.candidates = source.select(q.formula, None, None)

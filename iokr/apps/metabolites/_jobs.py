@@ -22,7 +22,7 @@ from ._confidence import Calibration, fit_calibration, top_margins
 from ._fingerprints import Fingerprinter
 from ._grams import TrainingGrams
 from ._hypotheses import annotated_kernels, annotation_totals
-from ._identify import IdentifySettings, plan_queries, query_ids, score_queries
+from ._identify import RESERVED_COLUMNS, IdentifySettings, plan_queries, query_ids, score_queries
 from ._model import MetaboliteIdentifier
 from ._persist import load_identifier, read_model, save_identifier
 from ._pipeline import (
@@ -333,8 +333,11 @@ def identify_job(model_path, spectra_path, candidates_path, settings=None, *, st
     ids = query_ids(spectra.metadata, settings.query_id_field)
     if ids.note:
         log(f"query ids: {ids.note}")
-    source = open_source(candidates_path, fingerprinter, store_path, progress=progress)
+    source = open_source(candidates_path, fingerprinter, store_path, progress=progress, reserved=RESERVED_COLUMNS)
     log(f"candidates: {source.describe()}")
+    if source.renamed:
+        log("candidate columns renamed (their names are output columns): "
+            + ", ".join(f"{c} -> {n}" for c, n in source.renamed.items()))
     # One BLAS thread for the refit of the model's factorization: a 2-thread factorization of a few thousand rows
     # is 10-30 times slower when the other core is busy, and barely faster when it is not.
     with threadpool_limits(limits=1):
@@ -377,7 +380,8 @@ def identify_job(model_path, spectra_path, candidates_path, settings=None, *, st
     parameters = {"model": str(model_path), "model_precursor_types": sorted(adducts),
                   "calibrated": calibration is not None, "spectra": str(spectra_path),
                   "spectra_read": report.summary(), "candidates": str(candidates_path),
-                  "candidate_source": source.describe(), "top_k": settings.top_k, "ppm": settings.ppm,
+                  "candidate_source": source.describe(), "candidate_columns_renamed": source.renamed,
+                  "top_k": settings.top_k, "ppm": settings.ppm,
                   "query_id_field": settings.query_id_field, "adduct_policy": settings.adduct_policy,
                   "query_ids": {"field": ids.field_used, "note": ids.note},
                   "fingerprint": fingerprinter.params(), "statuses": statuses,

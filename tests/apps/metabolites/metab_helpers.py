@@ -21,3 +21,33 @@ def random_spectra(rng, n, max_peaks=12, mz_range=(50.0, 300.0), grid=None, empt
 @pytest.fixture
 def spectra_factory():
     return random_spectra
+
+
+def bundled_lists_and_training(n_lists, n_train, skip=0):
+    """Rows of ``n_lists`` bundled candidate lists (the smallest, after ``skip``), one MassBank record of each
+    list's true structure, and the records of the first ``n_train`` other structures (training).
+
+    Returns ``(lists, queries, train)``: lists of row dicts per list, one record per list, training records.
+    """
+    import csv  # noqa: PLC0415
+    import gzip  # noqa: PLC0415
+    import json  # noqa: PLC0415
+    import tarfile  # noqa: PLC0415
+
+    from iokr.datasets._metabolites import BUNDLED_METABOLITES  # noqa: PLC0415
+
+    with tarfile.open(BUNDLED_METABOLITES["candidates"]) as tar:
+        members = sorted((m for m in tar.getmembers() if m.name.endswith(".csv")),
+                         key=lambda m: m.size)[skip:skip + n_lists]
+        lists = [list(csv.DictReader(tar.extractfile(m).read().decode().splitlines())) for m in members]
+        true = [m.name.rsplit("_id=", 1)[1][:14] for m in members]
+    records, train = dict.fromkeys(true), {}
+    with gzip.open(BUNDLED_METABOLITES["spectra"], "rt") as handle:
+        for line in handle:
+            rec = json.loads(line)
+            key = rec["inchikey_rdkit"][:14]
+            if key in records and records[key] is None:
+                records[key] = rec
+            elif key not in records and (len(train) < n_train or key in train):
+                train.setdefault(key, []).append(rec)
+    return lists, [records[k] for k in true], [r for recs in train.values() for r in recs]

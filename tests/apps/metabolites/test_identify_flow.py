@@ -5,14 +5,13 @@ candidates (selected by hand from the CSV by formula or by mass) with the model 
 """
 
 import csv
-import gzip
 import json
 import re
 import sqlite3
-import tarfile
 
 import numpy as np
 import pytest
+from metab_helpers import bundled_lists_and_training
 
 from iokr.apps.metabolites import (
     Cleaning,
@@ -33,7 +32,6 @@ from iokr.apps.metabolites._identify import ADDUCT_POLICIES, IdentifySettings
 from iokr.apps.metabolites._jobs import Feedback, identify_job
 from iokr.cli import metabolites as cli
 from iokr.cli.main import main
-from iokr.datasets._metabolites import BUNDLED_METABOLITES
 
 N_TRAIN, N_PER_LIST = 30, 40
 
@@ -47,21 +45,10 @@ def _shuffle_formula(formula):
 def lab(tmp_path_factory):
     """A small model, a structure CSV (BOM, PubChemLite-like columns) and an MZmine-style MGF."""
     root = tmp_path_factory.mktemp("lab")
-    with tarfile.open(BUNDLED_METABOLITES["candidates"]) as tar:
-        members = sorted((m for m in tar.getmembers() if m.name.endswith(".csv")), key=lambda m: m.size)[:2]
-        lists = [list(csv.DictReader(tar.extractfile(m).read().decode().splitlines())) for m in members]
-        true = [m.name.rsplit("_id=", 1)[1][:14] for m in members]
-    records, train = {k: None for k in true}, {}
-    with gzip.open(BUNDLED_METABOLITES["spectra"], "rt") as handle:
-        for line in handle:
-            rec = json.loads(line)
-            key = rec["inchikey_rdkit"][:14]
-            if key in records and records[key] is None:
-                records[key] = rec
-            elif key not in records and (len(train) < N_TRAIN or key in train):
-                train.setdefault(key, []).append(rec)
+    lists, (a, b), train = bundled_lists_and_training(2, N_TRAIN)
+    true = [a["inchikey_rdkit"][:14], b["inchikey_rdkit"][:14]]
     train_path = root / "train.jsonl"
-    train_path.write_text("\n".join(json.dumps(r) for recs in train.values() for r in recs) + "\n")
+    train_path.write_text("\n".join(json.dumps(r) for r in train) + "\n")
     model = root / "model.npz"
     assert main(["metabolites", "train", "--spectra", str(train_path), "--output", str(model),
                  "--alphas", "0.3", "--folds", "2"]) == 0
@@ -75,7 +62,6 @@ def lab(tmp_path_factory):
                 writer.writerow([f"CID{n}", f"compound {n}", row["id1"], "", "tab\there"])
                 n += 1
         writer.writerow(["CID-bad", "garbage", "InChI=1S/not-a-structure", "", ""])
-    a, b = (records[k] for k in true)
     def peaks(r):
         return "\n".join(f"{mz} {i}" for mz, i in r["peaks"])
 
