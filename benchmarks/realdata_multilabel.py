@@ -31,8 +31,8 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks._harness import best_time, write_json
-from benchmarks._multilabel_baselines import GRIDS, read_nominal_arff, run_baseline
-from benchmarks._multilabel_report import write_report
+from experiments.baselines.multilabel import GRIDS, read_nominal_arff, run_baseline
+from experiments.multilabel_report import write_report
 from iokr.apps.multilabel import GridEdgeWarning, evaluate_multilabel
 from iokr.datasets import load_arff
 from iokr.metrics import example_f1, hamming_loss

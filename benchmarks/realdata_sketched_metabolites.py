@@ -36,7 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks._harness import best_time, peak_rss_mib, write_json, write_keeping_section
+from benchmarks._harness import best_time, peak_rss_mib, write_json
+from experiments._common.reports import write_keeping_section
 from iokr import SketchedIOKR
 from iokr.apps.metabolites import (
     DEFAULT_GRID,

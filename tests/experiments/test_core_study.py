@@ -1,11 +1,11 @@
-"""``benchmarks/realdata_core.py`` on the bundled parallel-text subset: the CLI-default rows and a kept baseline."""
+"""``python -m experiments core`` on the bundled parallel-text subset: the CLI-default rows and a kept baseline."""
 
 import json
 import shutil
 
 import pytest
 
-from benchmarks import realdata_core
+from experiments.__main__ import main
 from iokr.datasets import BUNDLED_PARALLEL_TEXT
 
 
@@ -29,8 +29,8 @@ def test_cli_default_rows_and_a_kept_baseline(data, tmp_path, capsys):
     baseline = {"seconds_per_split": [5.0], "grid": [[64, [8]]], "cv_folds": 3, "a-b": _baseline_record(0.5),
                 "b-a": _baseline_record(0.6)}
     (out / "core.json").write_text(json.dumps({"retrieval": {"cca_baseline": baseline}}))
-    realdata_core.main(["--data", str(data), "--output", str(out), "--skip", "retrieval_cv", "bibtex",
-                        "--update", "--no-baselines", "--splits", "1"])
+    main(["core", "--data", str(data), "--output", str(out), "--set", "skip=retrieval_cv,bibtex",
+          "--set", "update=True", "--set", "baselines=False", "--set", "splits=1"])
     report = json.loads((out / "core.json").read_text())
     assert report["retrieval"]["cca_baseline"]["kept_from_previous_run"] is True
     default = report["retrieval_default"]
@@ -52,6 +52,6 @@ def test_baseline_of_other_splits_is_not_kept(data, tmp_path):
     out.mkdir()
     baseline = {"seconds_per_split": [5.0, 5.0], "a-b": _baseline_record(0.5), "b-a": _baseline_record(0.6)}
     (out / "core.json").write_text(json.dumps({"retrieval": {"cca_baseline": baseline}}))
-    realdata_core.main(["--data", str(data), "--output", str(out), "--skip", "retrieval_cv", "retrieval_default",
-                        "bibtex", "--update", "--no-baselines", "--splits", "1"])
+    main(["core", "--data", str(data), "--output", str(out), "--set", "skip=retrieval_cv,retrieval_default,bibtex",
+          "--set", "update=True", "--set", "baselines=False", "--set", "splits=1"])
     assert "cca_baseline" not in json.loads((out / "core.json").read_text())["retrieval"]

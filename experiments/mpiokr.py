@@ -1,10 +1,10 @@
 """Cross-lingual document retrieval, IOKR vs MP-IOKR (known candidate inputs), after Brouard et al. (ACML 2017, 3.1).
 
-``python -m benchmarks.realdata_mpiokr --data /work/shared/data [--splits 10] [--output reports]``
+``python -m experiments mpiokr --data /work/shared/data [--set splits=10] [--output reports]``
 
 The second real-data comparison of the issue, metabolite identification (approximated candidate inputs, joint and
 separate, all vs 1% candidates, on stand-in training candidate sets), is in ``reports/mpiokr_metabolites.md``
-(``python -m benchmarks.realdata_mpiokr_metabolites --data DIR``).
+(``python -m experiments mpiokr_metabolites --data DIR``).
 
 Data: aligned English/Spanish Bible chapters (KJV / Reina-Valera 1909, public domain; the paper's JRC-Acquis could not
 be obtained, see ``parallel_text/README.txt``). Protocol, per direction (EN->ES, ES->EN) and for each of ``--splits``
@@ -33,10 +33,9 @@ plausible.
 
 from __future__ import annotations
 
-import argparse
-import json
 import platform
 import time
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
@@ -46,15 +45,29 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.model_selection import KFold
 from threadpoolctl import threadpool_limits
 
-from benchmarks._harness import best_time, write_json
+from experiments._common.reports import Outputs
+from experiments._common.timing import best_time
 from iokr.datasets import load_parallel_text
 from iokr.decoding import CandidateSets
-from iokr.estimators.iokr import IOKR
-from iokr.estimators.mpiokr import MPIOKR
+from iokr.estimators import IOKR, MPIOKR
 from iokr.kernels import Precomputed
 
 ALPHAS = 10.0 ** np.arange(-7, 6)
 TOP_K = (1, 5, 10)
+
+
+@dataclass(frozen=True)
+class Config:
+    """Number of random 50/50 splits, their seed, and the BLAS threads (1: more oversubscribe a shared machine)."""
+
+    splits: int = 10
+    seed: int = 0
+    threads: int = 1
+
+
+#: Two splits of the data folder's parallel text (the bundled 397 chapters in the smoke run).
+QUICK = Config(splits=2)
+OUTPUTS = Outputs(json="mpiokr.json", markdown="mpiokr.md", keep=None, json_newline=False)
 
 
 def load_documents(data_dir):
@@ -105,7 +118,7 @@ def select_alpha(name, train, k_in, k_out, seed):
     return float(ALPHAS[int(np.argmax(mrr))])
 
 
-def run(data_dir, n_splits=10, seed=0, log=print):
+def run_splits(data_dir, n_splits=10, seed=0, log=print):
     english, spanish = load_documents(data_dir)
     n_docs = len(english)
     directions = {"en->es": (english, spanish), "es->en": (spanish, english)}
@@ -180,35 +193,18 @@ def markdown(summary, meta):
     return "\n".join(lines) + "\n"
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", required=True, help="the shared data folder (holding parallel_text/)")
-    parser.add_argument("--splits", type=int, default=10)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--output", default="reports")
-    parser.add_argument("--markdown-only", action="store_true",
-                        help="rewrite mpiokr.md from an existing mpiokr.json in --output (no computation)")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="BLAS threads (1 by default: on a shared machine more threads oversubscribe the cores)")
-    args = parser.parse_args(argv)
-    out = Path(args.output)
-    if args.markdown_only:
-        record = json.loads((out / "mpiokr.json").read_text())
-        (out / "mpiokr.md").write_text(markdown(record["summary"], record["meta"]))
-        return
+def run(config, data, previous=None, checkpoint=None):
+    """Per-split rows of every model, their summary and the run's metadata (``previous``, ``checkpoint`` unused)."""
     start = time.perf_counter()
-    with threadpool_limits(args.threads):
-        results = run(args.data, args.splits, args.seed)
-    summary = summarize(results)
+    with threadpool_limits(config.threads):
+        results = run_splits(data, config.splits, config.seed)
     meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "seconds": time.perf_counter() - start,
-            "splits": args.splits, "n_docs": results["en->es"]["IOKR"][0]["n_train"]
+            "splits": config.splits, "n_docs": results["en->es"]["IOKR"][0]["n_train"]
             + results["en->es"]["IOKR"][0]["n_test"], "python": platform.python_version(),
-            "numpy": np.__version__, "alpha_grid": ALPHAS.tolist(), "blas_threads": args.threads}
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(out / "mpiokr.json", {"meta": meta, "summary": summary, "per_split": results})
-    (out / "mpiokr.md").write_text(markdown(summary, meta))
-    print(markdown(summary, meta))
+            "numpy": np.__version__, "alpha_grid": ALPHAS.tolist(), "blas_threads": config.threads}
+    return {"meta": meta, "summary": summarize(results), "per_split": results}
 
 
-if __name__ == "__main__":
-    main()
+def render(report):
+    """The top-k table per direction with Welch's tests against MP-IOKR."""
+    return markdown(report["summary"], report["meta"])

@@ -1,4 +1,4 @@
-"""The helpers of ``benchmarks/realdata_mpiokr_metabolites.py`` against brute-force references."""
+"""The helpers of ``experiments/mpiokr_metabolites`` against brute-force references."""
 
 import numpy as np
 import pytest

@@ -1,9 +1,9 @@
-"""Helpers of ``benchmarks/_retrieval_baselines.py`` against brute-force references."""
+"""Helpers of ``experiments/baselines/retrieval.py`` against brute-force references."""
 
 import numpy as np
 import pytest
 
-from benchmarks import _retrieval_baselines as rb
+from experiments.baselines import retrieval as rb
 from iokr.metrics import true_candidate_rank
 
 

@@ -1,10 +1,11 @@
-"""Helpers of ``benchmarks/_pairwise_baselines.py`` against brute-force references on tiny synthetic pair data."""
+"""Helpers of ``experiments/baselines/pairwise.py`` against brute-force references on tiny synthetic pair data."""
 
 import numpy as np
 import pytest
 
-from benchmarks import _pairwise_baselines as pb
-from benchmarks import _pairwise_splits as ps
+from experiments.baselines import pairwise as pb
+from experiments.pairwise import interactions
+from experiments.pairwise import splits as ps
 from iokr.metrics import concordance_index
 
 
@@ -117,7 +118,7 @@ def test_run_task_caps_only_the_tree_methods(rng):
     assert record["verdict"].startswith("KronRLS ")
 
 
-# -- splits of KIBA B-D and Metz (benchmarks/_pairwise_splits.py) ---------------------------------------------------
+# -- splits of KIBA B-D and Metz (experiments/pairwise/splits.py) ---------------------------------------------------
 @pytest.mark.parametrize("setting", ["B", "C", "D"])
 def test_holdout_nodes_partition_the_held_out_side(setting):
     tr_d, tr_t, te_d, te_t = ps.holdout_nodes(30, 12, setting, test_fraction=1 / 3, seed=3)
@@ -196,14 +197,13 @@ def test_metz_tasks_identity_drug_kernel_and_target_split(tmp_path, rng):
 
 
 def test_runner_metz_section_keeps_previous_settings(tmp_path, rng, monkeypatch):
-    rp = pytest.importorskip("benchmarks.realdata_pairwise")
     (tmp_path / "pairwise" / "metz").mkdir(parents=True)
     _write_metz(tmp_path / "pairwise" / "metz", rng)
     monkeypatch.setattr(pb, "RF_TREES", 5)
     monkeypatch.setattr(pb, "HGB_ITER", 5)
     monkeypatch.setattr(pb, "EMBED_DIM", 4)
     previous = {"datasets": {"Metz": {"C": {"n_train": 1, "kept": True}}, "Davis": {"A": {"n_train": 2}}}}
-    section = rp.pairwise_baselines(tmp_path, ["metz"], log=lambda m: None, previous=previous, settings=("A",))
+    section = interactions.pairwise_baselines(tmp_path, ["metz"], log=lambda m: None, previous=previous, settings=("A",))
     assert list(section["datasets"]["Metz"]) == ["A", "C"] and section["datasets"]["Metz"]["C"]["kept"]
     assert section["datasets"]["Davis"] == {"A": {"n_train": 2}} and "new drugs" in section["not_run"]
     entry = section["datasets"]["Metz"]["A"]
@@ -212,8 +212,7 @@ def test_runner_metz_section_keeps_previous_settings(tmp_path, rng, monkeypatch)
 
 
 def test_runner_not_run_line_names_absent_runnable_settings():
-    rp = pytest.importorskip("benchmarks.realdata_pairwise")
     full = {name: dict.fromkeys("ABCD", {}) for name in ("Davis", "KIBA")} | {"Metz": {"A": {}, "C": {}}}
-    assert "absent" not in rp._baseline_not_run(full) and "Metz settings B and D" in rp._baseline_not_run(full)
+    assert "absent" not in interactions._baseline_not_run(full) and "Metz settings B and D" in interactions._baseline_not_run(full)
     del full["Metz"]["C"]
-    assert rp._baseline_not_run(full).endswith("absent from this report (see the reading below): Metz C.")
+    assert interactions._baseline_not_run(full).endswith("absent from this report (see the reading below): Metz C.")

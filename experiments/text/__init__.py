@@ -1,6 +1,6 @@
 """Context-sensitive spelling correction on real English text (issue 10): do positional kernels help?
 
-    python -m benchmarks.realdata_text --data /path/to/shared/data [--output reports] [--repeats 10] [--quick]
+    python -m experiments text --data /path/to/shared/data [--output reports] [--set repeats=10] [--quick]
 
 Task (Golding & Roth 1999; Pahikkala et al. 2005, 2009): for a binary confusion set {a, b} (among/between,
 than/then, their/there, ...), every occurrence of a or b in correct English text is an example; its context
@@ -36,11 +36,11 @@ Timings: single runs on a shared 2-core machine (other agents running); only rat
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
 import time
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -48,7 +48,8 @@ from scipy import stats
 from sklearn.model_selection import StratifiedGroupKFold
 from threadpoolctl import threadpool_limits
 
-from benchmarks._harness import write_json
+from experiments._common.reports import Outputs
+from experiments.text.report import render  # noqa: F401 (the study's surface)
 from iokr.metrics import auc
 from iokr.text import (
     BagOfWordsKernel,
@@ -158,23 +159,37 @@ COMPARISONS = [("contextual_weighting", "bag_of_words"), ("word_position", "bag_
                ("transformation_framework", "word_position")]
 
 
-def _parse_args(argv):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", help="the shared data folder (required unless --render)")
-    parser.add_argument("--render", metavar="JSON", help="only re-render text.md from an existing text.json")
-    parser.add_argument("--output", default="reports")
-    parser.add_argument("--repeats", type=int, default=6)
-    parser.add_argument("--window", type=int, default=8)
-    parser.add_argument("--max-examples", type=int, default=700)
-    parser.add_argument("--min-count", type=int, default=60, help="fewest occurrences of each word of a set")
-    parser.add_argument("--lsa-components", type=int, default=100)
-    parser.add_argument("--quick", action="store_true", help="3 splits, 400 examples, no LSA mix (smoke run)")
-    args = parser.parse_args(argv)
-    if not args.render and not args.data:
-        parser.error("--data is required")
-    if args.quick:
-        args.repeats, args.max_examples = min(args.repeats, 3), min(args.max_examples, 400)
-    return args
+@dataclass(frozen=True)
+class Config:
+    """The study's choices.
+
+    Attributes
+    ----------
+    repeats : int
+        Random document splits (70 % train / 30 % test, seeds 0..repeats-1).
+    window : int
+        Context tokens each side.
+    max_examples : int
+        Examples per confusion set (a uniform sample beyond).
+    min_count : int
+        Fewest occurrences of each word of a set for the set to be used.
+    lsa_components : int
+        Dimension of the LSA word vectors.
+    quick : bool
+        No LSA word mix in the transformation framework's grid (smoke run).
+    """
+
+    repeats: int = 6
+    window: int = 8
+    max_examples: int = 700
+    min_count: int = 60
+    lsa_components: int = 100
+    quick: bool = False
+
+
+#: 3 splits, 400 examples per set, no LSA mix (the old ``--quick``).
+QUICK = Config(repeats=3, max_examples=400, quick=True)
+OUTPUTS = Outputs(json="text.json", markdown="text.md", keep=None)
 
 
 def _confusion_sets(texts, sources, min_count):
@@ -245,20 +260,20 @@ def _comparisons(entry):
     return comps
 
 
-def _run_set(cs, texts, docs, featurizer, embedding, args):
+def _run_set(cs, texts, docs, featurizer, embedding, config):
     """Every split and method on one confusion set: its results entry and the split-0 prediction timings."""
     name = "/".join(cs)
     occ = find_occurrences(texts, cs)
     rng = np.random.default_rng(12345)
-    if len(occ) > args.max_examples:
-        occ = [occ[i] for i in np.sort(rng.choice(len(occ), args.max_examples, replace=False))]
+    if len(occ) > config.max_examples:
+        occ = [occ[i] for i in np.sort(rng.choice(len(occ), config.max_examples, replace=False))]
     X = featurizer.transform([(texts[k], i) for k, i, _ in occ])
     y = np.array([w for _, _, w in occ])
     groups = docs[[k for k, _, _ in occ]]
     entry = {"n_examples": int(len(y)), "class_counts": {w: int(np.sum(y == w)) for w in cs},
              "majority_baseline": float(max(np.mean(y == w) for w in cs)), "methods": {}}
     unique_docs, timing = np.unique(docs), {}
-    for rep in range(args.repeats):
+    for rep in range(config.repeats):
         split_rng = np.random.default_rng(rep)
         train_docs = set(split_rng.choice(unique_docs, int(0.7 * unique_docs.size), replace=False))
         train = np.array([g in train_docs for g in groups])
@@ -267,7 +282,7 @@ def _run_set(cs, texts, docs, featurizer, embedding, args):
         # The same inner folds for every method (and computed once: the grouped stratified splitter is slow).
         folds = list(StratifiedGroupKFold(5, shuffle=True, random_state=rep).split(
             np.zeros((int(train.sum()), 1)), y[train], groups[train]))
-        for mname, kernel, grid in methods(args.window, embedding, args.quick):
+        for mname, kernel, grid in methods(config.window, embedding, config.quick):
             _fit_method(entry, mname, kernel, grid, (X, y, groups, train, folds, rep), timing)
         accs = {k: v["accuracy"][-1] for k, v in entry["methods"].items()}
         print(f"{name} split {rep}: " + ", ".join(f"{k} {v:.3f}" for k, v in accs.items()), flush=True)
@@ -292,40 +307,44 @@ def _across_sets(results):
     return across
 
 
-def main(argv=None):
-    args = _parse_args(argv)
-    if args.render:
-        report = json.loads(Path(args.render).read_text())
-        (Path(args.output) / "text.md").write_text(render_markdown(report))
-        return
+def run(config, data, previous=None, checkpoint=None):
+    """Per confusion set and method, accuracy and AUC over the splits, paired comparisons and the text's
+    description (``previous``, ``checkpoint`` unused)."""
+    # One BLAS thread: on the shared 2-core machine, two spinning OpenBLAS threads made a 160 x 160 Cholesky
+    # ~40 times slower than one.
+    with threadpool_limits(1):
+        return _run(config, data)
+
+
+def _run(config, data):
     started = time.time()
-    texts, docs, sources, corpora = load_texts(Path(args.data))
+    texts, docs, sources, corpora = load_texts(Path(data))
     print(f"{len(texts)} texts, {sum(len(t) for t in texts)} tokens from {[c['name'] for c in corpora]}")
-    chosen, set_counts = _confusion_sets(texts, sources, args.min_count)
+    chosen, set_counts = _confusion_sets(texts, sources, config.min_count)
     print("chosen sets:", ["/".join(cs) for cs in chosen])
     # Vocabulary and LSA word vectors: unlabeled, computed once; the confusion words are removed from the LSA text.
     t0 = time.time()
-    featurizer = ContextFeaturizer(window=args.window, min_count=2).fit(texts)
+    featurizer = ContextFeaturizer(window=config.window, min_count=2).fit(texts)
     confusion_words = {w for cs in CONFUSION_SETS for w in cs}
     lsa_texts = [[t for t in tokens if t not in confusion_words] for tokens in texts]
-    embedding = CooccurrenceLSA(n_components=args.lsa_components, window=2).fit(
+    embedding = CooccurrenceLSA(n_components=config.lsa_components, window=2).fit(
         lsa_texts, featurizer.vocabulary_).embedding_
     prep_seconds = time.time() - t0
     print(f"vocabulary {featurizer.n_words_} words, LSA {embedding.shape} in {prep_seconds:.1f} s")
     results, timing = {}, {}
     for cs in chosen:
-        results["/".join(cs)], set_timing = _run_set(cs, texts, docs, featurizer, embedding, args)
+        results["/".join(cs)], set_timing = _run_set(cs, texts, docs, featurizer, embedding, config)
         if set_timing:
             timing["/".join(cs)] = set_timing
     report = {
         "task": "context-sensitive spelling correction, binary confusion sets (Golding & Roth 1999)",
-        "protocol": {"repeats": args.repeats, "train_fraction_of_documents": 0.7, "window": args.window,
-                     "max_examples_per_set": args.max_examples, "min_count_per_word": args.min_count,
+        "protocol": {"repeats": config.repeats, "train_fraction_of_documents": 0.7, "window": config.window,
+                     "max_examples_per_set": config.max_examples, "min_count_per_word": config.min_count,
                      "alphas": ALPHAS.tolist(), "inner_cv": "5-fold StratifiedGroupKFold (documents), closed form",
                      "selection_scoring": "accuracy", "vocabulary_min_count": 2,
                      "lsa": {"n_components": int(embedding.shape[1]), "window": 2,
                              "text": "all text with every confusion-set word removed"},
-                     "quick": bool(args.quick)},
+                     "quick": bool(config.quick)},
         "corpora": corpora,
         "vocabulary_size": featurizer.n_words_,
         "word_counts_per_confusion_set": set_counts,
@@ -337,130 +356,4 @@ def main(argv=None):
         "total_seconds": time.time() - started,
         "machine_note": "shared 2-core machine, other agents running: timings are indicative only",
     }
-    out = Path(args.output)
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(out / "text.json", report, newline=True)
-    (out / "text.md").write_text(render_markdown(report))
-    print((out / "text.md").read_text())
-
-
-NAMES = ["bag_of_words", "bag_of_words_window_cv", "contextual_weighting", "word_position",
-         "one_parameter_positional", "transformation_framework"]
-SHORT = {"bag_of_words": "BoW", "bag_of_words_window_cv": "BoW (window by CV)", "contextual_weighting": "CW (I)",
-         "word_position": "WP (II)", "one_parameter_positional": "1-param positional (III, no word transf.)",
-         "transformation_framework": "TF (III)"}
-
-
-def render_markdown(r):
-    """The report ``text.md`` from the JSON record ``r``."""
-    p = r["protocol"]
-    lines = ["# Context-sensitive spelling correction: positional text kernels (issue 10)", "",
-             f"Generated by `python -m benchmarks.realdata_text` ({'quick' if p['quick'] else 'full'} run). "
-             f"{p['repeats']} random document splits (70/30), window +-{p['window']}, at most "
-             f"{p['max_examples_per_set']} examples per set, RLS with alpha and kernel parameters chosen by "
-             "5-fold grouped closed-form CV on the training side only. Timings: shared 2-core machine.", ""]
-    lines += _md_findings(r) + _md_data(r) + _md_accuracy(r) + _md_comparisons(r)
-    lines += ["", f"Total run time {r['total_seconds']:.0f} s (shared machine).", ""]
-    return "\n".join(lines)
-
-
-def _md_findings(r):
-    across = r.get("across_sets", {})
-
-    def said(comp, key="accuracy"):
-        v = across.get(comp, {}).get(key)
-        if not v:
-            return "n/a"
-        return (f"{v['mean_of_set_differences']:+.3f} mean {key}, better on {v['sets_better']} / worse on "
-                f"{v['sets_worse']} of {len(r['results'])} sets, Wilcoxon p = {v['p_wilcoxon_signed_rank']:.2g}")
-
-    return ["## Findings (from the numbers below)", "",
-            "- Positional information helps (papers I-II reproduced): contextual weighting vs bag of words "
-            f"{said('contextual_weighting - bag_of_words')}; word-position kernel vs contextual weighting "
-            f"{said('word_position - contextual_weighting')}; word-position kernel vs the bag of words with its "
-            f"window chosen by CV {said('word_position - bag_of_words_window_cv')}.",
-            "- The one-parameter positional transformation (paper III framework) is as good as the word-position "
-            f"kernel with its two parameters: {said('one_parameter_positional - word_position')}.",
-            "- The LSA word transformation adds to it: "
-            f"{said('transformation_framework - one_parameter_positional')}; full framework vs bag of words "
-            f"{said('transformation_framework - bag_of_words')}.",
-            "- Per set, the corrected resampled t-test over 6 splits is conservative (p-values below); "
-            "your/you're is degenerate (99.4 % 'your' in the natural distribution, 3 usable splits).", ""]
-
-
-def _md_data(r):
-    p = r["protocol"]
-    lines = ["## Corpora", "", "| corpus | texts | tokens | source | licence |", "|---|---|---|---|---|"]
-    lines += [f"| {c['name']} | {c['texts']} | {c['tokens']} | {c['source']} | {c['licence']} |" for c in r["corpora"]]
-    lines += ["", f"Vocabulary (min count 2): {r['vocabulary_size']} words. LSA word vectors: "
-              f"{p['lsa']['n_components']} components, {p['lsa']['text']}.", "",
-              "## Occurrences per confusion set (all text)", "", "| set | counts | used |", "|---|---|---|"]
-    for name, words in r["word_counts_per_confusion_set"].items():
-        counts = ", ".join(f"{w} {c['total']}" for w, c in words.items())
-        lines.append(f"| {name} | {counts} | {'yes' if name in r['chosen_sets'] else 'no (too few)'} |")
-    return lines
-
-
-def _md_accuracy(r):
-    """Accuracy per set, the parameters chosen, AUC per set."""
-    lines = ["", "## Test accuracy (mean +- std over splits)", "",
-             "| set | n | splits | majority | " + " | ".join(SHORT[m] for m in NAMES) + " |",
-             "|---|---|---|---|" + "---|" * len(NAMES)]
-    for name, e in r["results"].items():
-        cells = [f"{e['methods'][m]['mean_accuracy']:.3f} +- {e['methods'][m]['std_accuracy']:.3f}"
-                 if m in e["methods"] else "" for m in NAMES]
-        n_splits = len(next(iter(e["methods"].values()))["accuracy"])
-        lines.append(f"| {name} | {e['n_examples']} | {n_splits} | {e['majority_baseline']:.3f} | "
-                     + " | ".join(cells) + " |")
-    lines += ["", "Splits whose training or test side lacks a class are skipped.", "",
-              "## Parameters chosen by the inner CV (count over sets x splits)", "", "| method | chosen (count) |",
-              "|---|---|"]
-    for m in NAMES[1:]:
-        counts = Counter()
-        for e in r["results"].values():
-            for ch in e["methods"].get(m, {}).get("chosen", []):
-                shown = {k: v for k, v in ch.items()
-                         if k != "alpha" and not (m.startswith("bag") and k in ("theta", "word_mix"))}
-                counts[", ".join(f"{k}={v}" for k, v in shown.items())] += 1
-        lines.append(f"| {SHORT[m]} | " + "; ".join(f"{k} ({c})" for k, c in counts.most_common()) + " |")
-    lines += ["", "## Test AUC (mean +- std over splits)", "",
-              "| set | " + " | ".join(SHORT[m] for m in NAMES) + " |", "|---|" + "---|" * len(NAMES)]
-    for name, e in r["results"].items():
-        cells = [f"{e['methods'][m]['mean_auc']:.3f} +- {e['methods'][m]['std_auc']:.3f}"
-                 if m in e["methods"] else "" for m in NAMES]
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    return lines
-
-
-def _md_comparisons(r):
-    """Paired comparisons per set, across sets, and the primal/dual prediction timings."""
-    lines = ["", "## Paired comparisons per set (accuracy; corrected resampled t-test p, wins/losses over splits)",
-             ""]
-    comps = list(next(iter(r["results"].values()))["comparisons"]) if r["results"] else []
-    lines += ["| set | " + " | ".join(comps) + " |", "|---|" + "---|" * len(comps)]
-    for name, e in r["results"].items():
-        cells = []
-        for c in comps:
-            a = e["comparisons"][c]["accuracy"]
-            cells.append(f"{a['mean_difference']:+.4f} (p={a['p_corrected_resampled_t']:.3g}; {a['wins']}/{a['losses']})")
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    lines += ["", "## Across sets (Wilcoxon signed-rank on per-set mean differences)", "",
-              "| comparison | metric | sets better | sets worse | mean difference | p |", "|---|---|---|---|---|---|"]
-    for c, per in r["across_sets"].items():
-        for key, v in per.items():
-            lines.append(f"| {c} | {key} | {v['sets_better']} | {v['sets_worse']} | "
-                         f"{v['mean_of_set_differences']:+.4f} | {v['p_wilcoxon_signed_rank']:.3g} |")
-    lines += ["", "## Primal vs dual prediction (split 0)", "",
-              "| set | method | n_test | primal s | dual s | dual/primal | max abs diff |", "|---|---|---|---|---|---|---|"]
-    for name, per in r["primal_vs_dual_prediction_split0"].items():
-        for m, t in per.items():
-            lines.append(f"| {name} | {SHORT[m]} | {t['n_test']} | {t['primal_seconds']:.4f} | "
-                         f"{t['dual_seconds']:.4f} | {t['dual_over_primal']:.1f} | {t['max_abs_primal_minus_dual']:.2e} |")
-    return lines
-
-
-if __name__ == "__main__":
-    # One BLAS thread: on the shared 2-core machine, two spinning OpenBLAS threads made a 160 x 160 Cholesky
-    # ~40 times slower than one.
-    with threadpool_limits(1):
-        main()
+    return report

@@ -5,7 +5,7 @@ import pytest
 from scipy.special import expit
 from sklearn.linear_model import LogisticRegression
 
-from benchmarks._metabolite_baseline import EPS, _log_odds_weights, fit_platt, select_alpha
+from experiments.baselines.metabolite import EPS, _log_odds_weights, fit_platt, select_alpha
 
 
 def test_platt_scaling_matches_a_logistic_regression_on_platt_targets():

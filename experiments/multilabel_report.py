@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks._report_file import write_keeping_section
+from experiments._common.reports import write_keeping_section
 from iokr.apps.multilabel import DEFAULT_ALPHAS, DEFAULT_GAMMA_SCALES
 
 NAMES = {"iokr": "IOKR (new defaults)", "iokr_old": "IOKR (old defaults)", "br_ridge": "BR ridge",

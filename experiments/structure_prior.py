@@ -2,8 +2,8 @@
 
 ::
 
-    python -m benchmarks.realdata_structure_prior --data ../shared/data \\
-        --decoys moses/dataset/data/train.csv.gz --store STORE.sqlite
+    python -m experiments structure_prior --data ../shared/data \\
+        --set decoys=moses/dataset/data/train.csv.gz --set store=STORE.sqlite
 
 The score of a candidate is the IOKR score plus ``prior_weight`` times its mean output-kernel similarity to its
 ``prior_neighbors`` most similar training structures (:meth:`MetaboliteIdentifier.structure_prior`). Choosing the
@@ -23,33 +23,56 @@ structure), the app's CV choice on it (``PARAMS``), the app's 3 structure folds 
 refitted on the other folds (kernel weights refitted) and ranks each held-out structure in its decoy lists; the
 prior is computed against that fold's training structures only. Criterion (fixed before the PubChem-decoy numbers
 were seen): per surrogate the mean of top-1/5/10/20, averaged over the two surrogates; argmax over the grid.
-Writes ``benchmarks/results/structure_prior.json`` and prints the table.
+Writes ``reports/structure_prior.json`` and ``reports/structure_prior.md`` (the table).
 """
 
 from __future__ import annotations
 
-import argparse
 import gzip
-import json
 import time
-from pathlib import Path
+from dataclasses import dataclass
 
 import numpy as np
 
-from iokr.apps.metabolites import Cleaning, MetaboliteIdentifier, read_spectra
-from iokr.apps.metabolites._candidates import CandidateStore, read_candidate_lists
-from iokr.apps.metabolites._fingerprints import Fingerprinter, molecular_formula, parse_structure
+from experiments._common.reports import Outputs
+from iokr.apps.metabolites import (
+    CandidateStore,
+    Cleaning,
+    Fingerprinter,
+    MetaboliteIdentifier,
+    fold_ids,
+    parse_structure,
+    read_candidate_lists,
+    read_spectra,
+    training_set,
+)
+from iokr.apps.metabolites._fingerprints import molecular_formula
 from iokr.apps.metabolites._formulas import monoisotopic_mass
-from iokr.apps.metabolites._pipeline import fold_ids, training_set
 from iokr.metrics import true_candidate_rank
 
-ROOT = Path(__file__).resolve().parents[1]
 #: The app's cross-validated choice on this training set (reports/metabolites.md), the prior switched off.
 PARAMS = {"kernels": ("ppk", "ppk_nl", "binned", "binned_nl"), "weights": "alignf", "sigma_mz": 0.001,
           "sigma_intensity": 0.25, "output_kernel": "tanimoto", "alpha": 0.1}
 NEIGHBORS = (1, 3, 10, 30)
 WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0)
 TOP = (1, 5, 10, 20)
+
+
+@dataclass(frozen=True)
+class Config:
+    """Spectra and candidate lists (relative to the data folder), the MOSES decoy file ("" to skip that surrogate)
+    and the SQLite fingerprint cache ("" for none)."""
+
+    spectra: str = "metabolites/massbank_ms2_posMH_permissive.jsonl.gz"
+    candidates: str = "metabolites/pubchem_candidate_sets_dev.tar.gz"
+    decoys: str = ""
+    store: str = ""
+
+
+#: The same protocol (on the bundled subset, the data folder of the smoke run, it is small already).
+QUICK = Config()
+OUTPUTS = Outputs(json="structure_prior.json", markdown="structure_prior.md", keep=None, json_indent=1,
+                  json_newline=False)
 
 
 def _moses_decoys(path, train, store, rng, min_isomers=5, max_isomers=300):
@@ -134,45 +157,38 @@ def _table(ranks):
     return rows, best
 
 
-def _print(rows, best, names, counts):
+def render(report):
+    """The grid's table (top-1/5/10/20 per surrogate and the criterion), the chosen row in bold."""
+    names, counts = list(report["decoy_lists"]), report["decoy_lists"]
     head = " | ".join(f"{n} (n={counts[n]}) top-1/5/10/20" for n in names)
-    print(f"| neighbours | weight | {head} | score |")
-    print("|---|---|" + "---|" * len(names) + "---|")
-    for r in rows:
+    lines = ["# Structure prior chosen by cross-validation with decoy lists", "",
+             f"{report['n_training_structures']} training structures; chosen: {report['chosen']}.", "",
+             f"| neighbours | weight | {head} | score |", "|---|---|" + "---|" * len(names) + "---|"]
+    chosen = tuple(report["chosen"].values())
+    for r in report["rows"]:
         cells = " | ".join(" / ".join(f"{r[n][f'top{t}']:.1f}" for t in TOP) for n in names)
-        mark = "**" if r is best else ""
-        print(f"| {mark}{r['prior_neighbors']}{mark} | {mark}{r['prior_weight']}{mark} | {cells} | "
-              f"{mark}{r['score']:.2f}{mark} |")
+        mark = "**" if (r["prior_neighbors"], r["prior_weight"]) == chosen else ""
+        lines.append(f"| {mark}{r['prior_neighbors']}{mark} | {mark}{r['prior_weight']}{mark} | {cells} | "
+                     f"{mark}{r['score']:.2f}{mark} |")
+    return "\n".join(lines) + "\n"
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", required=True, help="folder holding metabolites/ (spectra and candidate lists)")
-    parser.add_argument("--decoys", default=None, help="MOSES train.csv.gz (the moses surrogate; skipped without)")
-    parser.add_argument("--store", default="", help="SQLite fingerprint store (cache)")
-    parser.add_argument("--output", default=str(ROOT / "benchmarks/results/structure_prior.json"))
-    args = parser.parse_args(argv)
+def run(config, data, previous=None, checkpoint=None):
+    """Decoy lists, fold models' ranks over the grid, the table and the choice (``previous``, ``checkpoint``
+    unused)."""
     t0, rng = time.perf_counter(), np.random.default_rng(0)
-    data = Path(args.data) / "metabolites"
-    store = CandidateStore(args.store, Fingerprinter())
-    spectra, _ = read_spectra(data / "massbank_ms2_posMH_permissive.jsonl.gz", require_structure=True)
-    lists = read_candidate_lists(data / "pubchem_candidate_sets_dev.tar.gz", store)
+    store = CandidateStore(config.store, Fingerprinter())
+    spectra, _ = read_spectra(data / config.spectra, require_structure=True)
+    lists = read_candidate_lists(data / config.candidates, store)
     train = training_set(spectra, store, Cleaning(), [lst.true_key for lst in lists])
     del spectra
     decoys = {"pubchem": _pubchem_decoys(lists, store, train, rng)}
-    if args.decoys:
-        decoys["moses"] = _moses_decoys(args.decoys, train, store, rng)
+    if config.decoys:
+        decoys["moses"] = _moses_decoys(config.decoys, train, store, rng)
     counts = {name: len(v) for name, v in decoys.items()}
     print(f"{len(train.Y)} training structures; decoy lists: {counts}", flush=True)
     ranks = _fold_ranks(train, decoys, fold_ids(len(train.Y), 3, 0), lambda m: print(m, flush=True))
     rows, best = _table(ranks)
-    _print(rows, best, list(decoys), counts)
-    result = {"params": {**PARAMS, "kernels": list(PARAMS["kernels"])}, "n_training_structures": len(train.Y),
-              "decoy_lists": counts, "rows": rows, "chosen": {k: best[k] for k in ("prior_neighbors", "prior_weight")},
-              "wall_s": time.perf_counter() - t0}
-    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.output).write_text(json.dumps(result, indent=1))
-
-
-if __name__ == "__main__":
-    main()
+    return {"params": {**PARAMS, "kernels": list(PARAMS["kernels"])}, "n_training_structures": len(train.Y),
+            "decoy_lists": counts, "rows": rows, "chosen": {k: best[k] for k in ("prior_neighbors", "prior_weight")},
+            "wall_s": time.perf_counter() - t0}

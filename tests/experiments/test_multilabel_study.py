@@ -1,4 +1,4 @@
-"""Helpers of ``benchmarks/realdata_multilabel.py``: the nominal ARFF reader, the baselines and the verdict."""
+"""Helpers of ``experiments/multilabel.py``: the nominal ARFF reader, the baselines and the verdict."""
 
 import gzip
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from sklearn.linear_model import RidgeClassifier
 
-from benchmarks._multilabel_baselines import RidgeMultiLabel, read_nominal_arff, run_baseline
-from benchmarks._multilabel_report import _grid, paired_difference, verdict
+from experiments.baselines.multilabel import RidgeMultiLabel, read_nominal_arff, run_baseline
+from experiments.multilabel_report import _grid, paired_difference, verdict
 
 ARFF = """@relation toy
 @attribute id {a1,a2,a3}

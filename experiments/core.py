@@ -1,7 +1,7 @@
 """Real-data results of the core engine (issue 2): cross-lingual retrieval and bibtex multi-label.
 
-    python -m benchmarks.realdata_core --data /path/to/shared/data [--output reports] [--skip bibtex] [--update]
-        [--no-baselines] [--report-only] [--splits 10]
+    python -m experiments core --data /path/to/shared/data [--output reports] [--set skip=bibtex] [--set update=True]
+        [--set baselines=False] [--render-only] [--set splits=10]
 
 Retrieval: IOKR (linear kernels on TF-IDF, centered and normalized, alpha=1.0 fixed a priori), EN->ES and ES->EN,
 10 random 50/50 splits of the 1,189 aligned chapters, candidates = all test chapters of the other language.
@@ -9,24 +9,23 @@ IOKR with the CLI defaults (issue 19, ``iokr retrieval evaluate`` with no option
 language of 16-512 dimensions, plain or standardized) and alpha (1e-6..1e4) chosen jointly per split by closed-form
 5-fold CV of MRR on the training chapters, on the same splits.
 Baseline (issue 19, on by default): LSA + CCA nearest neighbour on the same splits, LSA dimension and component count
-by 3-fold CV on the training pairs (``benchmarks/_retrieval_baselines.py``).
+by 3-fold CV on the training pairs (``experiments/baselines/retrieval.py``).
 Bibtex: standard Mulan split; alpha and the input kernel chosen by 5-fold CV of example-F1 on the training split;
 candidates = the distinct label sets of the training split.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import warnings
 from collections import Counter
+from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 
 import numpy as np
 
-from benchmarks._harness import measure, write_json, write_keeping_section
-from benchmarks._retrieval_baselines import CV_FOLDS, retrieval_verdict, run_cca_baseline
+from experiments._common.reports import Outputs
+from experiments._common.timing import measure
+from experiments.baselines.retrieval import CV_FOLDS, retrieval_verdict, run_cca_baseline
 from iokr import IOKR
 from iokr.apps.multilabel import evaluate_multilabel
 from iokr.apps.retrieval import DEFAULT_ALPHAS, feature_grid, make_split, retrieval_ranks, select_alpha
@@ -39,6 +38,36 @@ from iokr.metrics import mean_reciprocal_rank, top_k_accuracy
 READING = "## Reading of the retrieval baseline (issue 19)"
 #: The baseline's direction keys: the CCA is fitted with English as its first block.
 BASELINE_DIRECTION = {"en-es": "a-b", "es-en": "b-a"}
+SECTIONS = ("retrieval", "retrieval_default", "retrieval_cv", "bibtex")
+
+
+@dataclass(frozen=True)
+class Config:
+    """The study's choices.
+
+    Attributes
+    ----------
+    splits : int
+        Retrieval splits (fewer for a smoke run).
+    skip : tuple of str
+        Sections not run, among :data:`SECTIONS` (retrieval_cv: IOKR with alpha by CV on the same splits;
+        retrieval_default: IOKR with the CLI defaults on the same splits).
+    baselines : bool
+        Run the LSA + CCA retrieval baseline; when False and updating, the previous baseline rows are kept when
+        their splits are the same.
+    update : bool
+        Keep the sections of the existing ``core.json`` that are skipped in this run.
+    """
+
+    splits: int = 10
+    skip: tuple = ()
+    baselines: bool = True
+    update: bool = False
+
+
+#: Two retrieval splits on the data folder's parallel text (the bundled 397 chapters in the smoke run); no bibtex.
+QUICK = Config(splits=2, skip=("bibtex",))
+OUTPUTS = Outputs(json="core.json", markdown="core.md", keep=READING)
 
 
 def _retrieval(data, baselines, n_splits=10):
@@ -204,51 +233,33 @@ def _bibtex_lines(result):
     return lines
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", required=True, help="the shared data folder (with parallel_text/, multilabel/)")
-    parser.add_argument("--output", default="reports")
-    parser.add_argument("--skip", nargs="*", default=[],
-                        choices=["retrieval", "retrieval_cv", "retrieval_default", "bibtex"],
-                        help="sections to skip (retrieval_cv: IOKR with alpha by CV on the same splits; "
-                             "retrieval_default: IOKR with the CLI defaults on the same splits)")
-    parser.add_argument("--update", action="store_true",
-                        help="keep the sections of an existing <output>/core.json that are skipped in this run")
-    parser.add_argument("--no-baselines", dest="baselines", action="store_false",
-                        help="skip the LSA + CCA retrieval baseline (run by default); with --update the previous "
-                             "baseline rows are kept when their splits are the same")
-    parser.add_argument("--report-only", action="store_true", help="rewrite core.md from the existing core.json")
-    parser.add_argument("--splits", type=int, default=10, help="retrieval splits (fewer for a smoke run)")
-    args = parser.parse_args(argv)
-    data = Path(args.data)
-    out = Path(args.output)
-    previous = out / "core.json"
-    keep = (args.update or args.report_only) and previous.exists()
-    report = json.loads(previous.read_text()) if keep else {}
-    if not args.report_only:
-        if "retrieval" not in args.skip:
-            previous_base = report.get("retrieval", {}).get("cca_baseline")
-            report["retrieval"] = _retrieval(data, args.baselines, args.splits)
-            if not args.baselines and previous_base and len(previous_base["seconds_per_split"]) == args.splits:
-                report["retrieval"]["cca_baseline"] = {**previous_base, "kept_from_previous_run": True}
-        if "retrieval_default" not in args.skip:
-            report["retrieval_default"] = _retrieval_default(data, args.splits)
-        if "retrieval_cv" not in args.skip:
-            report["retrieval_cv"] = _retrieval_cv(data, args.splits)
-        if "bibtex" not in args.skip:
-            report["bibtex"] = _bibtex(data)
-        out.mkdir(parents=True, exist_ok=True)
-        write_json(out / "core.json", report, newline=True)
-    lines = ["# Core engine on real data (issue 2)", "", "Command: `python -m benchmarks.realdata_core --data DATA`", "",
+def run(config, data, previous=None, checkpoint=None):
+    """The sections not skipped, over ``previous`` (the existing results) when updating (``checkpoint`` unused)."""
+    unknown = set(config.skip) - set(SECTIONS)
+    if unknown:
+        raise ValueError(f"skip: expected sections among {SECTIONS}, got {sorted(unknown)}")
+    report = dict(previous) if previous else {}
+    if "retrieval" not in config.skip:
+        previous_base = report.get("retrieval", {}).get("cca_baseline")
+        report["retrieval"] = _retrieval(data, config.baselines, config.splits)
+        if not config.baselines and previous_base and len(previous_base["seconds_per_split"]) == config.splits:
+            report["retrieval"]["cca_baseline"] = {**previous_base, "kept_from_previous_run": True}
+    if "retrieval_default" not in config.skip:
+        report["retrieval_default"] = _retrieval_default(data, config.splits)
+    if "retrieval_cv" not in config.skip:
+        report["retrieval_cv"] = _retrieval_cv(data, config.splits)
+    if "bibtex" not in config.skip:
+        report["bibtex"] = _bibtex(data)
+    return report
+
+
+def render(report):
+    """The retrieval table (with the CLI-default, CV and baseline rows present) and the bibtex section."""
+    lines = ["# Core engine on real data (issue 2)", "", "Command: `python -m experiments core --data DATA`", "",
              (__doc__ or "").strip().split("\n\n", 2)[-1], ""]
     if "retrieval" in report:
         lines += _retrieval_lines(report["retrieval"], report.get("retrieval_cv"),
                                   report.get("retrieval_default")) + [""]
     if "bibtex" in report:
         lines += _bibtex_lines(report["bibtex"])
-    write_keeping_section(out / "core.md", "\n".join(lines), READING)
-    print("\n".join(lines))
-
-
-if __name__ == "__main__":
-    main()
+    return "\n".join(lines)

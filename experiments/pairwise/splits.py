@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from benchmarks._pairwise_baselines import EMBED_DIM, PairTask, nystrom_features, setting_folds
+from experiments.baselines.pairwise import EMBED_DIM, PairTask, nystrom_features, setting_folds
 
 #: Fraction of drugs / targets held out in settings B-D (Davis's tutorial split holds out 28/68 and 142/442).
 TEST_FRACTION = 1.0 / 3.0

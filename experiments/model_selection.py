@@ -1,6 +1,6 @@
 """Real-data model selection (issue 3): alpha (and the input kernel / gamma) chosen by exact closed-form CV.
 
-    python -m benchmarks.realdata_model_selection --data /path/to/shared/data [--output reports] [--quick]
+    python -m experiments model_selection --data /path/to/shared/data [--output reports] [--quick]
 
 Retrieval (parallel_text, EN -> ES): the core issue's protocol (``iokr.apps.retrieval``: random 50/50 splits of the
 1,189 aligned chapters, seed 0, TF-IDF fitted on training chapters, linear input kernel, candidates = the Spanish test
@@ -25,15 +25,13 @@ Timings: single runs on a shared 2-core machine (other agents running).
 
 from __future__ import annotations
 
-import argparse
-import json
 import time
-from pathlib import Path
+from dataclasses import dataclass
 
 import numpy as np
 from sklearn.model_selection import GroupKFold, KFold
 
-from benchmarks._harness import write_json
+from experiments._common.reports import Outputs
 from iokr import IOKR
 from iokr.apps.retrieval import fold_candidate_sets, make_split, retrieval_ranks
 from iokr.datasets import load_arff, load_parallel_text
@@ -45,6 +43,34 @@ from iokr.model_selection import IOKRCV, RLSCV
 ALPHAS = np.logspace(-6, 2, 31)
 BIBTEX_ALPHAS = np.logspace(-2, 2, 13)
 RANKING_GRID = 2.0 ** np.arange(-10, 10)
+SECTIONS = ("retrieval", "bibtex", "ranking")
+
+
+@dataclass(frozen=True)
+class Config:
+    """The study's choices.
+
+    Attributes
+    ----------
+    splits : int
+        Retrieval splits (the core issue used 10).
+    only : tuple of str
+        Sections run, among :data:`SECTIONS`; the others are kept from the existing JSON when ``update``.
+    quick : bool
+        Bibtex on 600 training examples (smoke run).
+    update : bool
+        Merge into the existing ``model_selection.json`` (a re-run section replaces its old results).
+    """
+
+    splits: int = 3
+    only: tuple = SECTIONS
+    quick: bool = False
+    update: bool = True
+
+
+#: One retrieval split of the data folder's parallel text (the bundled subset in the smoke run), nothing else.
+QUICK = Config(splits=1, only=("retrieval",), quick=True, update=False)
+OUTPUTS = Outputs(json="model_selection.json", markdown="model_selection.md", keep=None)
 
 
 def _test_metrics(ranks):
@@ -208,9 +234,10 @@ def run_ranking(data, log):
     return out
 
 
-def _markdown(report):
+def render(report):
+    """The retrieval, bibtex and ranking sections present in ``report``."""
     lines = ["# Model selection on real data (issue 3)", "",
-             "Command: `python -m benchmarks.realdata_model_selection --data DATA`", "",
+             "Command: `python -m experiments model_selection --data DATA`", "",
              (__doc__ or "").strip().split("\n\n", 2)[-1], ""]
     r = report.get("retrieval")
     if r:
@@ -270,33 +297,20 @@ def _markdown(report):
     return "\n".join(lines)
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", required=True, help="the shared data folder")
-    parser.add_argument("--output", default="reports")
-    parser.add_argument("--splits", type=int, default=3, help="retrieval splits (the core issue used 10)")
-    parser.add_argument("--only", nargs="*", default=["retrieval", "bibtex", "ranking"])
-    parser.add_argument("--quick", action="store_true", help="bibtex on 600 training examples (smoke run)")
-    args = parser.parse_args(argv)
-    data = Path(args.data)
+def run(config, data, previous=None, checkpoint=None):
+    """The sections of ``config.only``, over ``previous`` (the existing results) when updating."""
+    unknown = set(config.only) - set(SECTIONS)
+    if unknown:
+        raise ValueError(f"only: expected sections among {SECTIONS}, got {sorted(unknown)}")
 
     def log(message):
         print(message, flush=True)
 
-    out = Path(args.output)
-    existing = out / "model_selection.json"
-    # Sections run separately are merged into one report (a re-run section replaces its old results).
-    report = json.loads(existing.read_text()) if existing.is_file() else {}
-    if "ranking" in args.only:
+    report = dict(previous) if previous else {}
+    if "ranking" in config.only:
         report["ranking"] = run_ranking(data, log)
-    if "retrieval" in args.only:
-        report["retrieval"] = run_retrieval(data, args.splits, log)
-    if "bibtex" in args.only:
-        report["bibtex"] = run_bibtex(data, log, quick=args.quick)
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(out / "model_selection.json", report, newline=True)
-    (out / "model_selection.md").write_text(_markdown(report))
-
-
-if __name__ == "__main__":
-    main()
+    if "retrieval" in config.only:
+        report["retrieval"] = run_retrieval(data, config.splits, log)
+    if "bibtex" in config.only:
+        report["bibtex"] = run_bibtex(data, log, quick=config.quick)
+    return report

@@ -2,8 +2,7 @@
 
 ::
 
-    python -m benchmarks.realdata_formula_hypotheses \\
-        --spectra ../shared/data/metabolites/massbank_ms2_posMH_permissive.jsonl.gz
+    python -m experiments formula_hypotheses --data ../shared/data [--set window=0.05]
 
 Training data only (no candidate list of the evaluation): the structures of the spectra file are split 2:1 by a
 hash of their first InChIKey block. A model (app default kernels + ``fragments``, ``losses``; ALIGNF, then uniform
@@ -13,27 +12,37 @@ within ``--window`` Da of the true one, kept when they hold at least two formula
 formulas). Variants: (A) the query without formula (every annotated row 0: ``identify`` before formula hypotheses);
 (B) hypotheses, pre-image distances (``across="preimage"``); (C) hypotheses, the model's own scores
 (``across="inner"``, the default); (D) the true formula for every candidate (an oracle ``identify`` cannot have);
-(E) hypotheses, cosine of prediction and candidate. Ranks count ties half-way. Prints a markdown table per weighting
-and writes ``benchmarks/results/formula_hypotheses.json``.
+(E) hypotheses, cosine of prediction and candidate. Ranks count ties half-way. Writes
+``reports/formula_hypotheses.json`` and ``reports/formula_hypotheses.md`` (a table per weighting).
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
-import json
 import time
 from collections import Counter
-from pathlib import Path
+from dataclasses import dataclass
 
 import numpy as np
 
-from iokr.apps.metabolites import Cleaning, Fingerprinter, MetaboliteIdentifier, read_spectra
-from iokr.apps.metabolites._formulas import canonical_formula, monoisotopic_mass
+from experiments._common.reports import Outputs
+from iokr.apps.metabolites import Cleaning, Fingerprinter, MetaboliteIdentifier, canonical_formula, read_spectra
+from iokr.apps.metabolites._formulas import monoisotopic_mass
 from iokr.apps.metabolites._hypotheses import hypothesis_spectra, prediction_sq_norms, score_hypotheses
-from iokr.datasets._metabolites import BUNDLED_METABOLITES
 
-ROOT = Path(__file__).resolve().parents[1]
+
+@dataclass(frozen=True)
+class Config:
+    """The study's choices: the spectra file (relative to the data folder) and the mass window of candidates (Da)."""
+
+    spectra: str = "metabolites/massbank_ms2_posMH_permissive.jsonl.gz"
+    window: float = 0.05
+
+
+#: The same protocol: on the bundled subset (the data folder of the smoke run), it is small already.
+QUICK = Config()
+OUTPUTS = Outputs(json="formula_hypotheses.json", markdown="formula_hypotheses.md", keep=None, json_indent=1,
+                  json_newline=False)
 KERNELS = ("ppk", "ppk_nl", "binned", "binned_nl", "fragments", "losses")
 VARIANTS = ("A no formula", "B hypotheses, pre-image", "C hypotheses, model scores (default)",
             "D true formula (oracle)", "E hypotheses, cosine")
@@ -73,7 +82,9 @@ def _topk(scores, truth):
     return {f"top{k}": round(100 * float(np.mean(ranks <= k)), 1) for k in (1, 5, 10)}
 
 
-def run(path, window):
+def run(config, data, previous=None, checkpoint=None):
+    """Top-k of the five variants for ALIGNF and uniform kernel weights (``previous``, ``checkpoint`` unused)."""
+    path, window = data / config.spectra, config.window
     t0 = time.perf_counter()
     train, Y_train, Y, formulas, queries, cand, truth, true_formula = _data(path, window)
     n = len(queries)
@@ -110,23 +121,25 @@ def run(path, window):
         print(f"\nweights {weights} {out['runs'][weights]['weights']}; scoring {t_none:.1f} s without formula, "
               f"{t_inner:.1f} s with hypotheses; {out['runs'][weights]['annotated']}/"
               f"{out['runs'][weights]['hypotheses']} hypotheses annotated, fallbacks {dict(falls)}")
-        print("| variant | top-1 | top-5 | top-10 |\n|---|---|---|---|")
-        for v, row in table.items():
-            print(f"| {v} | {row['top1']} | {row['top5']} | {row['top10']} |", flush=True)
+        print(_table(table), flush=True)
     out["total_s"] = round(time.perf_counter() - t0, 1)
     return out
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--spectra", default=str(BUNDLED_METABOLITES["spectra"]))
-    parser.add_argument("--window", type=float, default=0.05, help="mass window half-width (Da)")
-    parser.add_argument("--output", default=str(ROOT / "benchmarks/results/formula_hypotheses.json"))
-    args = parser.parse_args(argv)
-    result = run(args.spectra, args.window)
-    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.output).write_text(json.dumps(result, indent=1))
+def _table(topk):
+    rows = [f"| {v} | {row['top1']} | {row['top5']} | {row['top10']} |" for v, row in topk.items()]
+    return "\n".join(["| variant | top-1 | top-5 | top-10 |", "|---|---|---|---|", *rows])
 
 
-if __name__ == "__main__":
-    main()
+def render(report):
+    """One top-k table per kernel weighting, after the data's sizes."""
+    lines = ["# Candidates of different formulas for queries without a formula", "",
+             f"Spectra `{report['spectra']}`, mass window {report['window_da']} Da: {report['n_train_structures']} "
+             f"training structures, {report['n_queries']} queries, {report['mean_formulas_per_list']:.2f} formulas "
+             f"per list (median size {report['median_list_size']:.0f}); {report['total_s']} s.", ""]
+    for weights, r in report["runs"].items():
+        lines += [f"## Weights {weights} {r['weights']}", "",
+                  f"Scoring {r['scoring_s']['no_formula']} s without formula, {r['scoring_s']['hypotheses']} s with "
+                  f"hypotheses; {r['annotated']}/{r['hypotheses']} hypotheses annotated, fallbacks {r['fallbacks']}.",
+                  "", _table(r["topk"]), ""]
+    return "\n".join(lines)

@@ -1,10 +1,10 @@
-"""``benchmarks/realdata_structure_prior.py``: its fold ranks (IOKR scores + w x prior added offline, one kernel
+"""``experiments/structure_prior.py``: its fold ranks (IOKR scores + w x prior added offline, one kernel
 pass for all neighbour counts) against refitting each fold's model with the prior switched on and ranking by brute
 force."""
 
 import numpy as np
 
-from benchmarks import realdata_structure_prior as bench
+from experiments import structure_prior as bench
 from iokr.apps.metabolites import MetaboliteIdentifier, Spectra
 from iokr.apps.metabolites._pipeline import TrainingSet, fold_ids
 from iokr.metrics import true_candidate_rank
