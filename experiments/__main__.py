@@ -55,7 +55,8 @@ def save_json(study, report, output):
 def write_markdown(study, report, out):
     """Render ``report`` into ``out / OUTPUTS.markdown`` (keeping its hand-written section); returns the text."""
     files = study.OUTPUTS
-    text = study.render(report)
+    extra = read_json(out / files.extra_json) if files.extra_json else None
+    text = study.render(report, extra) if extra is not None else study.render(report)
     if files.keep:
         write_keeping_section(out / files.markdown, text, files.keep)
     else:

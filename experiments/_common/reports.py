@@ -28,6 +28,9 @@ class Outputs:
         Indentation of the JSON file (each study keeps the layout of its committed file, so diffs stay readable).
     json_newline : bool
         Whether the JSON file ends with a newline (likewise).
+    extra_json : str or None
+        A sibling results file (another study's) that ``render`` also shows, passed as its second argument when
+        present (the multi-label report's "Grid" section from ``multilabel_grid.json``).
     """
 
     json: str
@@ -35,6 +38,7 @@ class Outputs:
     keep: str | None = "## Reading"
     json_indent: int = 2
     json_newline: bool = True
+    extra_json: str | None = None
 
 
 def read_json(path):

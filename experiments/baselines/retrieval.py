@@ -15,7 +15,7 @@ permutation per split):
 ``lsa_dim`` and ``n_components`` are chosen per direction by k-fold CV on the training pairs (MRR of retrieval among
 the held-out fold's documents). ``CCA`` extracts its components one by one with deflation, so the first ``k``
 components of a fit with ``K > k`` are those of a fit with ``k`` (the ``x_loadings_.T @ x_weights_`` matrix is upper
-triangular; checked against explicit refits in ``tests/benchmarks/test_retrieval_baselines.py``): one CCA fit per
+triangular; checked against explicit refits in ``tests/experiments/test_retrieval_baselines.py``): one CCA fit per
 ``lsa_dim`` and fold serves every component count.
 """
 

@@ -144,7 +144,7 @@ BASELINE_PROTOCOL = (
 
 
 def pairwise_baselines(data, datasets=("davis", "kiba", "metz"), log=print, previous=None, settings=SETTINGS):
-    """KronRLS beside KernelRidge, RandomForest and HistGradientBoosting (``benchmarks/_pairwise_baselines.py``).
+    """KronRLS beside KernelRidge, RandomForest and HistGradientBoosting (``experiments/baselines/pairwise.py``).
 
     ``previous``: an earlier section whose data sets and settings not run now are kept (``--update``);
     ``settings``: the settings to run (Metz has only A and C).
@@ -186,7 +186,7 @@ def _davis_baseline_tasks(folder, settings):
 
 
 def _kiba_baseline_tasks(folder, settings):
-    """KIBA A on the DeepDTA folds, B-D on :func:`benchmarks._pairwise_splits.holdout_nodes`; trees on all pairs."""
+    """KIBA A on the DeepDTA folds, B-D on :func:`experiments.pairwise.splits.holdout_nodes`; trees on all pairs."""
     Y, Kd, Kt = kiba_inputs(folder)
     tasks = {}
     if "A" in settings:

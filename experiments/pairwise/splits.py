@@ -5,8 +5,8 @@
   the held-out ones (in D the pairs joining a training and a held-out node are in neither).
 - :func:`random_pair_parts`: setting A where no published folds exist (Metz): the observed pairs shuffled into six
   equal parts, one test, four for fitting and one for validation (the DeepDTA setting-1 layout used on Davis/KIBA).
-- :func:`node_task` / :func:`pair_task`: :class:`benchmarks._pairwise_baselines.PairTask` from such splits, CV folds
-  by :func:`benchmarks._pairwise_baselines.setting_folds` (the setting's unit held out).
+- :func:`node_task` / :func:`pair_task`: :class:`experiments.baselines.pairwise.PairTask` from such splits, CV folds
+  by :func:`experiments.baselines.pairwise.setting_folds` (the setting's unit held out).
 - :func:`load_metz`: Metz pKi (1421 x 156, NaN where unobserved) and the target similarity scaled to unit diagonal.
 """
 

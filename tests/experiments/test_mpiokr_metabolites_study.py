@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from benchmarks.realdata_mpiokr_metabolites import SplitGram, alpha_cv_search, standin_sets
+from experiments.mpiokr_metabolites.models import SplitGram, alpha_cv_search, standin_sets
 from iokr.decoding import CandidateSets
 from iokr.estimators.mpiokr import MPIOKR
 from iokr.kernels import Precomputed, Tanimoto, WeightedSum

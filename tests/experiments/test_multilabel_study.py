@@ -7,7 +7,7 @@ import pytest
 from sklearn.linear_model import RidgeClassifier
 
 from experiments.baselines.multilabel import RidgeMultiLabel, read_nominal_arff, run_baseline
-from experiments.multilabel_report import _grid, paired_difference, verdict
+from experiments.multilabel.report import _grid, paired_difference, verdict
 
 ARFF = """@relation toy
 @attribute id {a1,a2,a3}

@@ -1,7 +1,7 @@
 """Sketched IOKR on the MassBank training spectra as single spectra (issue 8, "Large-n training" on real data).
 
-    python -m benchmarks.realdata_sketched_metabolites --data /path/to/shared/data [--output reports]
-        [--store STORE.sqlite] [--n-components 1500] [--output-components 2000] [--subsample 4000]
+    python -m experiments sketched_metabolites --data /path/to/shared/data [--output reports]
+        [--set store=STORE.sqlite] [--set n_components=1500] [--set output_components=2000] [--set subsample=4000]
 
 Protocol: the app's evaluate job (``iokr.apps.metabolites``), except that the model trains on every cleaned single
 spectrum instead of one merged spectrum per structure. Spectra are read and cleaned with the app's readers and
@@ -28,16 +28,15 @@ Subsample comparison: on a seeded random subsample of training spectra, exact IO
 
 from __future__ import annotations
 
-import argparse
-import json
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from benchmarks._harness import best_time, peak_rss_mib, write_json
-from experiments._common.reports import write_keeping_section
+from experiments._common.reports import Outputs
+from experiments._common.timing import best_time, peak_rss_mib
 from iokr import SketchedIOKR
 from iokr.apps.metabolites import (
     DEFAULT_GRID,
@@ -55,9 +54,6 @@ from iokr.apps.metabolites import (
     read_spectra,
     training_set,
 )
-
-# private: the app's Gram combination (MetaboliteIdentifier's own formula, reproduced for the sketched route)
-from iokr.apps.metabolites._model import _combine
 from iokr.kernels import Kernel
 from iokr.linalg import nystrom_whitening, row_slices
 
@@ -76,7 +72,9 @@ class CombinedSpectrumKernel(SpectrumKernel):
     """The app's combined input kernel ``sum_k w_k Kn_k`` on :class:`Spectra` (no input Gaussian), block by block.
 
     Each block is :func:`normalized_gram` of the app's base kernels, combined as :class:`MetaboliteIdentifier`
-    does (``_combine``); the diagonal is the weighted sum of the unit diagonals (0 for a spectrum without peaks).
+    does (``sum_k w_k G_k``, in the order of the kernels); the diagonal is the weighted sum of the unit diagonals
+    (0 for a spectrum without peaks). Checked against the identifier's ``test_kernel`` in
+    ``tests/experiments/test_sketched_metabolites_study.py``.
     """
 
     temporaries_per_entry = 6
@@ -101,15 +99,17 @@ class CombinedSpectrumKernel(SpectrumKernel):
             block = A[rows]
             grams = [normalized_gram(k, block, B, diag_b=d, working_memory=working_memory)[0]
                      for k, d in zip(base, diags_b, strict=True)]
-            out[rows] = _combine(grams, None, np.asarray(self.weights, dtype=np.float64), None)
+            weights = np.asarray(self.weights, dtype=np.float64)
+            out[rows] = sum(w * G for w, G in zip(weights, grams, strict=True))
         return out
 
     def compute(self, A, B):
         return self(A, B)
 
     def compute_diag(self, A):
-        unit = MetaboliteIdentifier._unit_diag
-        return sum(w * unit(k.compute_diag(A)) for w, k in zip(self.weights, self._base(), strict=True))
+        # a normalized base kernel's diagonal: 1 for a spectrum with peaks, 0 without (its raw diagonal is 0)
+        return sum(w * (k.compute_diag(A) > 0).astype(np.float64)
+                   for w, k in zip(self.weights, self._base(), strict=True))
 
 
 class TrainingOutputFeatures(Kernel):
@@ -204,9 +204,8 @@ def _row(label, result):
             + f" | {'-' if fit is None else f'{fit:.0f}'} | {result.get('peak_rss_mib', float('nan')):.0f} |")
 
 
-def _write(report, out):
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(out / "sketched_metabolites.json", report, newline=True)
+def render(report):
+    """The table of every run (after the exact merged-spectra reference of reports/metabolites.md)."""
     training = (f"Training: {report['n_train_spectra']} single spectra of {report['n_train_structures']} structures "
                 f"({report['n_excluded_structures']} evaluated structures excluded, {report['n_unparsable']} "
                 f"unparsable dropped). ALIGNF weights (2,000-spectrum subsample): {report['weights']}.")
@@ -225,34 +224,57 @@ def _write(report, out):
               "features, ridge). Scoring times (s): "
               + ", ".join(f"{k}: {v['scoring_s']:.0f}" for k, v in report["runs"].items()) + ".", ""]
     lines += report.get("notes", [])
-    write_keeping_section(out / "sketched_metabolites.md", "\n".join(lines) + "\n", "## Reading")
+    return "\n".join(lines) + "\n"
 
 
-def _parse_args(argv):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", required=True, help="the shared data folder (with metabolites/)")
-    parser.add_argument("--output", default="reports")
-    parser.add_argument("--store", default=None, help="a fingerprint store (SQLite) to copy and warm-start from")
-    parser.add_argument("--n-components", type=int, default=1500)
-    parser.add_argument("--output-components", type=int, default=2000,
-                        help="size of SketchedIOKR's random output sketch, compared on the subsample only (0: not run)")
-    parser.add_argument("--subsample", type=int, default=4000, help="size of the exact-vs-sketch comparison (0: off)")
-    parser.add_argument("--skip-full", action="store_true")
-    parser.add_argument("--skip-exact", action="store_true", help="no exact IOKR on the subsample")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--append", action="store_true",
-                        help="keep the runs already in OUTPUT/sketched_metabolites.json (same data and weights)")
-    return parser.parse_args(argv)
+@dataclass(frozen=True)
+class Config:
+    """The study's choices.
+
+    Attributes
+    ----------
+    store : str
+        A fingerprint store (SQLite) to copy and warm-start from ("" for none).
+    n_components : int
+        Nystrom landmarks ``s`` of the input sketch.
+    output_components : int
+        Size of SketchedIOKR's random output sketch, compared on the subsample only (0: not run).
+    subsample : int
+        Size of the exact-vs-sketch comparison (0: off).
+    skip_full, skip_exact : bool
+        No sketched fit on all training spectra; no exact IOKR on the subsample.
+    seed : int
+    update : bool
+        Keep the runs already in the existing ``sketched_metabolites.json`` (same data and weights).
+    spectra, candidates : str
+        Relative to the data folder.
+    """
+
+    store: str = ""
+    n_components: int = 1500
+    output_components: int = 2000
+    subsample: int = 4000
+    skip_full: bool = False
+    skip_exact: bool = False
+    seed: int = 0
+    update: bool = False
+    spectra: str = "metabolites/massbank_ms2_posMH_permissive.jsonl.gz"
+    candidates: str = "metabolites/pubchem_candidate_sets_dev.tar.gz"
 
 
-def _read_data(data, store_path):
+#: 60 landmarks and a 300-spectrum subsample with a 100-wide output sketch (on the bundled subset in the smoke run).
+QUICK = Config(n_components=60, output_components=100, subsample=300)
+OUTPUTS = Outputs(json="sketched_metabolites.json", markdown="sketched_metabolites.md")
+
+
+def _read_data(data, config):
     """Spectra, candidate lists, the store and the training set (single spectra, evaluated structures excluded)."""
-    if store_path:
+    if config.store:
         copy = "/tmp/sketched_metabolites_store.sqlite"  # a copy: the given store is never written to
-        shutil.copyfile(store_path, copy)
-    store = CandidateStore(copy if store_path else ":memory:", Fingerprinter("morgan_counts+maccs"))
-    spectra, read_report = read_spectra(data / "massbank_ms2_posMH_permissive.jsonl.gz", require_structure=True)
-    lists = read_candidate_lists(data / "pubchem_candidate_sets_dev.tar.gz", store)
+        shutil.copyfile(config.store, copy)
+    store = CandidateStore(copy if config.store else ":memory:", Fingerprinter("morgan_counts+maccs"))
+    spectra, read_report = read_spectra(Path(data) / config.spectra, require_structure=True)
+    lists = read_candidate_lists(Path(data) / config.candidates, store)
     exclude = [lst.true_key for lst in lists if lst.true_key]
     cleaning = Cleaning()
     train = training_set(spectra, store, cleaning, exclude, merge=False)
@@ -271,37 +293,36 @@ def _alignf_weights(train, Y, rng):
     return weights
 
 
-def _new_report(args, train, read_report, weights, out):
+def _new_report(config, train, read_report, weights, previous):
     report = {
-        "command": "python -m benchmarks.realdata_sketched_metabolites --data DATA "
-                   f"--n-components {args.n_components} --output-components {args.output_components} "
-                   f"--subsample {args.subsample}" + (" --skip-full" if args.skip_full else "")
-                   + (" --skip-exact" if args.skip_exact else ""),
+        "command": "python -m experiments sketched_metabolites --data DATA "
+                   f"--set n_components={config.n_components} --set output_components={config.output_components} "
+                   f"--set subsample={config.subsample}" + (" --set skip_full=True" if config.skip_full else "")
+                   + (" --set skip_exact=True" if config.skip_exact else ""),
         "params": {k: (list(v) if isinstance(v, tuple) else v) for k, v in PARAMS.items()},
         "n_train_spectra": len(train.spectra), "n_train_structures": len(set(train.keys)),
         "n_excluded_structures": train.n_excluded_structures, "n_unparsable": train.n_unparsable,
         "weights": [round(float(w), 4) for w in weights], "spectra_read": read_report.summary(),
-        "train_licenses": train.licenses, "seed": args.seed, "runs": {},
+        "train_licenses": train.licenses, "seed": config.seed, "runs": {},
         "notes": ["The machine (2 cores) was shared with other agents' processes during the run."],
     }
-    previous = out / "sketched_metabolites.json"
-    if args.append and previous.exists():
-        old = json.loads(previous.read_text())
-        report["runs"] = old["runs"]
-        report["command"] = old["command"] + "; then " + report["command"] + " --append"
+    if previous:
+        report["runs"] = dict(previous["runs"])
+        report["command"] = previous["command"] + "; then " + report["command"] + " --set update=True"
     return report
 
 
-def _record(report, out, name, result):
+def _record(report, checkpoint, name, result):
     report["runs"][name] = result
-    print(json.dumps(result, default=float), flush=True)
-    _write(report, out)
+    print(name, {k: v for k, v in result.items() if k.startswith("per_")}, flush=True)
+    if checkpoint:
+        checkpoint(report)
 
 
-def _subsample_runs(args, report, out, evaluation, S, Ys, weights):
+def _subsample_runs(config, report, checkpoint, evaluation, S, Ys, weights):
     """Exact IOKR and the sketched model (exact output features, then a random output sketch) on one subsample."""
     n_sub = len(S)
-    if not args.skip_exact:
+    if not config.skip_exact:
         _reset_peak_rss()
         fit_s, exact = best_time(lambda: MetaboliteIdentifier(**{**PARAMS, "weights": [float(w) for w in weights]}).fit(
             S, Ys.astype(np.float64)))
@@ -309,44 +330,41 @@ def _subsample_runs(args, report, out, evaluation, S, Ys, weights):
         result.update(_evaluate(exact, *evaluation))
         result["peak_rss_mib"] = peak_rss_mib()
         del exact
-        _record(report, out, f"exact IOKR, n={n_sub} single spectra (subsample)", result)
-    for m in dict.fromkeys((0, args.output_components)):  # 0: exact output features
-        model, fit_s = _sketched_fit(S, Ys, weights, args.n_components, m, args.seed)
+        _record(report, checkpoint, f"exact IOKR, n={n_sub} single spectra (subsample)", result)
+    for m in dict.fromkeys((0, config.output_components)):  # 0: exact output features
+        model, fit_s = _sketched_fit(S, Ys, weights, config.n_components, m, config.seed)
         result = {"fit_s": fit_s, "n": n_sub, "n_components_used": int(model.iokr_.n_components_)}
         result.update(_evaluate(model, *evaluation))
         result["peak_rss_mib"] = peak_rss_mib()
         del model
         label = "exact output features" if not m else f"random output sketch m={m}"
-        _record(report, out, f"sketched, n={n_sub} (same subsample), s={args.n_components}, {label}", result)
+        _record(report, checkpoint, f"sketched, n={n_sub} (same subsample), s={config.n_components}, {label}", result)
 
 
-def main(argv=None):
-    args = _parse_args(argv)
-    out = Path(args.output)
+def run(config, data, previous=None, checkpoint=None):
+    """The sketched fit on every training spectrum, then the subsample comparison; ``checkpoint(report)`` after
+    each run; the runs of ``previous`` are kept when updating."""
     t_start = time.perf_counter()
-    spectra, read_report, lists, store, cleaning, train = _read_data(Path(args.data) / "metabolites", args.store)
+    spectra, read_report, lists, store, cleaning, train = _read_data(data, config)
     evaluation = (spectra, lists, store, cleaning)
     Y = np.asarray(train.Y, dtype=np.float32)
     n = len(train.spectra)
     print(f"read + clean + fingerprint: {time.perf_counter() - t_start:.0f} s; {n} training spectra", flush=True)
-    rng = np.random.default_rng(args.seed)
+    rng = np.random.default_rng(config.seed)
     weights = _alignf_weights(train, Y, rng)
-    report = _new_report(args, train, read_report, weights, out)
-    if not args.skip_full:
-        model, fit_s = _sketched_fit(train.spectra, Y, weights, args.n_components, 0, args.seed)
+    report = _new_report(config, train, read_report, weights, previous)
+    if not config.skip_full:
+        model, fit_s = _sketched_fit(train.spectra, Y, weights, config.n_components, 0, config.seed)
         result = {"fit_s": fit_s, "fit_peak_rss_mib": peak_rss_mib(), "n": n,
                   "n_components_used": int(model.iokr_.n_components_)}
         print(f"sketched fit n={n}: {fit_s:.0f} s, peak RSS {result['fit_peak_rss_mib']:.0f} MiB", flush=True)
         result.update(_evaluate(model, *evaluation))
         result["peak_rss_mib"] = peak_rss_mib()
         del model
-        _record(report, out, f"sketched, n={n} single spectra, s={args.n_components}, exact output features", result)
-    if args.subsample:
-        sub = np.sort(rng.choice(n, size=min(args.subsample, n), replace=False))
-        _subsample_runs(args, report, out, evaluation, train.spectra[sub], Y[sub], weights)
+        _record(report, checkpoint, f"sketched, n={n} single spectra, s={config.n_components}, exact output features", result)
+    if config.subsample:
+        sub = np.sort(rng.choice(n, size=min(config.subsample, n), replace=False))
+        _subsample_runs(config, report, checkpoint, evaluation, train.spectra[sub], Y[sub], weights)
     report["total_s"] = time.perf_counter() - t_start
-    _write(report, out)
+    return report
 
-
-if __name__ == "__main__":
-    main()

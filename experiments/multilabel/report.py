@@ -1,13 +1,9 @@
-"""Markdown report of ``benchmarks/realdata_multilabel.py`` from its JSON (regenerable with ``--report-only``)."""
+"""Markdown report of the multi-label study from its JSON (regenerable with ``--render-only``)."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import numpy as np
 
-from experiments._common.reports import write_keeping_section
 from iokr.apps.multilabel import DEFAULT_ALPHAS, DEFAULT_GAMMA_SCALES
 
 NAMES = {"iokr": "IOKR (new defaults)", "iokr_old": "IOKR (old defaults)", "br_ridge": "BR ridge",
@@ -76,10 +72,11 @@ def _cell(results, key, field="f1", fmt="{:.1f}"):
     return "" if r is None else fmt.format(r[field])
 
 
-def write_report(report, path, datasets):
+def render_report(report, datasets, grid=None):
+    """The report ``multilabel.md``: protocol, tables, verdicts, selection, and the grid curves when given."""
     grids = report["baseline_grids"]
     lines = ["# Multi-label IOKR against binary relevance and classifier chains (issue 19)", "",
-             ("Command: `python -m benchmarks.realdata_multilabel --data DATA` (nice, `OPENBLAS_NUM_THREADS=1`; "
+             ("Command: `python -m experiments multilabel --data DATA` (nice, `OPENBLAS_NUM_THREADS=1`; "
               "a 2-core machine shared with other jobs, so times are indicative)."), "",
              PROTOCOL.format(n_ridge=len(grids["br_ridge"]),
                              ridge=f"{min(grids['br_ridge']):g}..{max(grids['br_ridge']):g}", cs=", ".join(f"{c:g}" for c in grids["br_logreg"]), tie=TIE_SE), ""]
@@ -91,10 +88,9 @@ def write_report(report, path, datasets):
                    "finish in the time): " + ", ".join(narrow) + "."), ""]
     lines += _f1_table(report, datasets) + _other_metrics_table(report, datasets) + _verdicts(report, datasets)
     lines += _selection(report, datasets)
-    grid_path = Path(path).parent / "multilabel_grid.json"
-    if grid_path.exists():
-        lines += _grid(json.loads(grid_path.read_text()), report, datasets)
-    write_keeping_section(path, "\n".join(lines) + "\n", "## Reading")
+    if grid:
+        lines += _grid(grid, report, datasets)
+    return "\n".join(lines) + "\n"
 
 
 def _f1_table(report, datasets):
@@ -211,12 +207,12 @@ def _exponent(scale):
 
 
 def _grid(grid, report, datasets):
-    """How the default grid was chosen: training-split CV curves (``benchmarks/realdata_multilabel_grid.py``)."""
+    """How the default grid was chosen: training-split CV curves (``experiments/multilabel_grid.py``)."""
     scales, alphas = grid["gamma_scales"], np.asarray(grid["alphas"])
     inside = [any(np.isclose(s, d) for d in DEFAULT_GAMMA_SCALES) for s in scales]
     heads = ["linear"] + [_exponent(s) if ok else f"({_exponent(s)})" for s, ok in zip(scales, inside, strict=True)]
     lines = ["## Grid: training-split CV curves behind the default grid", "",
-             ("Closed-form 5-fold CV example-F1 % on the *training split only* (`benchmarks/realdata_multilabel_grid.py`"
+             ("Closed-form 5-fold CV example-F1 % on the *training split only* (`experiments/multilabel_grid.py`"
               f"; alphas {alphas.min():g}..{alphas.max():g}, {alphas.size} values), for the arm the default selection "
               "chose on each set: the best over alpha per input kernel (Gaussian widths as multiples of 1 / median "
               "squared distance; in brackets: outside the default grid), the best kernel in bold; then the alphas "

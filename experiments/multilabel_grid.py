@@ -1,33 +1,44 @@
 """Training-split CV curves of multi-label IOKR over a grid wider than the default: how the default grid was chosen.
 
-    python -m benchmarks.realdata_multilabel_grid --data /path/to/shared/data [--output reports] [--only flags ...]
+    python -m experiments multilabel_grid --data /path/to/shared/data [--output reports] [--set only=flags,...]
 
-For each data set (training split only, the same subsample and 5 shuffled folds as ``realdata_multilabel``) and
+For each data set (training split only, the same subsample and 5 shuffled folds as ``experiments.multilabel``) and
 each arm (scaling x output normalization), the closed-form CV example-F1 of
 :func:`iokr.apps.multilabel._selection.closed_form_search` over 21 alphas (1e-6..1e4) and the linear kernel plus
 Gaussians at ``4^-6, ..., 4^3`` times ``1 / median squared distance`` (two steps beyond the default grid at each
-end). No test example is read. Writes ``multilabel_grid.json``; ``realdata_multilabel --report-only`` turns it into
-the report's "Grid" section. The four large sets are left out by default (one full run costs minutes there); the
+end). No test example is read. Writes ``multilabel_grid.json`` (and a short ``multilabel_grid.md``); ``python -m experiments multilabel
+--render-only`` turns it into the report's "Grid" section. The four large sets are left out by default (one full run costs minutes there); the
 default selection's own edge check covers them.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import time
-from pathlib import Path
+from dataclasses import dataclass
 
 import numpy as np
 from sklearn.model_selection import KFold
 
-from benchmarks._harness import write_json
-from benchmarks.realdata_multilabel import IOKR_MAX_TRAIN, SEED, load
+from experiments._common.reports import Outputs
+from experiments.multilabel import IOKR_MAX_TRAIN, SEED, load
 from iokr.apps.multilabel._selection import closed_form_search, default_kernels, make_scaler
 
 ALPHAS = np.logspace(-6, 4, 21).tolist()
 SCALES = [4.0 ** k for k in range(-6, 4)]
 SMALL = ("flags", "emotions", "birds", "genbase", "medical", "foodtruck", "cal500", "enron", "scene")
+
+
+@dataclass(frozen=True)
+class Config:
+    """Data sets (re)run (empty: :data:`SMALL`; others kept from the existing JSON when ``update``)."""
+
+    only: tuple = ()
+    update: bool = True
+
+
+#: flags only (194 training examples).
+QUICK = Config(only=("flags",), update=False)
+OUTPUTS = Outputs(json="multilabel_grid.json", markdown="multilabel_grid.md", keep=None, json_indent=1)
 
 
 def curves(data, name):
@@ -56,20 +67,22 @@ def curves(data, name):
     return out
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", required=True, help="the shared data folder (with multilabel/)")
-    parser.add_argument("--output", default="reports")
-    parser.add_argument("--only", nargs="*", default=None, help="data sets to (re)run; others kept from the JSON")
-    args = parser.parse_args(argv)
-    Path(args.output).mkdir(parents=True, exist_ok=True)
-    path = Path(args.output) / "multilabel_grid.json"
-    report = json.loads(path.read_text()) if path.exists() else {"curves": {}}
+def run(config, data, previous=None, checkpoint=None):
+    """Per data set, the CV curves of every arm, over ``previous`` when updating; ``checkpoint`` after each set."""
+    report = dict(previous) if previous else {}
+    report["curves"] = dict(report.get("curves", {}))
     report.update(alphas=ALPHAS, gamma_scales=SCALES, seed=SEED, folds=5)
-    for name in args.only or SMALL:
-        report["curves"][name] = curves(args.data, name)
-        write_json(path, report, indent=1, newline=True)
+    for name in config.only or SMALL:
+        report["curves"][name] = curves(data, name)
+        if checkpoint:
+            checkpoint(report)
+    return report
 
 
-if __name__ == "__main__":
-    main()
+def render(report):
+    """A short index of the curves (the multi-label report renders them in its "Grid" section)."""
+    lines = ["# Multi-label IOKR: training-split CV curves", "",
+             f"{len(report['alphas'])} alphas, {len(report['gamma_scales'])} Gaussian scales, {report['folds']} folds "
+             f"(seed {report['seed']}); shown in `multilabel.md` (\"Grid\" section). Data sets: "
+             + ", ".join(report["curves"]) + ".", ""]
+    return "\n".join(lines)

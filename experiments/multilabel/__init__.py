@@ -1,6 +1,6 @@
 """Multi-label IOKR against what users would pick instead, on the Mulan data sets (issue 19).
 
-    python -m benchmarks.realdata_multilabel --data /path/to/shared/data [--output reports] [--only emotions scene]
+    python -m experiments multilabel --data /path/to/shared/data [--output reports] [--set only=emotions,scene]
 
 Every method chooses its hyperparameters on the training split only, by 5-fold CV of example-F1 (the same shuffled
 folds, seed 0); the test split is used once. Methods:
@@ -12,7 +12,7 @@ folds, seed 0); the test split is used once. Methods:
 - ``iokr_old``: the previous defaults (raw features, linear kernel, alpha in {0.1, 1, 10});
 - ``br_ridge``, ``br_logreg``, ``cc_logreg``: binary relevance with ridge (+-1 targets) / logistic regression, and a
   classifier chain of logistic regressions; dense features standardized, sparse ones raw
-  (``benchmarks/_multilabel_baselines.py``).
+  (``experiments/baselines/multilabel.py``).
 
 Standard Mulan train/test splits, except cal500 and foodtruck (one file each: a seeded random 2/3-1/3 split).
 Training sets too large for IOKR on this machine in the time (dense ``n x n`` Gram, eigendecompositions, candidate
@@ -22,17 +22,17 @@ like) and, where affordable, also on the full training split.
 
 from __future__ import annotations
 
-import argparse
-import json
 import re
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from benchmarks._harness import best_time, write_json
+from experiments._common.reports import Outputs
+from experiments._common.timing import best_time
 from experiments.baselines.multilabel import GRIDS, read_nominal_arff, run_baseline
-from experiments.multilabel_report import write_report
+from experiments.multilabel.report import render_report
 from iokr.apps.multilabel import GridEdgeWarning, evaluate_multilabel
 from iokr.datasets import load_arff
 from iokr.metrics import example_f1, hamming_loss
@@ -69,6 +69,32 @@ PUBLISHED_SOURCE = ("bibtex: IOKR 44.9 / SISOKR 44.1 (El Ahmad et al., Sketch In
                     "them as recalled, not re-verified against the papers (the papers are not in the shared folder).")
 BASELINES = ("br_ridge", "br_logreg", "cc_logreg")
 SEED = 0
+METHODS = ("iokr", "iokr_full", "iokr_old", *BASELINES)
+
+
+@dataclass(frozen=True)
+class Config:
+    """The study's choices.
+
+    Attributes
+    ----------
+    only : tuple of str
+        Data sets (re)run, keys of :data:`DATASETS` (empty: all); the others are kept from the existing JSON.
+    methods : tuple of str
+        Methods run, among :data:`METHODS` (``iokr_full``: the new defaults on the full training split of a
+        subsampled set, when affordable).
+    update : bool
+        Merge into the existing ``multilabel.json`` (per data set, per method).
+    """
+
+    only: tuple = ()
+    methods: tuple = ("iokr", "iokr_old", *BASELINES)
+    update: bool = True
+
+
+#: flags (194 training examples), IOKR with the new defaults and binary relevance with ridge.
+QUICK = Config(only=("flags",), methods=("iokr", "br_ridge"), update=False)
+OUTPUTS = Outputs(json="multilabel.json", markdown="multilabel.md", json_indent=1, extra_json="multilabel_grid.json")
 
 
 def n_labels_of(folder):
@@ -159,31 +185,28 @@ def run_dataset(data, name, methods):
     return entry
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", required=True, help="the shared data folder (with multilabel/)")
-    parser.add_argument("--output", default="reports")
-    parser.add_argument("--only", nargs="*", default=None, help="data sets to (re)run; others kept from the JSON")
-    parser.add_argument("--methods", nargs="*", default=["iokr", "iokr_old", *BASELINES])
-    parser.add_argument("--report-only", action="store_true", help="rewrite the Markdown report from the JSON")
-    args = parser.parse_args(argv)
-    out = Path(args.output)
-    out.mkdir(parents=True, exist_ok=True)
-    json_path = out / "multilabel.json"
-    report = json.loads(json_path.read_text()) if json_path.exists() else {"datasets": {}}
+def run(config, data, previous=None, checkpoint=None):
+    """Per data set, the entries of every method, over ``previous`` when updating; ``checkpoint(report)`` after
+    each data set."""
+    unknown = (set(config.only) - set(DATASETS)) | (set(config.methods) - set(METHODS))
+    if unknown:
+        raise ValueError(f"only / methods: expected data sets among {list(DATASETS)} and methods among {METHODS}, "
+                         f"got {sorted(unknown)}")
+    report = dict(previous) if previous else {}
+    report["datasets"] = dict(report.get("datasets", {}))
     report.update(seed=SEED, iokr_max_train=IOKR_MAX_TRAIN, skip_full=SKIP_FULL, baseline_grids=GRIDS,
                   published=PUBLISHED, published_source=PUBLISHED_SOURCE)
-    if not args.report_only:
-        for name in args.only or list(DATASETS):
-            entry = report["datasets"].get(name, {})
-            fresh = run_dataset(args.data, name, args.methods)
-            entry.update({k: v for k, v in fresh.items() if k != "results"})
-            entry.setdefault("results", {}).update(fresh["results"])
-            report["datasets"][name] = entry
-            write_json(json_path, report, indent=1, newline=True)
-    write_report(report, out / "multilabel.md", DATASETS)
-    print((out / "multilabel.md").read_text())
+    for name in config.only or list(DATASETS):
+        entry = dict(report["datasets"].get(name, {}))
+        fresh = run_dataset(data, name, config.methods)
+        entry.update({k: v for k, v in fresh.items() if k != "results"})
+        entry["results"] = {**entry.get("results", {}), **fresh["results"]}
+        report["datasets"][name] = entry
+        if checkpoint:
+            checkpoint(report)
+    return report
 
 
-if __name__ == "__main__":
-    main()
+def render(report, grid=None):
+    """The Markdown report from the JSON, with the "Grid" section when ``grid`` (multilabel_grid.json) is given."""
+    return render_report(report, DATASETS, grid)

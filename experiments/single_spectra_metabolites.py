@@ -1,7 +1,7 @@
 """Training on single vs merged spectra (issue 20), chosen by per-spectrum isomer-like CV, scored once on the 60 lists.
 
-    OPENBLAS_NUM_THREADS=1 python -m benchmarks.realdata_single_spectra_metabolites --data /path/to/shared/data
-        [--output reports] [--k 2 3] [--alphas 0.1 0.3 1 3 10] [--skip-lists]
+    OPENBLAS_NUM_THREADS=1 python -m experiments single_spectra_metabolites --data /path/to/shared/data
+        [--output reports] [--set k=2,3] [--set alphas=0.1,0.3,1,3,10] [--set skip_lists=True]
 
 Training sets (the 60 lists' true structures excluded, as in the app's evaluate job; 4,485 structures):
 
@@ -30,22 +30,24 @@ scored once on the 60 lists, per structure and per spectrum (:func:`evaluate_lis
 
 from __future__ import annotations
 
-import argparse
 import time
-from pathlib import Path
+from dataclasses import dataclass
 
 import numpy as np
 
-from benchmarks._harness import peak_rss_mib, write_json
-from iokr import IOKR
-from iokr._config import config_context
+from experiments._common.reports import Outputs
+from experiments._common.timing import peak_rss_mib
+from iokr import IOKR, config_context
 from iokr.apps.metabolites import (
+    DEFAULT_FINGERPRINT,
     DEFAULT_GRID,
     DEFAULT_PARAMS,
     CandidateStore,
     Cleaning,
     Fingerprinter,
     MetaboliteIdentifier,
+    clean_spectra,
+    concatenate,
     evaluate_lists,
     fold_ids,
     formula_candidate_sets,
@@ -55,9 +57,7 @@ from iokr.apps.metabolites import (
     read_spectra,
     training_set,
 )
-from iokr.apps.metabolites._jobs import DEFAULT_FINGERPRINT
 from iokr.apps.metabolites._model import SCORING_WORKING_MEMORY
-from iokr.apps.metabolites._spectra import clean_spectra, concatenate
 from iokr.datasets import BUNDLED_METABOLITES
 from iokr.decoding import CandidateSets
 from iokr.metrics import true_candidate_rank
@@ -66,6 +66,24 @@ from iokr.metrics import true_candidate_rank
 PARAMS = {**DEFAULT_PARAMS, "output_kernel": DEFAULT_GRID["output_kernel"][0], "sigma_mz": DEFAULT_GRID["sigma_mz"][0]}
 APP_ALPHA = 0.1  # the app's alpha, chosen by its fold CV on merged spectra (reports/metabolites.md)
 N_FOLDS, QUERIES_PER_STRUCTURE = 3, 2
+
+
+@dataclass(frozen=True)
+class Config:
+    """Single spectra per training structure (``k``), the alphas searched, the draw's seed, and whether to skip
+    the scoring on the 60 lists (cross-validation only); spectra and lists relative to the data folder."""
+
+    k: tuple = (2, 3)
+    alphas: tuple = (0.1, 0.3, 1.0, 3.0, 10.0)
+    seed: int = 0
+    skip_lists: bool = False
+    spectra: str = "metabolites/massbank_ms2_posMH_permissive.jsonl.gz"
+    candidates: str = "metabolites/pubchem_candidate_sets_dev.tar.gz"
+
+
+#: k = 2 and two alphas (on the bundled subset in the smoke run).
+QUICK = Config(k=(2,), alphas=(0.1, 1.0))
+OUTPUTS = Outputs(json="single_spectra_metabolites.json", markdown="single_spectra_metabolites.md", keep=None)
 
 
 def _as_query(spectra, cleaning):
@@ -235,17 +253,6 @@ def _summary(result):
     return out
 
 
-def _parse_args(argv):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", required=True, help="the shared data folder (with metabolites/)")
-    parser.add_argument("--output", default="reports")
-    parser.add_argument("--k", type=int, nargs="+", default=[2, 3], help="single spectra per training structure")
-    parser.add_argument("--alphas", type=float, nargs="+", default=[0.1, 0.3, 1.0, 3.0, 10.0])
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--skip-lists", action="store_true", help="cross-validation only (no 60-list scoring)")
-    return parser.parse_args(argv)
-
-
 def _score_lists(report, label, timing, model, spectra, lists, store, cleaning):
     """Score ``model`` once on the 60 lists into ``report["lists"][label]``, timed as ``timing``."""
     t0 = time.perf_counter()
@@ -266,26 +273,27 @@ def _record_choice(report, table):
     return best
 
 
-def main(argv=None):
-    args = _parse_args(argv)
-    data, out = Path(args.data) / "metabolites", Path(args.output)
+def run(config, data, previous=None, checkpoint=None):
+    """CV table and choice, then the 60-list scores of the app's default and of the choice; ``checkpoint(report)``
+    after the CV and after each scoring (``previous`` unused)."""
     t_start = time.perf_counter()
-    report = {"command": "python -m benchmarks.realdata_single_spectra_metabolites --data DATA "
-                         f"--k {' '.join(str(k) for k in args.k)} --alphas {' '.join(str(a) for a in args.alphas)}"
-                         + (" --skip-lists" if args.skip_lists else ""),
+    report = {"command": "python -m experiments single_spectra_metabolites --data DATA "
+                         f"--set k={','.join(str(k) for k in config.k)} "
+                         f"--set alphas={','.join(str(a) for a in config.alphas)}"
+                         + (" --set skip_lists=True" if config.skip_lists else ""),
               "params": {k: (list(v) if isinstance(v, tuple) else v) for k, v in PARAMS.items()},
-              "k": args.k, "alphas": args.alphas, "seed": args.seed, "timings_s": {}}
-    path = out / "single_spectra_metabolites.json"
+              "k": list(config.k), "alphas": list(config.alphas), "seed": config.seed, "timings_s": {}}
 
     def save():
         report["timings_s"]["total_s"] = time.perf_counter() - t_start
         report["peak_rss_mib"] = peak_rss_mib()
-        write_json(path, report, newline=True)
+        if checkpoint:
+            checkpoint(report)
 
     store = CandidateStore("", Fingerprinter(**DEFAULT_FINGERPRINT))
     store.attach_cache(BUNDLED_METABOLITES["fingerprint_cache"])
-    spectra, _ = read_spectra(data / "massbank_ms2_posMH_permissive.jsonl.gz", require_structure=True)
-    lists = read_candidate_lists(data / "pubchem_candidate_sets_dev.tar.gz", store)
+    spectra, _ = read_spectra(data / config.spectra, require_structure=True)
+    lists = read_candidate_lists(data / config.candidates, store)
     exclude = [lst.true_key for lst in lists if lst.true_key]
     cleaning = Cleaning()
     merged = training_set(spectra, store, cleaning, exclude)
@@ -305,8 +313,8 @@ def main(argv=None):
     report["timings_s"]["merged_alignf_fit_s"] = time.perf_counter() - t0
     print(f"ALIGNF weights (merged): {np.round(weights, 4).tolist()}", flush=True)
 
-    design = _design(merged, single, cleaning, max(args.k), args.seed)
-    names = variants(args.k)
+    design = _design(merged, single, cleaning, max(config.k), config.seed)
+    names = variants(config.k)
     report.update({"n_train_structures": len(merged.keys), "n_single_spectra": design["n_single_spectra"],
                    "n_rows": {v: int(_variant_rows(design, v).size) for v in names},
                    "n_cv_queries": len(design["queries"]),
@@ -320,15 +328,15 @@ def main(argv=None):
           flush=True)
 
     t0 = time.perf_counter()
-    ranks, folds, fold_times = cross_validate_variants(design, K, Q, qdiag, Y, merged.formulas, args.alphas, args.seed,
+    ranks, folds, fold_times = cross_validate_variants(design, K, Q, qdiag, Y, merged.formulas, config.alphas, config.seed,
                                                         names)
     report["timings_s"]["cv_s"] = time.perf_counter() - t0
     report["timings_s"].update(fold_times)
     best = _record_choice(report, cv_table(ranks, folds, design["query_struct"]))
     del Q
     save()
-    if args.skip_lists:
-        return
+    if config.skip_lists:
+        return report
 
     _score_lists(report, "merged (app default, alpha=0.1)", "lists_merged_s", app, spectra, lists, store, cleaning)
     del app
@@ -343,7 +351,21 @@ def main(argv=None):
     for name, result in report["lists"].items():
         print(name, result["per_structure"], result["per_spectrum"], flush=True)
     save()
+    return report
 
 
-if __name__ == "__main__":
-    main()
+def render(report):
+    """The CV table (training set x alpha), the choice, and the 60-list scores."""
+    lines = ["# Training on single vs merged spectra", "", f"Command: `{report['command']}`.", "",
+             f"{report['n_train_structures']} training structures, {report['n_single_spectra']} single spectra, "
+             f"{report['n_cv_queries']} CV queries; ALIGNF weights (merged) {report['weights']}.", "",
+             "| training | alpha | top-1 | top-5 | top-10 | score | d top-1 vs merged (se) |",
+             "|---|---|---|---|---|---|---|"]
+    for row in report["cv"]:
+        lines.append(f"| {row['training']} | {row['alpha']} | {row['top1']:.1f} | {row['top5']:.1f} | "
+                     f"{row['top10']:.1f} | {row['score']:.2f} | {row['d_top1_vs_merged']:+.1f} "
+                     f"({row['se_top1_vs_merged']:.1f}) |")
+    lines += ["", f"Chosen: {report['chosen']}.", ""]
+    for name, result in report.get("lists", {}).items():
+        lines.append(f"- {name}: per structure {result['per_structure']}, per spectrum {result['per_spectrum']}")
+    return "\n".join(lines) + "\n"
