@@ -33,14 +33,16 @@ from iokr.apps.metabolites._hypotheses import hypothesis_spectra, prediction_sq_
 
 @dataclass(frozen=True)
 class Config:
-    """The study's choices: the spectra file (relative to the data folder) and the mass window of candidates (Da)."""
+    """The study's choices: the spectra file (relative to the data folder), the mass window of candidates (Da) and
+    the kernel weightings compared."""
 
     spectra: str = "metabolites/massbank_ms2_posMH_permissive.jsonl.gz"
     window: float = 0.05
+    weightings: tuple = ("alignf", "uniform")
 
 
-#: The same protocol: on the bundled subset (the data folder of the smoke run), it is small already.
-QUICK = Config()
+#: Uniform kernel weights only (no ALIGNF fit).
+QUICK = Config(weightings=("uniform",))
 OUTPUTS = Outputs(json="formula_hypotheses.json", markdown="formula_hypotheses.md", keep=None, json_indent=1,
                   json_newline=False)
 KERNELS = ("ppk", "ppk_nl", "binned", "binned_nl", "fragments", "losses")
@@ -95,7 +97,7 @@ def run(config, data, previous=None, checkpoint=None):
            "median_list_size": float(np.median([len(c) for c in cand])), "runs": {}}
     print(f"{len(train)} training structures, {n} queries, {out['mean_formulas_per_list']:.2f} formulas per list "
           f"(median size {out['median_list_size']:.0f})", flush=True)
-    for weights in ("alignf", "uniform"):
+    for weights in config.weightings:
         model = MetaboliteIdentifier(kernels=KERNELS, weights=weights, alpha=0.1).fit(train, Y_train)
         sets = [Y[c] for c in cand]
         plain = hypothesis_spectra(queries, np.arange(n), [None] * n, adducts)

@@ -60,17 +60,18 @@ TOP = (1, 5, 10, 20)
 
 @dataclass(frozen=True)
 class Config:
-    """Spectra and candidate lists (relative to the data folder), the MOSES decoy file ("" to skip that surrogate)
-    and the SQLite fingerprint cache ("" for none)."""
+    """Spectra and candidate lists (relative to the data folder), the MOSES decoy file ("" to skip that surrogate),
+    the SQLite fingerprint cache ("" for none) and the number of structure folds (the app's 3)."""
 
     spectra: str = "metabolites/massbank_ms2_posMH_permissive.jsonl.gz"
     candidates: str = "metabolites/pubchem_candidate_sets_dev.tar.gz"
     decoys: str = ""
     store: str = ""
+    folds: int = 3
 
 
-#: The same protocol (on the bundled subset, the data folder of the smoke run, it is small already).
-QUICK = Config()
+#: Two structure folds.
+QUICK = Config(folds=2)
 OUTPUTS = Outputs(json="structure_prior.json", markdown="structure_prior.md", keep=None, json_indent=1,
                   json_newline=False)
 
@@ -187,7 +188,7 @@ def run(config, data, previous=None, checkpoint=None):
         decoys["moses"] = _moses_decoys(config.decoys, train, store, rng)
     counts = {name: len(v) for name, v in decoys.items()}
     print(f"{len(train.Y)} training structures; decoy lists: {counts}", flush=True)
-    ranks = _fold_ranks(train, decoys, fold_ids(len(train.Y), 3, 0), lambda m: print(m, flush=True))
+    ranks = _fold_ranks(train, decoys, fold_ids(len(train.Y), config.folds, 0), lambda m: print(m, flush=True))
     rows, best = _table(ranks)
     return {"params": {**PARAMS, "kernels": list(PARAMS["kernels"])}, "n_training_structures": len(train.Y),
             "decoy_lists": counts, "rows": rows, "chosen": {k: best[k] for k in ("prior_neighbors", "prior_weight")},

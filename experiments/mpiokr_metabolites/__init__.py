@@ -106,9 +106,9 @@ class Config:
     subsample: int = 0
 
 
-#: 150 training structures, stand-in sets of 20, IOKR and joint MP-IOKR, two alphas; the cache under /tmp.
+#: 60 training structures, stand-in sets of 20, IOKR and joint MP-IOKR, two alphas; the cache under /tmp.
 QUICK = Config(cache="/tmp/iokr_experiments_mpiokr_metabolites", size=20, fraction=0.1, models=("IOKR", "joint-all"),
-               alphas=(0.1, 1.0), subsample=150)
+               alphas=(0.1, 1.0), subsample=60)
 OUTPUTS = Outputs(json="mpiokr_metabolites.json", markdown="mpiokr_metabolites.md", keep=None)
 
 

@@ -54,6 +54,8 @@ class Config:
         Keep the sections of the existing ``pairwise.json`` that are skipped in this run.
     threads : int
         BLAS threads (1: on a loaded shared machine more threads oversubscribe).
+    rps_repeats : int
+        Rock-paper-scissors tournaments per setting.
     """
 
     skip: tuple = ()
@@ -62,10 +64,12 @@ class Config:
     baseline_settings: tuple = SETTINGS
     update: bool = False
     threads: int = 1
+    rps_repeats: int = 10
 
 
-#: Only the synthetic rock-paper-scissors tournaments (the other sections need the shared pairwise/ data).
-QUICK = Config(skip=tuple(s for s in SECTIONS if s != "rps"))
+#: Only the synthetic rock-paper-scissors tournaments, one per setting (the other sections need the shared
+#: pairwise/ data).
+QUICK = Config(skip=tuple(s for s in SECTIONS if s != "rps"), rps_repeats=1)
 OUTPUTS = Outputs(json="pairwise.json", markdown="pairwise.md", keep=READING, json_indent=1, json_newline=False)
 
 
@@ -93,7 +97,7 @@ def _run(config, data, previous):
         ("selection", "davis_selection", lambda: davis_selection(data / "pairwise" / "davis")),
         ("ranking_cv", "davis_conditional_ranking", lambda: davis_conditional_ranking(data / "pairwise" / "davis")),
         ("housing", "housing", lambda: housing(data / "ranking")),
-        ("rps", "rock_paper_scissors", rock_paper_scissors),
+        ("rps", "rock_paper_scissors", lambda: rock_paper_scissors(repeats=config.rps_repeats)),
         ("yamanishi", "yamanishi", lambda: yamanishi(data / "pairwise" / "yamanishi")),
         ("kiba", "kiba", lambda: kiba(data / "pairwise" / "kiba")),
     )

@@ -20,7 +20,7 @@ from iokr.strings import (
 )
 
 
-def folds(n, k, seed=0):
+def seeded_folds(n, k, seed=0):
     """``k`` seeded folds of ``range(n)``, each sorted."""
     idx = np.random.default_rng(seed).permutation(n)
     return [np.sort(idx[i::k]) for i in range(k)]
@@ -156,7 +156,7 @@ def _segmented_result(order, scores, models, Xtr, ytr, X_test, y_test):
 def segmented(data, orders=(2, 3), quick=False, log=print):
     """Perfect segmentation: CV inside fold 0 over segment model x alpha x calibration x LM weight, test on 1-9.
 
-    CV protocol: the words of fold 0 are split into 3 folds (``folds(n, 3)``, numpy seed 0; all letters of a word
+    CV protocol: the words of fold 0 are split into 3 folds (``seeded_folds(n, 3)``, numpy seed 0; all letters of a word
     stay together). For each split and segment model one eigendecomposition of the fitting part serves every
     alpha (``EigenPath``); it also gives the closed-form leave-one-out outputs of the fitting letters, on which the
     logistic calibration is fitted (as ``SegmentedStringKDE(calibration="logistic")`` does). The letter LM of each
@@ -174,7 +174,7 @@ def segmented(data, orders=(2, 3), quick=False, log=print):
     models = _segment_kernels()
     scores = {}
     t0 = time.time()
-    for split in folds(len(train), 3):
+    for split in seeded_folds(len(train), 3):
         sp = _segment_split(Xtr, ytr, split, orders)
         for name, (kern, pre) in models.items():
             _segment_model_scores(name, kern, pre, sp, scores)

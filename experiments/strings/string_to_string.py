@@ -8,7 +8,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from experiments.strings.segmented import folds
+from experiments.strings.segmented import seeded_folds
 from iokr.kernels import Gaussian
 from iokr.strings import (
     NgramKernel,
@@ -27,7 +27,7 @@ def _cv_string_kde(K, y, grid, n_splits=3, metric=letter_accuracy):
     out = []
     for params in grid:
         vals = []
-        for split in folds(len(y), n_splits):
+        for split in seeded_folds(len(y), n_splits):
             fit_idx = np.setdiff1d(np.arange(len(y)), split)
             model = StringKDE("precomputed", **params).fit(K[np.ix_(fit_idx, fit_idx)], [y[i] for i in fit_idx])
             vals.append(metric([y[i] for i in split], model.predict(K[np.ix_(split, fit_idx)])))
