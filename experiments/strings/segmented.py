@@ -20,6 +20,16 @@ from iokr.strings import (
 )
 
 
+def fold0_split(data, quick_sizes=None):
+    """Training words (fold 0) and test words (folds 1-9) as ``(images, words)`` lists each; with ``quick_sizes``
+    ``(n_train, n_test)``, the first words of each side only."""
+    images, words, folds = data["images"], data["words"], data["folds"]
+    train, test = np.flatnonzero(folds == 0), np.flatnonzero(folds != 0)
+    if quick_sizes:
+        train, test = train[:quick_sizes[0]], test[:quick_sizes[1]]
+    return ([images[i] for i in train], [words[i] for i in train]), ([images[i] for i in test], [words[i] for i in test])
+
+
 def seeded_folds(n, k, seed=0):
     """``k`` seeded folds of ``range(n)``, each sorted."""
     idx = np.random.default_rng(seed).permutation(n)
@@ -164,24 +174,17 @@ def segmented(data, orders=(2, 3), quick=False, log=print):
     prior weight with calibration); the setting with the best mean letter accuracy over the 3 splits is refitted on all
     of fold 0 with ``SegmentedStringKDE`` and evaluated once on folds 1-9.
     """
-    images, words, folds = data["images"], data["words"], data["folds"]
-    train = np.flatnonzero(folds == 0)
-    test = np.flatnonzero(folds != 0)
-    if quick:
-        train, test = train[:200], test[:600]
-    Xtr = [images[i] for i in train]
-    ytr = [words[i] for i in train]
+    (Xtr, ytr), (X_test, y_test) = fold0_split(data, (200, 600) if quick else None)
     models = _segment_kernels()
     scores = {}
     t0 = time.time()
-    for split in seeded_folds(len(train), 3):
+    for split in seeded_folds(len(Xtr), 3):
         sp = _segment_split(Xtr, ytr, split, orders)
         for name, (kern, pre) in models.items():
             _segment_model_scores(name, kern, pre, sp, scores)
             log(f"segmented CV: {name} done ({time.time() - t0:.0f}s)")
     log(f"segmented CV done in {time.time() - t0:.0f}s")
     results = {}
-    X_test, y_test = [images[i] for i in test], [words[i] for i in test]
     for order in orders:
         results[f"n={order}"] = _segmented_result(order, scores, models, Xtr, ytr, X_test, y_test)
         log(f"segmented n={order}: {results[f'n={order}']}")

@@ -8,7 +8,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from experiments.strings.segmented import seeded_folds
+from experiments.strings.segmented import fold0_split, seeded_folds
 from iokr.kernels import Gaussian
 from iokr.strings import (
     NgramKernel,
@@ -77,15 +77,7 @@ def string_to_string(data, quick=False, log=print):
     ``length="free"`` (no length constraint at all). Every hyperparameter (image-kernel width, image n-gram order,
     output order n, ridge alpha, LM weight) by 3-fold CV over words inside fold 0; folds 1-9 are only predicted once.
     """
-    images, words, folds = data["images"], data["words"], data["folds"]
-    train = np.flatnonzero(folds == 0)
-    test = np.flatnonzero(folds != 0)
-    if quick:
-        train, test = train[:200], test[:300]
-    Xtr = [images[i] for i in train]
-    ytr = [words[i] for i in train]
-    Xte = [images[i] for i in test]
-    yte = [words[i] for i in test]
+    (Xtr, ytr), (Xte, yte) = fold0_split(data, (200, 300) if quick else None)
     results = {}
     K, Kte, gamma, order, best = _product_kernel_predicted_length(Xtr, ytr, Xte, yte, log, results)
     _product_kernel_free_length(Xtr, ytr, Xte, yte, (K, Kte), (gamma, order, best["n"]), log, results)
