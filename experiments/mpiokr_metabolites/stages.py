@@ -36,8 +36,7 @@ from iokr.apps.metabolites import (
     make_output_kernel,
 )
 from iokr.decoding import CandidateSets
-from iokr.estimators import InputSide, OutputSide
-from iokr.estimators._mp_sides import _GroupedInput
+from iokr.estimators import GroupedInput, InputSide, OutputSide
 from iokr.kernels import WeightedSum
 
 
@@ -82,7 +81,7 @@ def gamma_stage(kern, Y, X, splits, names, stage):
         return json.loads(stage.read_text())
     t0 = time.perf_counter()
     groups = [np.array([k]) for k in range(len(kern.base))]
-    per_kernel = _GroupedInput(kern.base, kern.weights, groups, True, True).fit_grams(X)
+    per_kernel = GroupedInput(kern.base, kern.weights, groups, True, True).fit_grams(X)
     transformed = dict(zip(names, per_kernel, strict=True))
     del per_kernel
     transformed["combined"] = InputSide(kern.kernel, True, True).fit_gram(X)
