@@ -10,8 +10,7 @@
   under the same load as the route itself, so ratios to them are comparable across machines.
 - results: :func:`format_table` (the markdown table printed and written), :func:`machine_info`,
   :func:`write_results` (``<name>.json`` and ``<name>.md`` in the format of the committed ``benchmarks/results``),
-  :func:`write_keeping_section` (regenerated reports keeping a hand-written tail), :func:`child_json` (a measured
-  configuration run in its own process, for its own peak memory).
+  :func:`child_json` (a measured configuration run in its own process, for its own peak memory).
 """
 
 from __future__ import annotations
@@ -33,12 +32,11 @@ from scipy import linalg as sla
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from benchmarks._memory import peak_rss_mib
-from benchmarks._report_file import write_keeping_section
 
 __all__ = [
     "Timing", "best_time", "child_json", "eigh_seconds", "format_table", "gemm_seconds", "machine_info", "measure",
     "measure_command", "median_time", "one_blas_thread", "peak_rss_mib", "rel_diff", "sgemm_rate", "write_json",
-    "write_keeping_section", "write_results",
+    "write_results",
 ]
 
 _STATS = {"median": statistics.median, "min": min}

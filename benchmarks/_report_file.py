@@ -1,23 +1,6 @@
-"""Rewrite a generated report while keeping its hand-written tail."""
+"""Moved to :mod:`experiments._common.reports`; this name stays for accuracy scripts still in ``benchmarks/``
+(``realdata_ion_modes.py`` on another branch imports it) until they move to ``experiments/``."""
 
-from pathlib import Path
+from experiments._common.reports import write_keeping_section
 
-
-def write_keeping_section(path, text, heading):
-    """Write ``text`` to ``path``, followed by the section starting at ``heading`` in the file being replaced.
-
-    Runners regenerate their reports from their JSON; the section from ``heading`` to the end (a reading written by
-    hand, or a summary produced by another command) is not theirs to regenerate, so it is carried over.
-
-    Parameters
-    ----------
-    path : str or Path
-        The report file.
-    text : str
-        The generated part, ending with a newline.
-    heading : str
-        The heading line of the kept section, e.g. ``"## Reading"``.
-    """
-    path = Path(path)
-    kept = path.read_text().partition("\n" + heading)[2] if path.exists() else ""
-    path.write_text(text + (f"\n{heading}{kept}" if kept else ""))
+__all__ = ["write_keeping_section"]

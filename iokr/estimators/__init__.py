@@ -1,5 +1,6 @@
 """Thin estimators, one module each; the numerics live in :mod:`iokr.linalg` and :mod:`iokr.decoding`."""
 
+from ._mp_sides import GroupedInput
 from ._protocols import InputSideProtocol, OutputSideProtocol
 from ._sides import InputSide, OutputSide, check_output_features, gram_norms
 from .conditional_ranking import ConditionalRankRLS
@@ -17,6 +18,7 @@ __all__ = [
     "MPIOKR",
     "RLS",
     "ConditionalRankRLS",
+    "GroupedInput",
     "InputSide",
     "InputSideProtocol",
     "KronRLS",

@@ -112,11 +112,23 @@ class _KnownInput(_PlainInput):
         return self.basis.block(X[rows])[0]
 
 
-class _GroupedInput:
+class GroupedInput:
     """Per-group input kernels ``sum_{k in group} mu_k K'_k`` for the separate approximation (Proposition 5).
 
     Centering is per base kernel (it is linear); the normalization scale comes from the combined kernel, so the
-    groups sum to the transformed combined kernel used by ``"joint"``.
+    groups sum to the transformed combined kernel used by ``"joint"``. Public for studies that need the
+    transformed per-group training Grams of a combined kernel (``fit_grams(X)``: one ``(n, n)`` Gram per group).
+
+    Parameters
+    ----------
+    kernels : sequence of Kernel
+        The base kernels.
+    weights : array-like of shape (n_kernels,)
+        Their weights ``mu_k``.
+    groups : list of ndarray of int
+        Indices of the base kernels of each group.
+    center, normalize : bool
+        Center each base kernel; normalize by the combined kernel's diagonal.
     """
 
     def __init__(self, kernels, weights, groups, center, normalize):
@@ -199,3 +211,7 @@ class _OutputBasis:
 
     def query_representation(self, beta, decoding, *, norm_floor=None):
         return decoding_rule(decoding).query(beta, self.query_norms, norm_floor=norm_floor)
+
+
+#: The former private name (kept for existing imports).
+_GroupedInput = GroupedInput

@@ -239,7 +239,7 @@ def test_without_transforms_equals_refitting_iokr(rng, scoring, working_memory):
     """With no centering/normalization there is nothing to hold fixed: the closed form equals refitted IOKR models.
 
     (With transforms, refitting them on each training side changes scores slightly; the size of that difference on
-    real data is measured by ``benchmarks/realdata_model_selection.py``.)
+    real data is measured by ``experiments/model_selection.py``.)
     """
     X, Y = make_data(rng, (30, 4), 10, np.float64, binary=True)
     sets = candidate_lists(rng, Y)
