@@ -189,7 +189,9 @@ def fold_ranks(grams, Y, sets, eligible, folds, weigh, alphas=ALPHAS):
     """Hold-out ranks ``{alpha: ranks}`` over the rows of ``grams`` (a view), per fold in closed form.
 
     ``eligible`` marks the rows a fold may train on; every row of the held-out fold is ranked in its set.
-    ``weigh(train)`` gives the kernel weights of one fold from its training rows (positions in the view).
+    ``weigh(train)`` gives the kernel weights of one fold from its training rows (positions in the view). The
+    closed form needs the training side to be the complement of the test side, so each fold's Gram covers its
+    training and test rows only (rows in neither take no part).
     """
     output = make_output_kernel(PARAMS["output_kernel"])
     out = {float(a): np.full(len(Y), np.nan) for a in alphas}
@@ -197,9 +199,12 @@ def fold_ranks(grams, Y, sets, eligible, folds, weigh, alphas=ALPHAS):
         train, test = np.flatnonzero(eligible & (folds != f)), np.flatnonzero(folds == f)
         if not train.size or not test.size:
             continue
-        K = grams.combined(weigh(train))
-        for alpha, ranks in _holdout_ranks(K, Y, alphas, [(train, test)], sets, output, 256, lambda i, r: 0.0):
-            out[float(alpha)][test] = ranks[test]
+        both = np.concatenate([train, test])
+        K = grams.combined(weigh(train), both, both)
+        local = CandidateSets(sets.pool, [sets.indices[i] for i in both])
+        split = [(np.arange(train.size), np.arange(train.size, both.size))]
+        for alpha, ranks in _holdout_ranks(K, Y[both], alphas, split, local, output, 256, lambda i, r: 0.0):
+            out[float(alpha)][test] = ranks[train.size:]
         del K
     return out
 
@@ -444,6 +449,42 @@ CRITERIA = """\
 """
 
 
+def _main_of(name):
+    return MAIN_TYPES[1 if parse_adduct(name).charge > 0 else -1]
+
+
+def decisions(cv):
+    """The choices :data:`CRITERIA` makes from the CV summary: Q1's winner, Q2's per-type choice and N."""
+    models, chosen = cv["models"], cv["chosen_alphas"]
+
+    def score(model, name, alpha=None):
+        return models[model][alpha or chosen[model][_main_of(name)]][name]["score"]
+    pos, neg = MAIN_TYPES[1], MAIN_TYPES[-1]
+    joint = [m for m in models if m != "separate"]
+    best_joint = max(joint, key=lambda m: score(m, pos) + score(m, neg)) if joint else None
+    q1 = {"best_joint": best_joint, "winner": "separate"}
+    if best_joint:
+        q1["neg_gain"] = score(best_joint, neg) - score("separate", neg)
+        q1["pos_gain"] = score(best_joint, pos) - score("separate", pos)
+        if q1["neg_gain"] >= 1.0 and q1["pos_gain"] >= -0.5:
+            q1["winner"] = best_joint
+    q2, curves = {}, cv.get("own_curves", {})
+    for name, per_size in curves.items():
+        alpha = chosen["separate"][_main_of(name)]
+        full = per_size[max(per_size, key=int)][alpha]["score"]
+        q2[name] = {"assume": score("separate", name), "own": full,
+                    "choice": "own" if full >= score("separate", name) + 1.0 else "assume"}
+    sizes = sorted({int(n) for per_size in curves.values() for n in per_size})
+    q2_n = None
+    for n in sizes:
+        reached = [per_size[str(n)][chosen["separate"][_main_of(name)]]["score"] >= q2[name]["assume"]
+                   for name, per_size in curves.items() if str(n) in per_size]
+        if reached and all(reached):
+            q2_n = n
+            break
+    return {"q1": q1, "q2": q2, "min_structures": q2_n}
+
+
 def _cells(entry):
     return " | ".join(f"{entry[k]:.1f}" for k in (*TOP, "score"))
 
@@ -463,7 +504,7 @@ def _q2_table(cv):
     lines = ["| type | structures | assume (main sub-model) top-1/5/10/20, score | own (all) top-1/5/10/20, score |"
              " own, best alpha: score | joint |", "|---|---|---|---|---|---|"]
     for name, per_size in cv.get("own_curves", {}).items():
-        main = MAIN_TYPES[1 if name.endswith("+") else -1]
+        main = _main_of(name)
         alpha = chosen[main]
         assume = cv["models"]["separate"][alpha][name]
         full = per_size[max(per_size, key=int)]
@@ -481,7 +522,7 @@ def _curve_table(cv):
     chosen = cv["chosen_alphas"]["separate"]
     lines = ["| type | assume score | own score by training structures per fold (n: score) |", "|---|---|---|"]
     for name, per_size in cv.get("own_curves", {}).items():
-        alpha = chosen[MAIN_TYPES[1 if name.endswith("+") else -1]]
+        alpha = chosen[_main_of(name)]
         curve = ", ".join(f"{n}: {per_size[n][alpha]['score']:.1f}" for n in sorted(per_size, key=int))
         lines.append(f"| {name} | {cv['models']['separate'][alpha][name]['score']:.1f} | {curve} |")
     return lines
@@ -511,6 +552,8 @@ def write_report(args):
              "`benchmarks/realdata_ion_modes.py`.", "", CRITERIA]
     if "cv" in results:
         cv = results["cv"]
+        lines += ["## Decisions (the criteria above applied by `decisions()`)", "", "```",
+                  json.dumps(decisions(cv), indent=1), "```", ""]
         lines += ["## Q1: separate sub-models or one joint model (CV on training structures)", "",
                   f"Study rows per type: {cv['study_counts']}.", "", *_q1_table(cv), "",
                   "## Q2: rare types, own sub-model or mapping", "", *_q2_table(cv), "", *_curve_table(cv), ""]
