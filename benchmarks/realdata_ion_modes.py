@@ -55,6 +55,7 @@ from iokr.apps.metabolites import (
     concatenate,
     evaluate_job,
     fold_ids,
+    formula_candidate_sets,
     make_output_kernel,
     read_candidate_lists,
     read_massbank_jsonl,
@@ -117,6 +118,7 @@ class StudyRows:
     polarity: np.ndarray
     keys: np.ndarray
     folds: np.ndarray
+    formulas: list
 
     def main(self, pol):
         return (self.types == MAIN_TYPES[pol]) & (self.polarity == pol)
@@ -144,14 +146,16 @@ def study_rows(spectra, store, exclude, min_structures=MIN_STUDIED, max_main=Non
         elif name not in MAIN_TYPES.values() and rows.size < min_structures:
             continue
         parts.append((name, train.spectra[rows], np.asarray(train.Y, dtype=np.float64)[rows],
-                      [k[:14] for k in np.asarray(train.keys, dtype=object)[rows]]))
-    keys = np.array([k for *_, ks in parts for k in ks], dtype=object)
+                      [k[:14] for k in np.asarray(train.keys, dtype=object)[rows]],
+                      [train.formulas[r] for r in rows]))
+    keys = np.array([k for *_, ks, _ in parts for k in ks], dtype=object)
     unique = sorted(set(keys.tolist()))
     fold_of = dict(zip(unique, fold_ids(len(unique), N_FOLDS, SEED), strict=True))
     row_types = np.array([name for name, s, *_ in parts for _ in range(len(s))], dtype=object)
-    return StudyRows(spectra=concatenate([s for _, s, *_ in parts]), Y=np.vstack([y for _, _, y, _ in parts]),
+    return StudyRows(spectra=concatenate([s for _, s, *_ in parts]), Y=np.vstack([p[2] for p in parts]),
                      types=row_types, polarity=np.array([parse_adduct(t).charge > 0 for t in row_types]) * 2 - 1,
-                     keys=keys, folds=np.array([fold_of[k] for k in keys]))
+                     keys=keys, folds=np.array([fold_of[k] for k in keys]),
+                     formulas=[f for p in parts for f in p[4]])
 
 
 def fold_lists(rows):
@@ -162,6 +166,20 @@ def fold_lists(rows):
         own = members[(rows.folds[i], rows.polarity[i])]
         lists.append(own if rows.keys[i] in set(rows.keys[own].tolist()) else np.append(own, i))
     return lists
+
+
+def formula_lists(rows):
+    """Each row's isomer-like list (the app's :func:`formula_candidate_sets` over one row per structure): all
+    study structures of its molecular formula, any type and fold, filled up to 20 by the nearest masses; and
+    whether the row is scored (its formula is shared by another structure)."""
+    first = {}
+    for i, k in enumerate(rows.keys):
+        first.setdefault(k, i)
+    reps = np.array(sorted(first.values()))
+    sets, scored = formula_candidate_sets(rows.Y[reps], [rows.formulas[r] for r in reps])
+    where = {rows.keys[r]: j for j, r in enumerate(reps)}
+    lists = [reps[sets.indices[where[k]]] for k in rows.keys]
+    return lists, np.array([scored[where[k]] for k in rows.keys])
 
 
 # -- Grams --------------------------------------------------------------------------------------------------------
@@ -226,9 +244,9 @@ def cross_weighted(view4, Y, c):
     return weigh
 
 
-def run_models(rows, grams4, grams6, joint, log):
+def run_models(rows, grams4, grams6, joint, log, lists):
     """Hold-out ranks of ``separate`` and the joint variants: ``{model: {alpha: ranks over all rows}}``."""
-    Y, sets = rows.Y, CandidateSets(rows.Y, fold_lists(rows))
+    Y, sets = rows.Y, CandidateSets(rows.Y, lists)
     separate = {float(a): np.full(len(Y), np.nan) for a in ALPHAS}
     for pol in (1, -1):
         t0 = time.perf_counter()
@@ -250,10 +268,10 @@ def run_models(rows, grams4, grams6, joint, log):
     return results
 
 
-def own_model_curve(rows, grams4, log, sizes=LEARNING_CURVE):
+def own_model_curve(rows, grams4, log, lists, sizes=LEARNING_CURVE):
     """``{type: {n: {alpha: ranks over all rows}}}``: each rare type's own sub-model trained on ``n`` of its
     structures per fold (drawn from the other folds, seeded)."""
-    sets = fold_lists(rows)
+    sets = lists
     curves = {}
     for name in sorted(set(rows.types.tolist()) - set(MAIN_TYPES.values())):
         R = np.flatnonzero(rows.types == name)
@@ -278,13 +296,13 @@ def own_model_curve(rows, grams4, log, sizes=LEARNING_CURVE):
 
 # -- summaries ----------------------------------------------------------------------------------------------------
 
-def topk(ranks, folds=None):
-    """Top-k (%) of finite-or-missed ranks and ``score`` = mean of top-1/10/20; per fold then averaged when
-    ``folds`` is given (the app's fold score), else pooled."""
+def topk(ranks, folds=None, formula=False):
+    """Top-k (%) of finite-or-missed ranks and ``score`` = mean of top-1/10/20 (formula lists: of top-1/5/10, as
+    the app's formula score); per fold then averaged when ``folds`` is given (the app's fold score), else pooled."""
     def row(r):
         r = np.where(np.isnan(r), np.inf, r)
-        out = {f"top{k}": float(np.mean(r <= k) * 100) for k in (1, 5, 10, 20)}
-        out["score"] = (out["top1"] + out["top10"] + out["top20"]) / 3.0
+        out = {f"top{k}": float(np.mean(r <= k) * 100) if r.size else float("nan") for k in (1, 5, 10, 20)}
+        out["score"] = (out["top1"] + out["top5" if formula else "top10"] + out["top10" if formula else "top20"]) / 3
         return out
     if folds is None:
         return {**row(np.asarray(ranks)), "n": int(len(ranks))}
@@ -292,18 +310,21 @@ def topk(ranks, folds=None):
     return {**{k: float(np.mean([p[k] for p in per])) for k in per[0]}, "n": int(len(ranks))}
 
 
-def summarize_models(rows, results):
-    """Per model and alpha: the fold score of each polarity's main type, and pooled top-k of each rare type."""
+def summarize_models(rows, results, scored=None):
+    """Per model and alpha: the fold score of each polarity's main type, and pooled top-k of each rare type;
+    with ``scored`` (formula lists), over the scored rows only and with the formula score."""
+    formula = scored is not None
+    scored = np.ones(len(rows.keys), dtype=bool) if scored is None else scored
     out = {}
     for model, per_alpha in results.items():
         out[model] = {}
         for alpha, ranks in per_alpha.items():
             entry = {}
             for pol, name in MAIN_TYPES.items():
-                m = rows.main(pol)
-                entry[name] = topk(ranks[m], rows.folds[m])
+                m = rows.main(pol) & scored
+                entry[name] = topk(ranks[m], rows.folds[m], formula)
             for name in sorted(set(rows.types.tolist()) - set(MAIN_TYPES.values())):
-                entry[name] = topk(ranks[rows.types == name])
+                entry[name] = topk(ranks[(rows.types == name) & scored], formula=formula)
             out[model][str(alpha)] = entry
     return out
 
@@ -322,8 +343,11 @@ def chosen_alphas(summary):
     return chosen
 
 
-def summarize_curves(rows, curves):
-    return {name: {str(n): {str(a): topk(r[rows.types == name]) for a, r in per_alpha.items()}
+def summarize_curves(rows, curves, scored=None):
+    formula = scored is not None
+    scored = np.ones(len(rows.keys), dtype=bool) if scored is None else scored
+    return {name: {str(n): {str(a): topk(r[(rows.types == name) & scored], formula=formula)
+                            for a, r in per_alpha.items()}
                    for n, per_alpha in per_size.items()} for name, per_size in curves.items()}
 
 
@@ -353,20 +377,25 @@ def run_cv(args, log):
     grams4, grams6 = study_grams(rows)
     timings = {"rows_s": t0 - t_start, "grams_s": time.perf_counter() - t0}
     log(f"Grams: {timings['grams_s']:.0f} s")
-    results = run_models(rows, grams4, grams6, args.joint, log)
-    summary = summarize_models(rows, results)
+    lists, scored = (fold_lists(rows), None) if args.lists == "fold" else formula_lists(rows)
+    results = run_models(rows, grams4, grams6, args.joint, log, lists)
+    summary = summarize_models(rows, results, scored)
     timings["models_s"] = time.perf_counter() - t_start - sum(timings.values())
     cv = {"params": {**PARAMS, "kernels": list(PARAMS["kernels"])}, "alphas": list(ALPHAS), "folds": N_FOLDS,
           "seed": SEED, "max_main": args.max_main, "n_excluded_lists": len(exclude),
           "raw_types": {k or "": v for k, v in raw_types.items()},
           "canonical": canonical_types(list(raw_types)), "study_counts": counts, "models": summary,
           "chosen_alphas": chosen_alphas(summary), "timings_s": timings}
-    _update_results(args.output, "cv", cv)
+    key = "cv" if args.lists == "fold" else f"cv_{args.lists}"
+    cv["lists"] = args.lists
+    if scored is not None:
+        cv["scored_rows"] = {t: int(np.sum(scored & (rows.types == t))) for t in counts}
+    _update_results(args.output, key, cv)
     t0 = time.perf_counter()
-    cv["own_curves"] = summarize_curves(rows, own_model_curve(rows, grams4, log))
+    cv["own_curves"] = summarize_curves(rows, own_model_curve(rows, grams4, log, lists), scored)
     timings["own_s"] = time.perf_counter() - t0
     timings["total_s"] = time.perf_counter() - t_start
-    _update_results(args.output, "cv", cv)
+    _update_results(args.output, key, cv)
     return cv
 
 
@@ -405,6 +434,8 @@ def main(argv=None):
                         help="joint variants: 'alignf' and/or cross-polarity loss weights c (comma-separated)")
     parser.add_argument("--max-main", type=int, default=None,
                         help="subsample the [M+H]+ and [M-H]- training structures to this many (seeded)")
+    parser.add_argument("--lists", choices=("fold", "formula"), default="fold",
+                        help="CV lists: fold lists per polarity, or isomer-like formula lists (results key cv_formula)")
     parser.add_argument("--positive-check", action="store_true", help="also rerun the [M+H]+ evaluation")
     parser.add_argument("--output", default=str(RESULTS))
     parser.add_argument("--report", default=str(REPORT))
@@ -421,9 +452,6 @@ def main(argv=None):
     else:
         write_report(args)
 
-
-if __name__ == "__main__":
-    main()
 
 
 # -- report -------------------------------------------------------------------------------------------------------
@@ -560,3 +588,7 @@ def write_report(args):
     if "figures" in results:
         lines += ["## Q4: figures on the 60 shared lists", "", *_figures_table(results["figures"]), ""]
     write_keeping_section(args.report, "\n".join(lines) + "\n", "## Reading")
+
+
+if __name__ == "__main__":
+    main()
