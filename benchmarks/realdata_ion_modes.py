@@ -32,7 +32,7 @@ Models compared (Q1, Q2):
 
 ``--part figures``: ``iokr metabolites evaluate`` (:func:`evaluate_job`, the app's defaults) on the ``[M-H]-`` file
 and the CSI:FingerID-style baseline of :mod:`benchmarks._metabolite_baseline` on the same training set and queries;
-``--positive-check`` reruns the ``[M+H]+`` evaluation. Writes ``benchmarks/results/ion_modes.json``;
+``--modes positive`` reruns the ``[M+H]+`` evaluation. Writes ``benchmarks/results/ion_modes.json``;
 ``--part report`` writes ``reports/metabolites_ion_modes.md`` (keeping its hand-written ``## Reading``) with
 :mod:`benchmarks._ion_modes_report`, which holds the decision rules (``CRITERIA``, fixed before the first run) and
 applies them (``decisions``). ``--lists formula`` ranks every row in the app's isomer-like lists instead
@@ -411,8 +411,9 @@ def run_figures(args, log):
 
     data = Path(args.data) / "metabolites"
     config = TrainingConfig(store_path=args.store)
-    figures = {}
-    runs = [("negative", FILES["negMH"])] + ([("positive", FILES["posMH"])] if args.positive_check else [])
+    figures = json.loads(Path(args.output).read_text()).get("figures", {}) if Path(args.output).exists() else {}
+    runs = [(name, FILES[file]) for name, file in (("negative", "negMH"), ("positive", "posMH"))
+            if name in args.modes]
     for name, file in runs:
         t0, c0 = time.perf_counter(), time.process_time()
         summary = evaluate_job(data / file, data / LISTS, config, feedback=Feedback(log=log))
@@ -441,7 +442,8 @@ def main(argv=None):
                         help="subsample the [M+H]+ and [M-H]- training structures to this many (seeded)")
     parser.add_argument("--lists", choices=("fold", "formula"), default="fold",
                         help="CV lists: fold lists per polarity, or isomer-like formula lists (results key cv_formula)")
-    parser.add_argument("--positive-check", action="store_true", help="also rerun the [M+H]+ evaluation")
+    parser.add_argument("--modes", default="negative",
+                        help="figures to compute: 'negative' (with the baseline) and/or 'positive' (the [M+H]+ check)")
     parser.add_argument("--output", default=str(RESULTS))
     parser.add_argument("--report", default=str(REPORT))
     args = parser.parse_args(argv)
