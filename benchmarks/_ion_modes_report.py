@@ -113,6 +113,7 @@ def _figures_table(figures):
     lines = ["| model | queries | top-1 % | top-5 % | top-10 % | top-20 % | wall s |", "|---|---|---|---|---|---|---|"]
     for name, label in (("negative", "IOKR, app defaults (prior 0.3), [M-H]-"),
                         ("negative_baseline", "CSI:FingerID-style baseline, [M-H]-"),
+                        ("negative_no_prior", "IOKR, prior off, [M-H]-"),
                         ("positive", "IOKR, app defaults, [M+H]+ (check)")):
         if name not in figures:
             continue

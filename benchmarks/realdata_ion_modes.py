@@ -412,11 +412,12 @@ def run_figures(args, log):
     data = Path(args.data) / "metabolites"
     config = TrainingConfig(store_path=args.store)
     figures = json.loads(Path(args.output).read_text()).get("figures", {}) if Path(args.output).exists() else {}
-    runs = [(name, FILES[file]) for name, file in (("negative", "negMH"), ("positive", "posMH"))
-            if name in args.modes]
+    runs = [(name, FILES[file]) for name, file in (("negative", "negMH"), ("positive", "posMH"),
+                                                    ("negative_no_prior", "negMH")) if name in args.modes]
     for name, file in runs:
         t0, c0 = time.perf_counter(), time.process_time()
-        summary = evaluate_job(data / file, data / LISTS, config, feedback=Feedback(log=log))
+        run_config = TrainingConfig(store_path=args.store, prior_weight=0.0) if name.endswith("no_prior") else config
+        summary = evaluate_job(data / file, data / LISTS, run_config, feedback=Feedback(log=log))
         keep = ("per_structure", "per_spectrum", "n_lists", "n_lists_with_spectra", "n_query_spectra",
                 "n_train_structures", "n_train_spectra", "chosen", "weights", "cv", "timings_s", "confidence")
         figures[name] = {k: summary.get(k) for k in keep}
@@ -443,7 +444,8 @@ def main(argv=None):
     parser.add_argument("--lists", choices=("fold", "formula"), default="fold",
                         help="CV lists: fold lists per polarity, or isomer-like formula lists (results key cv_formula)")
     parser.add_argument("--modes", default="negative",
-                        help="figures to compute: 'negative' (with the baseline) and/or 'positive' (the [M+H]+ check)")
+                        help="figures to compute: 'negative' (with the baseline), 'positive' (the [M+H]+ check), "
+                             "'negative_no_prior' (structure prior off)")
     parser.add_argument("--output", default=str(RESULTS))
     parser.add_argument("--report", default=str(REPORT))
     args = parser.parse_args(argv)
