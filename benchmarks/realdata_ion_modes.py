@@ -413,7 +413,7 @@ def run_figures(args, log):
     config = TrainingConfig(store_path=args.store)
     figures = json.loads(Path(args.output).read_text()).get("figures", {}) if Path(args.output).exists() else {}
     runs = [(name, FILES[file]) for name, file in (("negative", "negMH"), ("positive", "posMH"),
-                                                    ("negative_no_prior", "negMH")) if name in args.modes]
+                                                    ("negative_no_prior", "negMH")) if name in args.modes.split(",")]
     for name, file in runs:
         t0, c0 = time.perf_counter(), time.process_time()
         run_config = TrainingConfig(store_path=args.store, prior_weight=0.0) if name.endswith("no_prior") else config
