@@ -54,7 +54,7 @@ def run_baseline(spectra_path, candidates_path, chosen, config):
     """Train and score the baseline with IOKR's chosen spectrum kernel; returns its summary and timings."""
     t0 = time.perf_counter()
     fingerprinter = config.fingerprinter()
-    store = CandidateStore(":memory:", fingerprinter)
+    store = CandidateStore(config.store_path or ":memory:", fingerprinter)  # a warm store when given
     spectra, _ = read_spectra(spectra_path, require_structure=True)
     lists = read_candidate_lists(candidates_path, store)
     cleaning = Cleaning()
