@@ -159,8 +159,10 @@ def register(subparsers):
     identify.add_argument("--ppm", type=float, default=10.0,
                           help="mass window in ppm for queries without a formula (default: 10)")
     identify.add_argument("--query-id-field", default=None,
-                          help="metadata field naming each query, e.g. feature_id (default: FEATURE_ID, else "
-                               "SCANS, else TITLE, else the record's position)")
+                          help="metadata field naming each query, in any case, e.g. FEATURE_ID (default: "
+                               "FEATURE_ID, else SCANS, SPECTRUMID / DB# / accession, TITLE, mzML native id, NAME; "
+                               "a field that repeats falls back to a unique one, else to record positions, as "
+                               "the log and parameters.json say)")
     identify.add_argument("--adduct-policy", choices=ADDUCT_POLICIES, default="refuse",
                           help="queries of a precursor type the model was not trained on: 'refuse' (status "
                                "'unsupported adduct' or 'unsupported charge') or 'assume' (ranked by the sub-model of "

@@ -24,12 +24,16 @@ import numpy as np
 from ..._validation import check_nonnegative_scalar
 from ...decoding import CandidateSets
 from ._adducts import read_precursor_ion
-from ._formulas import FormulaError, canonical_formula
+from ._formulas import ELEMENT_MASSES, FormulaError, canonical_formula, parse_formula
 from ._hypotheses import annotated_kernels, score_hypotheses
+from ._query_ids import QUERY_ID_FIELDS, QueryIds, query_ids  # noqa: F401 - QUERY_ID_FIELDS, QueryIds: public here
 from ._routing import route_query
 
-#: Where the query id comes from when ``query_id_field`` is not given: the first field present.
-QUERY_ID_FIELDS = ("feature_id", "scans", "title", "spectrum_id")
+#: A query's FORMULA is taken only when it agrees with the precursor m/z (given the adduct) within
+#: max(ppm, FORMULA_MIN_PPM) ppm: the formula is the better lookup within the mass window (by definition), and
+#: exports often compute FORMULA from a measured m/z a few ppm off; a wrong formula (another adduct, another
+#: compound) is off by hundreds of ppm (one H at m/z 200: 5,000 ppm).
+FORMULA_MIN_PPM = 20.0
 ADDUCT_POLICIES = ("refuse", "assume")
 #: Precursor m/z above this are refused as implausible for small molecules (and would break m/z arithmetic).
 MAX_PRECURSOR_MZ = 5000.0
@@ -52,8 +56,9 @@ class IdentifySettings:
     ppm : float
         Mass window (parts per million of the neutral mass) when a query has no formula.
     query_id_field : str or None
-        Metadata field naming each query (lower case, e.g. ``"feature_id"``); ``None``: the first of
-        :data:`QUERY_ID_FIELDS` present, else the record's 1-based position.
+        Field naming each query, in any case or alias (``"FEATURE_ID"``, ``"feature_id"``, ``"DB#"``); ``None``:
+        the first of :data:`QUERY_ID_FIELDS` present; a field that repeats or is missing from some records falls
+        back to a unique one, else to 1-based positions (see :func:`~._query_ids.query_ids`).
     adduct_policy : {"refuse", "assume"}
         A query whose adduct the model was not trained on: status ``unsupported adduct`` (or ``unsupported charge``)
         (``"refuse"``), or ranked by the sub-model :data:`~._routing.ASSUME_MAPPING` names, with a warning in
@@ -108,17 +113,6 @@ class Query:
     submodel: str = ""
 
 
-def query_id(meta, index, field=None):
-    """The id of a query: ``field`` of its metadata, else the first of :data:`QUERY_ID_FIELDS`, else its
-    1-based position in the file."""
-    fields = (field,) if field else QUERY_ID_FIELDS
-    for name in fields:
-        value = meta.get(name)
-        if value not in (None, ""):
-            return str(value)
-    return str(int(meta.get("record", index)) + 1)
-
-
 def _resolve_adduct(meta, model, policy):
     """The :class:`~._routing.Route` of a query: ``model`` is a :class:`~._submodels.MetaboliteModel` or the
     canonical precursor types of a model's sub-models."""
@@ -128,7 +122,20 @@ def _resolve_adduct(meta, model, policy):
     return route_query(ion, model, policy, meta.get("adduct"))
 
 
-def plan_queries(spectra, cleaned_peaks, model_adducts, source, settings):
+def _formula_contradiction(formula, adduct, precursor, ppm):
+    """A one-line reason when a neutral ``formula``'s ion of ``adduct`` misses ``precursor`` by more than
+    max(``ppm``, :data:`FORMULA_MIN_PPM`) ppm, else ``""``."""
+    counts, charge = parse_formula(formula)
+    if charge:
+        return ""  # a charged formula is the ion's own: no adduct arithmetic to check it by
+    expected = adduct.precursor_mz(sum(ELEMENT_MASSES[e] * n for e, n in counts.items()))
+    off = (precursor - expected) / expected * 1e6
+    if abs(off) <= max(ppm, FORMULA_MIN_PPM):
+        return ""
+    return f"FORMULA {formula} contradicts precursor m/z by {abs(off):.0f} ppm ({adduct.name}); looked up by mass"
+
+
+def plan_queries(spectra, cleaned_peaks, model_adducts, source, settings, ids=None):
     """Every query's id, adduct, lookup and status (``ok`` for those to score) and candidate row ids.
 
     Parameters
@@ -142,17 +149,23 @@ def plan_queries(spectra, cleaned_peaks, model_adducts, source, settings):
     source : candidate source
         ``select(formula, low, high) -> ids`` (see :mod:`._candidate_sources`).
     settings : IdentifySettings
+    ids : QueryIds, optional
+        The queries' ids (default: :func:`~._query_ids.query_ids` of ``settings.query_id_field``).
 
     Returns
     -------
     queries : list of Query
     """
     queries = []
+    ids = query_ids(spectra.metadata, settings.query_id_field) if ids is None else ids
     for i, meta in enumerate(spectra.metadata):
         precursor = float(spectra.precursor_mz[i])
-        q = Query(row=i, query_id=query_id(meta, i, settings.query_id_field), precursor_mz=precursor)
+        q = Query(row=i, query_id=ids.ids[i], precursor_mz=precursor)
         queries.append(q)
         raw_formula = meta.get("formula")
+        if meta.get("peak_problem"):
+            q.status, q.detail = "invalid peaks", f"{meta['peak_problem']}: the record's peaks were not used"
+            continue
         if spectra.n_peaks[i] == 0:
             q.status, q.detail = "no peaks", "the record has no peak with positive intensity"
             continue
@@ -178,6 +191,11 @@ def plan_queries(spectra, cleaned_peaks, model_adducts, source, settings):
             except FormulaError as exc:
                 q.status, q.detail = "invalid formula", str(exc)
                 continue
+            contradiction = _formula_contradiction(q.formula, adduct, precursor, settings.ppm)
+            if contradiction:
+                q.detail = "; ".join(d for d in (q.detail, contradiction) if d)
+                q.formula = ""
+        if q.formula:
             q.lookup = f"formula {q.formula}"
             q.candidates = source.select(q.formula, None, None)
         else:
@@ -186,7 +204,8 @@ def plan_queries(spectra, cleaned_peaks, model_adducts, source, settings):
             q.lookup = f"mass {mass:.5f} +- {settings.ppm:g} ppm"
             q.candidates = source.select(None, mass - width, mass + width) if mass > 0 else q.candidates
         if q.candidates.size == 0:
-            q.status, q.detail = "no candidates", f"none for {q.lookup}"
+            q.status = "no candidates"
+            q.detail = "; ".join(d for d in (q.detail, f"none for {q.lookup}") if d)
     return queries
 
 

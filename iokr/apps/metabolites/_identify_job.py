@@ -8,7 +8,7 @@ import numpy as np
 from ._candidate_sources import open_source
 from ._confidence import top_margins
 from ._hypotheses import annotated_kernels, annotation_totals
-from ._identify import IdentifySettings, plan_queries, score_queries
+from ._identify import IdentifySettings, plan_queries, query_ids, score_queries
 from ._persist import read_model
 from ._readers import read_spectra
 from ._submodels import LEGACY_PRECURSOR_TYPES, load_metabolite_model
@@ -53,15 +53,19 @@ def identify_job(model_path, spectra_path, candidates_path, settings=None, *, st
     # The cheap checks first (the model file's integrity, the user's files); the sub-models' refits come last.
     contents = read_model(model_path)
     fingerprinter = contents[2]
-    spectra, report = read_spectra(spectra_path, require_precursor=False, keep_empty=True)
+    spectra, report = read_spectra(spectra_path, require_precursor=False, keep_empty=True,
+                                   id_field=settings.query_id_field)
     log(f"{spectra_path}: {report.summary()}")
+    ids = query_ids(spectra.metadata, settings.query_id_field)
+    if ids.note:
+        log(f"query ids: {ids.note}")
     source = open_source(candidates_path, fingerprinter, store_path, progress=progress)
     log(f"candidates: {source.describe()}")
     models = load_metabolite_model(model_path, contents)
     cleaning = models.cleaning
     cleaned = cleaning.single(spectra)
     cleaned = cleaning.merged(cleaned, groups=list(range(len(cleaned))))[0]
-    queries = plan_queries(spectra, cleaned.n_peaks, models, source, settings)
+    queries = plan_queries(spectra, cleaned.n_peaks, models, source, settings, ids=ids)
     routed = sorted({q.submodel for q in queries if q.status == "ok"})
     calibrations, calibration_state = {}, {}
     # One BLAS thread for the refit of a sub-model's factorization: a 2-thread factorization of a few thousand rows
@@ -112,6 +116,7 @@ def identify_job(model_path, spectra_path, candidates_path, settings=None, *, st
                   "spectra_read": report.summary(), "candidates": str(candidates_path),
                   "candidate_source": source.describe(), "top_k": settings.top_k, "ppm": settings.ppm,
                   "query_id_field": settings.query_id_field, "adduct_policy": settings.adduct_policy,
+                  "query_ids": {"field": ids.field_used, "note": ids.note},
                   "fingerprint": fingerprinter.params(), "statuses": statuses,
                   "structure_prior": {"weight": models_used[0].prior_weight,
                                       "neighbors": models_used[0].prior_neighbors},

@@ -21,13 +21,16 @@ from ...io import iter_lines
 ALIASES = {
     "pepmass": "precursor_mz", "precursormz": "precursor_mz", "precursor_mz": "precursor_mz",
     "precursor_m/z": "precursor_mz", "selected_ion_m/z": "precursor_mz",
-    "charge": "charge", "precursor_charge": "charge",
+    "charge": "charge", "precursor_charge": "charge", "precursorcharge": "charge",
     "adduct": "adduct", "ion": "adduct", "precursor_type": "adduct", "precursortype": "adduct",
+    "ion_type": "adduct", "adduct_type": "adduct",
     "ionmode": "ion_mode", "ion_mode": "ion_mode", "ionmode_": "ion_mode", "polarity": "ion_mode",
+    "ion_polarity": "ion_mode", "scan_polarity": "ion_mode",
     "formula": "formula", "molecular_formula": "formula", "molecularformula": "formula",
     "smiles": "smiles", "inchi": "inchi", "inchikey": "inchikey", "inchi_key": "inchikey",
     "name": "name", "compound_name": "name", "compoundname": "name",
-    "title": "title", "scans": "scans", "feature_id": "feature_id", "featureid": "feature_id",
+    "title": "title", "scans": "scans", "scan_number": "scans", "scannumber": "scans",
+    "feature_id": "feature_id", "featureid": "feature_id",
     "spectrumid": "spectrum_id", "spectrum_id": "spectrum_id", "db#": "spectrum_id", "accession": "spectrum_id",
     "license": "license", "licence": "license",
 }
@@ -114,13 +117,29 @@ def iter_msp(path):
         yield index, fields, peaks
 
 
+def harmonized_name(key):
+    """The harmonized name of a field of any tool, in any case (``FEATURE_ID``, ``Precursor_type``, ``DB#``)."""
+    lower = str(key).strip().lower()
+    return ALIASES.get(lower.replace(" ", "_"), lower)
+
+
+def unquote(value):
+    """``value`` without one pair of enclosing double or single quotes (GNPS writes ``INCHI="InChI=..."``), and
+    whether it had them; anything but text unchanged."""
+    if isinstance(value, str):
+        text = value.strip()
+        if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+            return text[1:-1].strip(), True
+    return value, False
+
+
 def harmonize(fields):
     """The harmonized metadata of one record: the names of :data:`ALIASES` (first alias present wins), other
     fields kept under their lower-case names. ``precursor_mz`` keeps only the first token of ``PEPMASS``
     (``"195.0877 12345"`` is an m/z and an intensity)."""
     out = {}
     for key, value in fields.items():
-        name = ALIASES.get(key.replace(" ", "_"), key)
+        name = harmonized_name(key)
         if name not in out or not out[name]:
             out[name] = value
     if isinstance(out.get("precursor_mz"), str) and out["precursor_mz"].strip():

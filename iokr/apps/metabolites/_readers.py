@@ -1,4 +1,11 @@
-"""Spectra readers: the shared MassBank JSONL format (plain or gzip), and MGF / MSP through matchms."""
+"""Spectra readers: the shared MassBank JSONL format, MGF / MSP (:mod:`._msfiles`), mzML / mzXML
+(:mod:`._mzfiles`) and matchms JSON, each plain or gzip.
+
+Every reader leaves the precursor ion as the file writes it, raw (see :func:`~._adducts.read_precursor_ion`, the one
+place that interprets it): ``adduct`` (ADDUCT / ION / PRECURSOR_TYPE / Precursor_type / MassBank precursor_type,
+else a GNPS name's trailing adduct such as "... M+NH4", then with ``adduct_source="name"``), ``ion_mode``
+(IONMODE / POLARITY / ion_mode / the scan's polarity) and ``charge`` (CHARGE / the precursor's charge state).
+"""
 
 from __future__ import annotations
 
@@ -14,98 +21,40 @@ import numpy as np
 from ...exceptions import IOKRDataError
 from ...io import JSONDataError, check_expansion, iter_lines, loads_json
 from ._fingerprints import inchikey, parse_structure
-from ._msfiles import harmonize, iter_mgf, iter_msp, open_text
+from ._formats import check_supported, spectrum_format
+from ._msfiles import harmonize, harmonized_name, iter_mgf, iter_msp
+from ._mzfiles import iter_ms_xml
+from ._records import (  # noqa: F401 - ReadReport, adduct_from_name: public through this module too
+    IDENTITY_KEYS,
+    MISSING,
+    ReadReport,
+    adduct_from_name,
+    as_float,
+    as_text,
+    structure_fields,
+    usable_peaks,
+)
 from ._spectra import Spectra
 
 #: Mass of a proton (Da), for the m/z of [M+H]+ ions.
 PROTON_MASS = 1.007276
 
 
-class ReadReport:
-    """What a reader kept and skipped: a count per reason, and the first skipped records.
-
-    Memory stays bounded whatever the number of bad records: only the first :attr:`MAX_EXAMPLES` skipped records
-    are kept by id, every other one only adds to its reason's count.
-
-    Attributes
-    ----------
-    n_read : int
-    n_skipped : int
-        Records skipped, all reasons together.
-    counts : dict of str to int
-        Records skipped per reason.
-    skipped : list of (record id, reason)
-        The first :attr:`MAX_EXAMPLES` skipped records, in file order (``len(skipped) <= n_skipped``).
-    """
-
-    #: Skipped records kept by id in :attr:`skipped`.
-    MAX_EXAMPLES = 100
-
-    def __init__(self):
-        self.n_read = 0
-        self.n_skipped = 0
-        self.counts = {}
-        self.skipped = []
-
-    def skip(self, record, reason):
-        """Count ``record`` (an id) as skipped for ``reason``; keep its id among the first ``MAX_EXAMPLES``."""
-        self.n_skipped += 1
-        self.counts[reason] = self.counts.get(reason, 0) + 1
-        if len(self.skipped) < self.MAX_EXAMPLES:
-            self.skipped.append((record, reason))
-
-    def summary(self):
-        """One line: ``"<n> spectra read, <m> skipped (<count> <reason>, ...)"``, reasons in alphabetical order."""
-        if not self.n_skipped:
-            return f"{self.n_read} spectra read"
-        detail = ", ".join(f"{n} {r}" for r, n in sorted(self.counts.items()))
-        return f"{self.n_read} spectra read, {self.n_skipped} skipped ({detail})"
-
-
-def _as_float(value):
-    try:
-        out = float(value)
-    except (TypeError, ValueError, OverflowError):  # OverflowError: JSON integers beyond the float range
-        return math.nan
-    return out
-
-
-def _text(value):
-    """A metadata field as text: strings kept, numbers written out, anything else (lists, objects, booleans) None."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return str(value)
-    return None
-
-
-def _check_peaks(peaks):
-    """Peaks as an (n, 2) float array, or a reason string when they are unusable."""
-    try:
-        arr = np.asarray(peaks, dtype=np.float64)
-    except (TypeError, ValueError, OverflowError):
-        return "non-numeric peaks"
-    if arr.size == 0:
-        return "no peaks"
-    if arr.ndim != 2 or arr.shape[1] != 2:
-        return "malformed peaks"
-    if not np.isfinite(arr).all():
-        return "non-finite peaks"
-    if arr[:, 1].min() < 0:
-        return "negative intensities"
-    if arr[:, 0].min() <= 0:
-        return "non-positive m/z"
-    arr = arr[arr[:, 1] > 0]
-    return arr if arr.size else "no peaks"
+#: Why a file gave no spectrum, when every skipped record has the same reason.
+_NOTHING_READ = {
+    "missing precursor m/z": " (no record gives a precursor m/z: an EI / GC-MS library such as GOLM's, not MS/MS?)",
+    "no peaks": " (no record has peaks: a library exported without its peak lists?)",
+}
 
 
 def _finish(peak_lists, precursors, metadata, report, path, require_precursor):
     if not peak_lists:
-        raise IOKRDataError(f"No usable spectrum in {path}: {report.summary()}.")
+        hint = _NOTHING_READ.get(next(iter(report.counts)), "") if len(report.counts) == 1 else ""
+        raise IOKRDataError(f"No usable spectrum in {path}: {report.summary()}{hint}.")
     return Spectra.from_peak_lists(peak_lists, np.asarray(precursors, dtype=np.float64), metadata), report
 
 
-def read_massbank_jsonl(path, *, require_precursor=True, require_structure=False):
+def read_massbank_jsonl(path, *, require_precursor=True, require_structure=False, keep_empty=False):
     """Read spectra in the shared MassBank JSONL format (one record per line; ``.gz`` detected from the content).
 
     Parameters
@@ -115,11 +64,15 @@ def read_massbank_jsonl(path, *, require_precursor=True, require_structure=False
         Skip records without a numeric positive ``precursor_mz``.
     require_structure : bool, default=False
         Skip records without an InChIKey (needed for training).
+    keep_empty : bool, default=False
+        Keep records whose peaks are unusable, without their peaks, the reason in ``peak_problem`` (queries: they
+        get a status instead of vanishing).
 
     Returns
     -------
     spectra : Spectra
-        Metadata per spectrum: accession, license, name, inchikey, inchi, smiles, formula, source.
+        Metadata per spectrum: accession (also as ``spectrum_id``), license, name, inchikey, inchi, smiles,
+        formula, source, and the raw precursor ion (``adduct``, ``ion_mode``, ``charge``).
     report : ReadReport
         Records skipped (empty spectra, missing precursor, negative intensities, non-numeric fields, bad JSON,
         JSON nested too deeply, integers too long to convert).
@@ -146,71 +99,79 @@ def read_massbank_jsonl(path, *, require_precursor=True, require_structure=False
         if not isinstance(rec, dict):
             report.skip(f"line {line_no}", "invalid JSON")
             continue
-        rid = _text(rec.get("accession")) or f"line {line_no}"
-        peaks = _check_peaks(rec.get("peaks"))
-        if isinstance(peaks, str):
-            report.skip(rid, peaks)
+        rid = as_text(rec.get("accession")) or f"line {line_no}"
+        report.see_fields(rec)
+        peaks, peak_problem = usable_peaks(rec.get("peaks"), keep_empty, report)
+        if peaks is None:
+            report.skip(rid, peak_problem)
             continue
-        precursor = _as_float(rec.get("precursor_mz"))
+        precursor = as_float(rec.get("precursor_mz"))
         if not precursor > 0 and rec.get("precursor_type") == "[M+H]+":
             # The record names the ion but not its m/z: [M+H]+ of the neutral monoisotopic mass.
-            precursor = _as_float(rec.get("exact_mass")) + PROTON_MASS
+            precursor = as_float(rec.get("exact_mass")) + PROTON_MASS
         if not precursor > 0:
             if require_precursor:
                 report.skip(rid, "missing precursor m/z")
                 continue
             precursor = math.nan
-        inchikey = _text(rec.get("inchikey_rdkit") or rec.get("inchikey_record") or rec.get("inchikey"))
-        if require_structure and not inchikey:
+        structure = structure_fields(rec.get, report, inchikey=("inchikey_rdkit", "inchikey_record", "inchikey"),
+                                      formula=("formula_rdkit", "formula_record", "formula"))
+        if require_structure and not structure["inchikey"]:
             report.skip(rid, "missing structure")
             continue
         peak_lists.append(peaks)
         precursors.append(precursor)
-        metadata.append({
-            "accession": _text(rec.get("accession")), "license": _text(rec.get("license")),
-            "name": _text(rec.get("name")), "inchikey": inchikey, "inchi": _text(rec.get("inchi")),
-            "smiles": _text(rec.get("smiles")),
-            "formula": _text(rec.get("formula_rdkit") or rec.get("formula_record") or rec.get("formula")),
-            "source": _text(rec.get("source_path")), "adduct": _text(rec.get("precursor_type")),
-        })
+        meta = {"accession": as_text(rec.get("accession")), "spectrum_id": as_text(rec.get("accession")),
+                "license": as_text(rec.get("license")), "name": as_text(rec.get("name")), **structure,
+                "source": as_text(rec.get("source_path"))}
+        for key, field in (("adduct", "precursor_type"), ("ion_mode", "ion_mode"), ("charge", "charge")):
+            value = as_text(rec.get(field))
+            if value is not None and value.strip():
+                meta[key] = value.strip()
+        if peak_problem:
+            meta["peak_problem"] = peak_problem
+        metadata.append(meta)
         report.n_read += 1
     return _finish(peak_lists, precursors, metadata, report, path, require_precursor)
 
 
-#: Metadata carried from a spectrum file to the outputs: the user's identities and the precursor ion.
-IDENTITY_KEYS = ("feature_id", "scans", "title", "spectrum_id", "adduct", "ion_mode", "charge")
-
-
-def _record_metadata(get, rid, index, path):
-    """One spectrum's metadata from a harmonized record (``get(key)``): structure, identities, precursor ion."""
-    meta = {"accession": rid, "license": _text(get("license")), "name": _text(get("name")),
-            "inchikey": _text(get("inchikey")), "inchi": _text(get("inchi")), "smiles": _text(get("smiles")),
-            "formula": _text(get("formula")), "source": str(path), "record": str(index)}
-    for key in IDENTITY_KEYS:
-        value = _text(get(key))
-        if value is not None and value.strip() and value.strip().lower() not in ("none", "nan", "n/a", "na"):
+def _record_metadata(get, rid, index, path, report, id_field=None):
+    """One spectrum's metadata from a harmonized record (``get(key)``): structure, identities, raw precursor ion,
+    and the field ``id_field`` names (under its harmonized name)."""
+    meta = {"accession": rid, "license": as_text(get("license")), "name": as_text(get("name")),
+            **structure_fields(get, report), "source": str(path), "record": str(index)}
+    keys = IDENTITY_KEYS + ((harmonized_name(id_field),) if id_field else ())
+    for key in keys:
+        value = as_text(get(key))
+        if value is not None and value.strip() and value.strip().lower() not in MISSING:
             meta[key] = value.strip()
+    if "adduct" not in meta:
+        from_name = adduct_from_name(meta["name"])
+        if from_name is not None:
+            meta["adduct"], meta["adduct_source"] = from_name, "name"
+            report.note("adducts read from the name")
     return meta
 
 
-def _from_records(records, path, require_precursor, keep_empty=False):
-    """Spectra from ``(index, get, peaks)`` records: ``get(key)`` reads the harmonized metadata and ``peaks`` is
-    anything :func:`_check_peaks` accepts. ``keep_empty`` keeps records without peaks or precursor (for queries,
+def _from_records(records, path, require_precursor, keep_empty=False, id_field=None):
+    """Spectra from ``(index, fields, peaks)`` records: ``fields`` is the harmonized metadata (a dict), or None for
+    a record that is skipped (``peaks`` then names why, else "unparsable record"); ``peaks`` is anything
+    :func:`check_peaks` accepts. ``keep_empty`` keeps records without usable peaks or precursor (for queries,
     which get a status instead of vanishing)."""
     report = ReadReport()
     peak_lists, precursors, metadata = [], [], []
-    for i, get, raw_peaks in records:
-        if get is None:
-            report.skip(f"record {i + 1}", "unparsable record")
+    for i, fields, raw_peaks in records:
+        if fields is None:
+            report.skip(f"record {i + 1}", raw_peaks if isinstance(raw_peaks, str) else "unparsable record")
             continue
-        rid = _text(get("spectrum_id") or get("accession") or get("name")) or f"record {i + 1}"
-        peaks = _check_peaks(raw_peaks)
-        if isinstance(peaks, str):
-            if not (keep_empty and peaks == "no peaks"):
-                report.skip(rid, peaks)
-                continue
-            peaks = np.zeros((0, 2))
-        precursor = _as_float(get("precursor_mz"))
+        get = fields.get
+        report.see_fields(fields)
+        rid = as_text(get("spectrum_id") or get("accession") or get("name")) or f"record {i + 1}"
+        peaks, peak_problem = usable_peaks(raw_peaks, keep_empty, report)
+        if peaks is None:
+            report.skip(rid, peak_problem)
+            continue
+        precursor = as_float(get("precursor_mz"))
         if not precursor > 0 or not math.isfinite(precursor):
             if require_precursor and not keep_empty:
                 report.skip(rid, "missing precursor m/z")
@@ -218,7 +179,10 @@ def _from_records(records, path, require_precursor, keep_empty=False):
             precursor = math.nan
         peak_lists.append(peaks)
         precursors.append(precursor)
-        metadata.append(_record_metadata(get, rid, i, path))
+        meta = _record_metadata(get, rid, i, path, report, id_field)
+        if peak_problem:
+            meta["peak_problem"] = peak_problem
+        metadata.append(meta)
         report.n_read += 1
     return _finish(peak_lists, precursors, metadata, report, path, require_precursor)
 
@@ -226,8 +190,7 @@ def _from_records(records, path, require_precursor, keep_empty=False):
 def _text_records(path, fmt):
     reader = iter_mgf if fmt == "mgf" else iter_msp
     for index, fields, peaks in reader(path):
-        meta = harmonize(fields)
-        yield index, meta.get, peaks
+        yield index, harmonize(fields), peaks
 
 
 def _matchms_records(path, fmt):
@@ -255,60 +218,32 @@ def _matchms_records(path, fmt):
         else:
             # matchms keeps some fields of other tools as they came (ION, PRECURSOR_TYPE): harmonize them too.
             meta = harmonize({str(k).lower(): v for k, v in s.metadata.items()})
+            charge = meta.get("charge")
+            if isinstance(charge, (int, np.integer)) and not isinstance(charge, bool):
+                # a JSON number is signed (matchms: 2 is 2+); as text "2" would read as a charge without a sign
+                meta["charge"] = f"{abs(int(charge))}{'+' if charge > 0 else '-'}" if charge else None
             peaks = np.column_stack([s.peaks.mz, s.peaks.intensities]) if s.peaks is not None else []
-            yield n_parsed, meta.get, peaks
+            yield n_parsed, meta, peaks
         n_parsed += 1
 
 
-def _derive_inchikeys(spectra):
-    """InChIKeys of records that give only a SMILES or an InChI (GNPS/MassBank-style training files), by RDKit."""
+def _resolve_structures(spectra, report):
+    """Training records' structures by RDKit: the InChIKey of records giving only an InChI or a SMILES, and an
+    InChI RDKit cannot read replaced by the record's SMILES when that one reads (counted; the InChI is kept as
+    ``inchi_unreadable``), so every later step (fingerprints, formulas) uses the SMILES."""
     for meta in spectra.metadata:
-        if not meta.get("inchikey") and (meta.get("inchi") or meta.get("smiles")):
-            mol = parse_structure(meta.get("inchi") or meta.get("smiles"))
-            meta["inchikey"] = inchikey(mol) if mol is not None else None
-
-
-#: Spectrum file formats by file-name ending (``.gz`` allowed after each); JSON is told apart from JSONL by content.
-SPECTRUM_FORMATS = {".mgf": "mgf", ".msp": "msp", ".mzml": "mzml", ".mzxml": "mzxml", ".jsonl": "jsonl",
-                    ".json": "json"}
-
-
-def _sniff_format(path):
-    """The format from the first non-empty line of a (possibly gzipped) file: MGF, MSP, JSON or JSONL; None."""
-    try:
-        with open_text(path) as handle:
-            for _, line in zip(range(50), handle, strict=False):
-                text = line.strip().lstrip("\ufeff")
-                if not text or text.startswith(("#", ";", "!")):
-                    continue
-                upper = text.upper()
-                if upper == "BEGIN IONS" or upper.startswith(("PEPMASS=", "TITLE=", "CHARGE=")):
-                    return "mgf"
-                if upper.startswith("NAME:"):
-                    return "msp"
-                if text.startswith("["):
-                    return "json"
-                if text.startswith("{"):
-                    return "jsonl"
-                if text.startswith("<"):
-                    return "mzxml" if "mzxml" in text.lower() else "mzml"
-                if "=" in text and text.split("=", 1)[0].replace("_", "").isalnum():
-                    continue  # an MGF file's global parameters come before its first BEGIN IONS
-                return None
-    except (OSError, EOFError, UnicodeDecodeError, zlib.error):
-        return None
-    return None
-
-
-def _spectrum_format(path):
-    """The format from the file name (``.gz`` allowed after the extension), else from the content."""
-    name = path.name.lower()
-    name = name.removesuffix(".gz")
-    fmt = next((f for ext, f in SPECTRUM_FORMATS.items() if name.endswith(ext)), None)
-    if fmt in ("json", None):
-        sniffed = _sniff_format(path)
-        fmt = sniffed if fmt is None or sniffed in ("json", "jsonl") else fmt
-    return fmt
+        inchi, smiles, mol = meta.get("inchi"), meta.get("smiles"), None
+        if inchi and (smiles or not meta.get("inchikey")):
+            mol = parse_structure(inchi)
+            if mol is None and smiles:
+                mol = parse_structure(smiles)
+                if mol is not None:
+                    meta["inchi_unreadable"], meta["inchi"] = inchi, None
+                    report.note("unreadable InChIs replaced by the SMILES")
+        elif smiles and not meta.get("inchikey"):
+            mol = parse_structure(smiles)
+        if not meta.get("inchikey") and mol is not None:
+            meta["inchikey"] = inchikey(mol)
 
 
 def _plain_copy(path, tmp_dir):
@@ -330,11 +265,21 @@ def _plain_copy(path, tmp_dir):
     return target
 
 
-def read_spectra(path, *, require_precursor=True, require_structure=False, keep_empty=False):
+def _check_id_field(spectra, report, id_field, path):
+    """One-line error when no record of the file has the query-id field (matched in any case)."""
+    key = harmonized_name(id_field)
+    if not any(m.get(key) for m in spectra.metadata):
+        raise IOKRDataError(f"Spectra file {path}: no record has the query-id field {id_field!r} (matched in any "
+                            f"case); the records' fields are: {', '.join(sorted(report.fields)) or 'none'}.")
+
+
+def read_spectra(path, *, require_precursor=True, require_structure=False, keep_empty=False, id_field=None):
     """Read a spectra file, choosing the reader from the extension (``.gz`` allowed after each).
 
-    ``.mgf`` and ``.msp`` (streaming readers of this package, metadata harmonized as matchms does), ``.mzML``,
-    ``.mzXML`` and ``.json`` (GNPS/matchms JSON) through matchms, ``.jsonl`` (the shared MassBank format).
+    ``.mgf`` and ``.msp`` (streaming readers of this package, metadata harmonized as matchms does), ``.mzML`` and
+    ``.mzXML`` (their MS2 scans, through pyteomics), ``.json`` (GNPS/matchms JSON, through matchms), ``.jsonl``
+    (the shared MassBank format). Formats iokr does not read (vendor raw files, mzData, mzVault) are named in the
+    error.
 
     Parameters
     ----------
@@ -343,39 +288,58 @@ def read_spectra(path, *, require_precursor=True, require_structure=False, keep_
         Skip records without a positive precursor m/z.
     require_structure : bool, default=False
         Skip records without a structure (training); InChIKeys of records giving only a SMILES or an InChI are
-        derived with RDKit.
+        derived with RDKit, and the SMILES is used where the InChI does not read.
     keep_empty : bool, default=False
-        Keep records without peaks or without precursor m/z (queries: they get a status in the outputs).
+        Keep records without peaks, with unusable peaks (kept without them, the reason in ``peak_problem``) or
+        without precursor m/z (queries: they get a status in the outputs).
+    id_field : str, optional
+        A field naming each record (``--query-id-field``), matched in any case and under any name of
+        :data:`~._msfiles.ALIASES` (``FEATURE_ID``, ``featureid``); kept under its harmonized name. Not in MassBank
+        JSONL files (their id is the accession).
 
     Returns
     -------
     spectra : Spectra
         Metadata per spectrum: ``accession`` (the record's id), ``record`` (0-based position in the file), the
-        structure fields, and when the file gives them ``feature_id``, ``scans``, ``title``, ``adduct``,
-        ``ion_mode``, ``charge``.
+        structure fields, and when the file gives them ``feature_id``, ``scans`` (mzXML scan number, mzML
+        ``scan=N``), ``title``, ``spectrum_id``, ``native_id`` and the raw precursor ion ``adduct`` (with
+        ``adduct_source="name"`` when read from a GNPS name), ``ion_mode``, ``charge``.
     report : ReadReport
+
+    Raises
+    ------
+    IOKRDataError
+        A missing or unreadable file, a format iokr does not read (named), no usable record (saying what was
+        skipped: MS1 / MS3 scans, records without precursor or peaks), or ``id_field`` in no record.
     """
     path = Path(path)
     if not path.exists():
         raise IOKRDataError(f"Spectra file {path} does not exist.")
+    check_supported(path)
     if not path.is_file():
         raise IOKRDataError(f"Spectra file {path} is not a regular file.")
-    fmt = _spectrum_format(path)
+    fmt = spectrum_format(path)
     if fmt is None:
         raise IOKRDataError(f"Unknown spectra format for {path}: expected .mgf, .msp, .mzML, .mzXML, .json or "
                             ".jsonl, each optionally .gz.")
     if fmt == "jsonl":
         spectra, report = read_massbank_jsonl(path, require_precursor=require_precursor and not keep_empty,
-                                              require_structure=require_structure)
+                                              require_structure=require_structure, keep_empty=keep_empty)
+        if id_field:
+            _check_id_field(spectra, report, id_field, path)
         return spectra, report
     if fmt in ("mgf", "msp"):
-        spectra, report = _from_records(_text_records(path, fmt), path, require_precursor, keep_empty)
+        spectra, report = _from_records(_text_records(path, fmt), path, require_precursor, keep_empty, id_field)
     else:
         with tempfile.TemporaryDirectory(prefix="iokr-spectra-") as tmp:
             plain = _plain_copy(path, tmp)
-            spectra, report = _from_records(_matchms_records(plain, fmt), path, require_precursor, keep_empty)
+            records = (_matchms_records(plain, fmt) if fmt == "json" else
+                       ((i, None if f is None else harmonize(f), p) for i, f, p in iter_ms_xml(plain, fmt)))
+            spectra, report = _from_records(records, path, require_precursor, keep_empty, id_field)
+    if id_field:
+        _check_id_field(spectra, report, id_field, path)
     if require_structure:
-        _derive_inchikeys(spectra)
+        _resolve_structures(spectra, report)
         keys = spectra.field("inchikey")
         keep = [i for i, k in enumerate(keys) if k]
         # Report the dropped records like the JSONL reader does, so n_read stays the number returned.

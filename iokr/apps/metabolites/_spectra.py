@@ -11,9 +11,13 @@ import numpy as np
 
 from ...exceptions import IOKRDataError
 
-#: Metadata kept per spectrum (accession and licence must follow any redistributed record).
+#: Metadata kept per spectrum (accession and licence must follow any redistributed record). The precursor ion is
+#: kept raw, as the file writes it (``adduct``, ``adduct_source`` = ``"name"`` when read from a library name,
+#: ``ion_mode``, ``charge``): :func:`~._adducts.read_precursor_ion` interprets it. ``peak_problem``: why a query's
+#: peaks were dropped (``keep_empty``); ``inchi_unreadable``: an InChI RDKit rejected, replaced by the SMILES.
 METADATA_KEYS = ("accession", "license", "name", "inchikey", "inchi", "smiles", "formula", "source", "adduct",
-                 "record", "feature_id", "scans", "title", "spectrum_id", "ion_mode", "charge")
+                 "record", "feature_id", "scans", "title", "spectrum_id", "native_id", "ion_mode", "charge",
+                 "adduct_source", "peak_problem", "inchi_unreadable")
 
 
 class Spectra:

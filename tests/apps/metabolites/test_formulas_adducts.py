@@ -4,7 +4,14 @@ RDKit's masses and against the ion arithmetic written out by hand."""
 import numpy as np
 import pytest
 
-from iokr.apps.metabolites._adducts import AdductError, ion_mode_of, parse_adduct
+from iokr.apps.metabolites._adducts import (
+    AdductError,
+    PrecursorIon,
+    ion_mode_of,
+    parse_adduct,
+    read_charge,
+    read_precursor_ion,
+)
 from iokr.apps.metabolites._fingerprints import formula_mass
 from iokr.apps.metabolites._formulas import (
     ELECTRON_MASS,
@@ -45,15 +52,78 @@ def test_monoisotopic_mass_matches_rdkit():
 
 
 @pytest.mark.parametrize("text, name, n, charge", [
-    ("[M+H]+", "[M+H]+", 1, 1), ("M+H", "[M+H]+", 1, 1), ("[M+H]", "[M+H]+", 1, 1), ("[M+H]1+", "[M+H]+", 1, 1), ("[M+Na]+", "[M+Na]+", 1, 1),
+    # MassBank / MS-DIAL / NIST MSP / MZmine / SIRIUS (bracketed) and GNPS (bare) notations of the same ions
+    ("[M+H]+", "[M+H]+", 1, 1), ("M+H", "[M+H]+", 1, 1), ("[M+H]", "[M+H]+", 1, 1), ("[M+H]1+", "[M+H]+", 1, 1),
+    ("[M+H]+1", "[M+H]+", 1, 1), ("[M + H]+", "[M+H]+", 1, 1), ("M+H+", "[M+H]+", 1, 1),
+    ("[M+Na]+", "[M+Na]+", 1, 1), ("M+Na", "[M+Na]+", 1, 1), ("[M+K]+", "[M+K]+", 1, 1),
+    ("[M+NH4]+", "[M+NH4]+", 1, 1), ("M+NH4", "[M+NH4]+", 1, 1),
     ("[M-H]-", "[M-H]-", 1, -1), ("M-H", "[M-H]-", 1, -1), ("[M-H]1-", "[M-H]-", 1, -1),
-    ("[M+H-H2O]+", "[M+H-H2O]+", 1, 1), ("[M+FA-H]-", "[M+FA-H]-", 1, -1), ("[2M+H]+", "[2M+H]+", 2, 1),
-    ("[M+2H]2+", "[M+2H]2+", 1, 2), ("[M]+", "[M]+", 1, 1), ("[M+NH4]+", "[M+NH4]+", 1, 1),
+    # unbracketed water loss: positive (the charge of +H), whatever the sign of the last group
+    ("M+H-H2O", "[M+H-H2O]+", 1, 1), ("[M+H-H2O]+", "[M+H-H2O]+", 1, 1), ("[M-H2O+H]+", "[M+H-H2O]+", 1, 1),
+    ("M-H2O+H", "[M+H-H2O]+", 1, 1), ("[M-2H2O+H]+", "[M+H-2H2O]+", 1, 1), ("[M+H-NH3]+", "[M+H-NH3]+", 1, 1),
+    ("M-H-H2O", "[M-H-H2O]-", 1, -1), ("[M-H-CO2-2HF]-", "[M-H-CO2-2HF]-", 1, -1),
+    # multiply charged: the groups' charge and the written one agree
+    ("[M+2H]2+", "[M+2H]2+", 1, 2), ("M+2H", "[M+2H]2+", 1, 2), ("[M+H+Na]2+", "[M+H+Na]2+", 1, 2),
+    ("[M+Na+H]2+", "[M+H+Na]2+", 1, 2), ("[M+H+H]2+", "[M+2H]2+", 1, 2), ("[M+3H]3+", "[M+3H]3+", 1, 3),
+    ("[M-2H]2-", "[M-2H]2-", 1, -2), ("[M-2H]--", "[M-2H]2-", 1, -2), ("M-2H", "[M-2H]2-", 1, -2),
+    # anions added, and acids added with a proton removed: the same ions, one name
+    ("[M+Cl]-", "[M+Cl]-", 1, -1), ("M+Cl", "[M+Cl]-", 1, -1), ("[M+Br]-", "[M+Br]-", 1, -1),
+    ("[M+HCOO]-", "[M+HCOO]-", 1, -1), ("[M+HCO2]-", "[M+HCOO]-", 1, -1), ("[M+FA-H]-", "[M+HCOO]-", 1, -1),
+    ("M+FA-H", "[M+HCOO]-", 1, -1), ("[M+HCOOH-H]-", "[M+HCOO]-", 1, -1), ("[M+H2CO2-H]-", "[M+HCOO]-", 1, -1),
+    ("[M+CH3COO]-", "[M+CH3COO]-", 1, -1), ("[M+CH3COOH-H]-", "[M+CH3COO]-", 1, -1),
+    ("[M+Hac-H]-", "[M+CH3COO]-", 1, -1), ("M+CH3COOH-H", "[M+CH3COO]-", 1, -1), ("[M+K-2H]-", "[M+K-2H]-", 1, -1),
+    ("[M-2H+K]-", "[M+K-2H]-", 1, -1), ("[M+ACN+H]+", "[M+ACN+H]+", 1, 1), ("[M+CH3OH+H]+", "[M+MeOH+H]+", 1, 1),
+    ("[2M+H]+", "[2M+H]+", 2, 1), ("2M+H", "[2M+H]+", 2, 1), ("[2M-H]-", "[2M-H]-", 2, -1),
+    ("[2M+Na]+", "[2M+Na]+", 2, 1),
+    # molecules charged by themselves, radicals
+    ("[M]+", "[M]+", 1, 1), ("M+", "[M]+", 1, 1), ("[M]-", "[M]-", 1, -1), ("[M]+*", "[M]+*", 1, 1),
+    ("[M]+.", "[M]+*", 1, 1), ("[M-CH3]-", "[M-CH3]-", 1, -1), ("[M+CH3]+", "[M+CH3]+", 1, 1),
+    ("[M-OH]+", "[M-OH]+", 1, 1), ("[M-H+Li]+*", "[M+Li-H]+*", 1, 1),
 ])
 def test_parse_adduct_notations(text, name, n, charge):
     adduct = parse_adduct(text)
     assert (adduct.name, adduct.n_molecules, adduct.charge) == (name, n, charge)
     assert adduct.ion_mode == ("positive" if charge > 0 else "negative")
+    assert parse_adduct(adduct.name) == adduct  # the canonical text reads back as itself
+
+
+# Glucose C6H12O6 and its ions, added up by hand from the element masses (IUPAC) and the electron mass;
+# the rounded values are those of adduct-calculator tables (e.g. [M+H]+ 181.070665, [M-H]- 179.056112).
+H, C, N, O = ELEMENT_MASSES["H"], 12.0, ELEMENT_MASSES["N"], ELEMENT_MASSES["O"]  # noqa: E741 - element symbols
+GLUCOSE = 6 * C + 12 * H + 6 * O
+GLUCOSE_IONS = {
+    "[M+H]+": (GLUCOSE + H - ELECTRON_MASS, 181.070665), "M+H": (GLUCOSE + H - ELECTRON_MASS, 181.070665),
+    "[M+Na]+": (GLUCOSE + ELEMENT_MASSES["Na"] - ELECTRON_MASS, 203.052609),
+    "[M+K]+": (GLUCOSE + ELEMENT_MASSES["K"] - ELECTRON_MASS, 219.026547),
+    "[M+NH4]+": (GLUCOSE + N + 4 * H - ELECTRON_MASS, 198.097214),
+    "[M-H]-": (GLUCOSE - H + ELECTRON_MASS, 179.056112),
+    "[M+2H]2+": ((GLUCOSE + 2 * H - 2 * ELECTRON_MASS) / 2, 91.038971),
+    "[M-2H]2-": ((GLUCOSE - 2 * H + 2 * ELECTRON_MASS) / 2, 89.024418),
+    "[M+H+Na]2+": ((GLUCOSE + H + ELEMENT_MASSES["Na"] - 2 * ELECTRON_MASS) / 2, 102.029943),
+    "[M+H-H2O]+": (GLUCOSE + H - (2 * H + O) - ELECTRON_MASS, 163.060100),
+    "M+H-H2O": (GLUCOSE + H - (2 * H + O) - ELECTRON_MASS, 163.060100),
+    "[M-H2O+H]+": (GLUCOSE + H - (2 * H + O) - ELECTRON_MASS, 163.060100),
+    "[M+FA-H]-": (GLUCOSE + (C + 2 * H + 2 * O) - H + ELECTRON_MASS, 225.061591),
+    "[M+HCOO]-": (GLUCOSE + (C + H + 2 * O) + ELECTRON_MASS, 225.061591),
+    "[M+CH3COOH-H]-": (GLUCOSE + (2 * C + 4 * H + 2 * O) - H + ELECTRON_MASS, 239.077241),
+    "[M+CH3COO]-": (GLUCOSE + (2 * C + 3 * H + 2 * O) + ELECTRON_MASS, 239.077241),
+    "[M+Cl]-": (GLUCOSE + ELEMENT_MASSES["Cl"] + ELECTRON_MASS, 215.032789),
+    "[2M+H]+": (2 * GLUCOSE + H - ELECTRON_MASS, 361.134053),
+    "[M]+": (GLUCOSE - ELECTRON_MASS, 180.062840), "[M]+*": (GLUCOSE - ELECTRON_MASS, 180.062840),
+    "[M]-": (GLUCOSE + ELECTRON_MASS, 180.063937),
+}
+
+
+@pytest.mark.parametrize("text", sorted(GLUCOSE_IONS))
+def test_glucose_ions_by_hand(text):
+    by_hand, tabulated = GLUCOSE_IONS[text]
+    adduct = parse_adduct(text)
+    assert by_hand == pytest.approx(tabulated, abs=1.5e-6)
+    assert adduct.precursor_mz(GLUCOSE) == pytest.approx(by_hand, abs=1e-9)
+    assert adduct.neutral_mass(by_hand) == pytest.approx(GLUCOSE, abs=1e-9)
+    # a 1 mDa error in m/z is |charge| mDa (divided by n) in the neutral mass: |charge| is used, not the sign
+    shifted = adduct.neutral_mass(by_hand + 1e-3) - GLUCOSE
+    assert shifted == pytest.approx(1e-3 * abs(adduct.charge) / adduct.n_molecules, abs=1e-9)
 
 
 def test_neutral_masses_by_hand():
@@ -69,9 +139,20 @@ def test_neutral_masses_by_hand():
     assert cases["[M+H]+"] == pytest.approx(195.087652, abs=1e-6)  # caffeine [M+H]+ as tabulated
 
 
-@pytest.mark.parametrize("text", ["", "foo", "[M+H]+-", "M+Xx", "[0M+H]+", "M", None, "[M+H]0+"])
+@pytest.mark.parametrize("text", ["", "foo", "[M+H]+-", "M+Xx", "[0M+H]+", "M", None, "[M+H]0+", "[M]", "M+H2O",
+                                  "M+H+1", "[M+H]+2-", "[M+0H]+", "2M"])
 def test_unreadable_adducts(text):
     with pytest.raises(AdductError):
+        parse_adduct(text)
+
+
+@pytest.mark.parametrize("text, groups, written", [
+    ("[M+H]2+", "+1", "+2"), ("[M+H]-", "+1", "-1"), ("[M-H]+", "-1", "+1"), ("[M+2H]+", "+2", "+1"),
+    ("[M-2H]-", "-2", "-1"), ("[M+Na]2+", "+1", "+2"), ("[M+Cl]+", "-1", "+1"), ("[M+FA-H]+", "-1", "+1"),
+    ("[M+H+Na]+", "+2", "+1"), ("[M-H]2-", "-1", "-2"), ("[M+NH4]-", "+1", "-1"),
+])
+def test_adducts_whose_groups_contradict_their_charge_are_refused(text, groups, written):
+    with pytest.raises(AdductError, match=rf"groups give charge \{groups} but the text says \{written}"):
         parse_adduct(text)
 
 
@@ -85,3 +166,75 @@ def test_formula_mass_agrees_with_the_legacy_rdkit_route():
 
     for f in ("C9H8O4", "C19H23ClN2", "C6H12O6", "C5H11NO2S"):
         assert np.isclose(formula_mass(f), monoisotopic_mass(f), atol=1e-6)
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("2+", (2, 1)), ("1-", (1, -1)), ("-1", (1, -1)), ("+2", (2, 1)), ("2", (2, None)), ("1", (1, None)),
+    ("+", (1, 1)), ("-", (1, -1)), (" 3+ ", (3, 1)), (2, (2, 1)), (-2, (2, -1)),
+    (1.0, (1, 1)), ("0", (None, None)), (0, (None, None)), (None, (None, None)), ("", (None, None)),
+])
+def test_read_charge(value, expected):
+    assert read_charge(value) == expected
+
+
+@pytest.mark.parametrize("value", ["abc", "2+-", "1.5", 1.5, float("nan"), True, "++2"])
+def test_unreadable_charges(value):
+    with pytest.raises(ValueError, match="charge"):
+        read_charge(value)
+
+
+@pytest.mark.parametrize("meta, adduct, ion_mode, charge", [
+    ({}, None, None, None),
+    ({"adduct": "[M+H]+"}, "[M+H]+", "positive", 1),
+    ({"adduct": "M+H-H2O", "ion_mode": "positive", "charge": "1+"}, "[M+H-H2O]+", "positive", 1),
+    ({"adduct": "[M-H]-", "ion_mode": "NEGATIVE", "charge": "1-"}, "[M-H]-", "negative", -1),
+    ({"adduct": "[M-H]-", "ion_mode": "negative", "charge": "1"}, "[M-H]-", "negative", -1),  # unsigned CHARGE
+    ({"adduct": "[M+2H]2+", "charge": "2+"}, "[M+2H]2+", "positive", 2),
+    ({"adduct": "[M-2H]2-", "charge": "2-", "ion_mode": "Negative"}, "[M-2H]2-", "negative", -2),
+    ({"ion_mode": "negative"}, None, "negative", None),
+    ({"ion_mode": "POS", "charge": "1"}, None, "positive", 1),
+    ({"ion_mode": "negative", "charge": "1"}, None, "negative", -1),
+    ({"ion_mode": "positive", "charge": "2+"}, None, "positive", 2),
+    ({"ion_mode": "negative", "charge": "2"}, None, "negative", -2),
+    ({"charge": "2-"}, None, "negative", -2),
+    ({"charge": "-1"}, None, "negative", -1),
+    ({"charge": -1}, None, "negative", -1),  # matchms keeps the charge as an int
+    ({"charge": "1"}, None, None, None),  # neither sign nor mode: unknown, not assumed
+    ({"charge": "0", "ion_mode": "positive"}, None, "positive", None),  # CHARGE=0: not given
+    ({"adduct": "[M]+*", "ion_mode": "POSITIVE"}, "[M]+*", "positive", 1),
+    ({"adduct": "M+NH4", "adduct_source": "name"}, "[M+NH4]+", "positive", 1),
+])
+def test_read_precursor_ion_consistent(meta, adduct, ion_mode, charge):
+    before = dict(meta)
+    ion = read_precursor_ion(meta)
+    assert isinstance(ion, PrecursorIon)
+    assert (None if ion.adduct is None else ion.adduct.name, ion.ion_mode, ion.charge, ion.problem) == \
+        (adduct, ion_mode, charge, "")
+    assert meta == before
+
+
+@pytest.mark.parametrize("meta, adduct, ion_mode, charge, problem", [
+    ({"adduct": "[M+H]+", "ion_mode": "negative"}, "[M+H]+", "positive", 1,
+     "adduct [M+H]+ contradicts ion mode negative"),
+    ({"adduct": "[M-H]-", "ion_mode": "Positive"}, "[M-H]-", "negative", -1,
+     "adduct [M-H]- contradicts ion mode Positive"),
+    ({"adduct": "[M+H]+", "charge": "2+"}, "[M+H]+", "positive", 1, "adduct [M+H]+ contradicts charge 2+"),
+    ({"adduct": "[M+H]+", "charge": "2"}, "[M+H]+", "positive", 1, "adduct [M+H]+ contradicts charge 2"),
+    ({"adduct": "[M+2H]2+", "charge": "1+"}, "[M+2H]2+", "positive", 2, "adduct [M+2H]2+ contradicts charge 1+"),
+    ({"adduct": "[M+H]+", "charge": "1-"}, "[M+H]+", "positive", 1, "adduct [M+H]+ contradicts charge 1-"),
+    ({"adduct": "[M-H]-", "charge": -1, "ion_mode": "positive"}, "[M-H]-", "negative", -1,
+     "adduct [M-H]- contradicts ion mode positive"),
+    ({"ion_mode": "positive", "charge": "1-"}, None, "positive", None, "charge 1- contradicts ion mode positive"),
+    ({"ion_mode": "negative", "charge": "2+"}, None, "negative", None, "charge 2+ contradicts ion mode negative"),
+    ({"charge": "2"}, None, None, None, "charge 2 has no sign and no ion mode is given"),
+    ({"adduct": "[M+H]2+", "ion_mode": "positive"}, None, "positive", None,
+     "unreadable adduct: '[M+H]2+': the groups give charge +1 but the text says +2"),
+    ({"adduct": "Cat"}, None, None, None, "unreadable adduct: 'Cat' is not an adduct such as [M+H]+ or [M-H]-"),
+    ({"ion_mode": "positive", "charge": "two"}, None, "positive", None,
+     "unreadable charge: charge 'two' is not a charge such as 2+, 1- or -1"),
+])
+def test_read_precursor_ion_contradictions(meta, adduct, ion_mode, charge, problem):
+    ion = read_precursor_ion(meta)
+    assert (None if ion.adduct is None else ion.adduct.name, ion.ion_mode, ion.problem) == (adduct, ion_mode, problem)
+    if charge is not None:
+        assert ion.charge == charge

@@ -24,6 +24,7 @@ from iokr.apps.metabolites import (
 )
 from iokr.apps.metabolites._adducts import PrecursorIon, parse_adduct
 from iokr.apps.metabolites._fingerprints import Fingerprinter
+from iokr.apps.metabolites._formulas import monoisotopic_mass
 from iokr.apps.metabolites._routing import ASSUME_MAPPING, route_query
 from iokr.apps.metabolites._training import precursor_types, types_to_train
 from iokr.cli.main import main
@@ -160,14 +161,19 @@ def mixed(tmp_path_factory):
 
     query, pos_query = richest(negative_true[key]), richest(next(iter(positive.values())))
     formula = query["formula_rdkit"]
+
+    def mz(adduct):  # the precursor m/z of the query's formula as this ion
+        return f"{parse_adduct(adduct).precursor_mz(monoisotopic_mass(formula)):.5f}"
+
     blocks = [
         _block(f"FEATURE_ID=1\nPEPMASS={query['precursor_mz']}\nCHARGE=1-\nFORMULA={formula}\n", query),
         _block(f"FEATURE_ID=2\nPEPMASS={query['precursor_mz']}\nIONMODE=negative\nADDUCT=[M-H]-\n"
                f"FORMULA={formula}\n", query),
-        _block(f"FEATURE_ID=3\nPEPMASS={pos_query['precursor_mz']}\nCHARGE=1+\nFORMULA={formula}\n", pos_query),
+        # a positive query of the same formula (its [M+H]+ m/z): the same candidates, ranked by the [M+H]+ sub-model
+        _block(f"FEATURE_ID=3\nPEPMASS={mz('[M+H]+')}\nCHARGE=1+\nFORMULA={formula}\n", pos_query),
         _block(f"FEATURE_ID=4\nPEPMASS={query['precursor_mz']}\nFORMULA={formula}\n", query),
-        _block(f"FEATURE_ID=5\nPEPMASS={query['precursor_mz']}\nCHARGE=2-\nFORMULA={formula}\n", query),
-        _block(f"FEATURE_ID=6\nPEPMASS={query['precursor_mz']}\nADDUCT=[M+Cl]-\nFORMULA={formula}\n", query),
+        _block(f"FEATURE_ID=5\nPEPMASS={mz('[M-2H]2-')}\nCHARGE=2-\nFORMULA={formula}\n", query),
+        _block(f"FEATURE_ID=6\nPEPMASS={mz('[M+Cl]-')}\nADDUCT=[M+Cl]-\nFORMULA={formula}\n", query),
     ]
     mgf = root / "queries.mgf"
     mgf.write_text("".join(blocks))

@@ -1,0 +1,376 @@
+"""Files as other tools write them (MZmine, GNPS, NIST / MS-DIAL MSP, ProteoWizard mzML, mzXML, MassBank, matchms
+JSON): the precursor ion each record states (read back through read_precursor_ion), quoted structures, what a read
+that finds nothing says, and records with unusable peaks kept for queries."""
+
+import gzip
+import json
+import sqlite3
+
+import numpy as np
+import pytest
+from ms_xml_files import Scan, mzml, mzxml
+
+from iokr.apps.metabolites import read_spectra
+from iokr.apps.metabolites._adducts import read_precursor_ion
+from iokr.apps.metabolites._readers import adduct_from_name
+from iokr.exceptions import IOKRDataError
+
+#: MZmine 3 GNPS export: FEATURE_ID / SCANS, CHARGE with sign, no adduct for most features.
+MZMINE_MGF = """BEGIN IONS
+FEATURE_ID=1
+PEPMASS=195.0877
+SCANS=1
+CHARGE=1+
+MSLEVEL=2
+60.0 10
+138.066 100
+END IONS
+BEGIN IONS
+FEATURE_ID=2
+PEPMASS=193.0720
+SCANS=2
+CHARGE=1-
+IONMODE=negative
+60.0 10
+138.066 100
+END IONS
+BEGIN IONS
+FEATURE_ID=3
+PEPMASS=98.0475
+SCANS=3
+CHARGE=2+
+60.0 10
+90.0 100
+END IONS
+BEGIN IONS
+FEATURE_ID=4
+PEPMASS=217.0696
+SCANS=4
+CHARGE=1+
+ION=[M+Na]+
+60.0 10
+138.066 100
+END IONS
+BEGIN IONS
+FEATURE_ID=5
+PEPMASS=212.1135
+SCANS=5
+CHARGE=1
+ADDUCT=M+NH4
+IONMODE=Positive
+60.0 10
+138.066 100
+END IONS
+BEGIN IONS
+FEATURE_ID=6
+PEPMASS=177.0771
+SCANS=6
+ADDUCT=M+H-H2O
+60.0 10
+138.066 100
+END IONS
+"""
+
+#: A GNPS library MGF: SCANS=1 everywhere, a unique SPECTRUMID, names ending in the adduct, quoted InChIs.
+GNPS_MGF = """BEGIN IONS
+PEPMASS=179.0561
+CHARGE=0
+MSLEVEL=2
+IONMODE=Negative
+NAME=D-Glucose M-H
+SMILES=OC[C@H]1OC(O)[C@H](O)[C@@H](O)[C@@H]1O
+INCHI="InChI=1S/C6H12O6/c7-1-2-3(8)4(9)5(10)6(11)12-2/h2-11H,1H2/t2-,3-,4+,5-,6?/m1/s1"
+SPECTRUMID=CCMSLIB00000001
+SCANS=1
+59.0 10
+89.0 100
+END IONS
+BEGIN IONS
+PEPMASS=198.0972
+CHARGE=1
+MSLEVEL=2
+IONMODE=Positive
+NAME=D-Glucose M+NH4
+SMILES=OC[C@H]1OC(O)[C@H](O)[C@@H](O)[C@@H]1O
+INCHI="InChI=1S/broken"
+SPECTRUMID=CCMSLIB00000002
+SCANS=1
+85.0 10
+163.0 100
+END IONS
+BEGIN IONS
+PEPMASS=195.0877
+CHARGE=1
+MSLEVEL=2
+IONMODE=Positive
+NAME=Caffeine [M+H]+
+SMILES=N/A
+INCHI="InChI=1S/C8H10N4O2/c1-10-4-9-6-5(10)7(13)12(3)8(14)11(6)2/h4H,1-3H3"
+SPECTRUMID=CCMSLIB00000003
+SCANS=1
+110.07 10
+138.066 100
+END IONS
+"""
+
+#: NIST-style MSP (Precursor_type, Ion_mode, DB#) and an MS-DIAL-style record (PRECURSORTYPE, IONMODE).
+MSP = """Name: Caffeine
+DB#: NIST-1
+Precursor_type: [M+H]+
+Ion_mode: P
+PrecursorMZ: 195.0877
+Num Peaks: 2
+110.07 10
+138.066 100
+
+NAME: Glucose
+PRECURSORMZ: 225.0616
+PRECURSORTYPE: [M+HCOO]-
+IONMODE: Negative
+DB#: NIST-2
+Num Peaks: 2
+59.0 10
+89.0 100
+
+Name: Glucose 2
+DB#: NIST-3
+Precursor_type: [M-2H]2-
+Charge: 2-
+PrecursorMZ: 89.0244
+Num Peaks: 1
+59.0 10
+"""
+
+
+def _write(path, text):
+    path.write_text(text)
+    return path
+
+
+def _ions(spectra):
+    return [read_precursor_ion(m) for m in spectra.metadata]
+
+
+def _summary(ion):
+    return (None if ion.adduct is None else ion.adduct.name, ion.ion_mode, ion.charge, ion.problem)
+
+
+def test_mzmine_mgf_precursor_ions(tmp_path):
+    spectra, _ = read_spectra(_write(tmp_path / "mzmine.mgf", MZMINE_MGF), keep_empty=True)
+    assert [_summary(i) for i in _ions(spectra)] == [
+        (None, "positive", 1, ""), (None, "negative", -1, ""), (None, "positive", 2, ""),
+        ("[M+Na]+", "positive", 1, ""), ("[M+NH4]+", "positive", 1, ""), ("[M+H-H2O]+", "positive", 1, ""),
+    ]
+    meta = spectra.metadata
+    assert meta[2]["charge"] == "2+" and meta[4]["adduct"] == "M+NH4" and meta[4]["ion_mode"] == "Positive"
+    assert "adduct_source" not in meta[4]  # from the ADDUCT field, not the name
+
+
+def test_gnps_library_mgf_names_quotes_and_ids(tmp_path):
+    spectra, report = read_spectra(_write(tmp_path / "gnps.mgf", GNPS_MGF), keep_empty=True)
+    meta = spectra.metadata
+    assert [m.get("adduct") for m in meta] == ["M-H", "M+NH4", "[M+H]+"]
+    assert [m.get("adduct_source") for m in meta] == ["name"] * 3
+    assert [_summary(i) for i in _ions(spectra)] == [
+        ("[M-H]-", "negative", -1, ""), ("[M+NH4]+", "positive", 1, ""), ("[M+H]+", "positive", 1, "")]
+    assert meta[0]["inchi"].startswith("InChI=1S/C6H12O6") and meta[2]["inchi"].endswith("1-3H3")
+    assert meta[2]["smiles"] is None  # "N/A" is missing, not a structure
+    assert [m["scans"] for m in meta] == ["1"] * 3 and meta[1]["spectrum_id"] == "CCMSLIB00000002"
+    assert report.notes["quoted structure fields unquoted"] == 3
+    assert report.notes["adducts read from the name"] == 3
+    assert "3 quoted structure fields unquoted" in report.summary()
+
+
+def test_smiles_used_where_the_inchi_does_not_read(tmp_path):
+    pytest.importorskip("rdkit")
+    spectra, report = read_spectra(_write(tmp_path / "gnps.mgf", GNPS_MGF), require_structure=True)
+    assert len(spectra) == 3 and report.notes["unreadable InChIs replaced by the SMILES"] == 1
+    glucose = spectra.field("inchikey")
+    assert glucose[0][:14] == glucose[1][:14] == "WQZGKKKJIJFFOK"  # the broken InChI's record: from its SMILES
+    assert spectra.metadata[1]["inchi"] is None and spectra.metadata[1]["inchi_unreadable"] == "InChI=1S/broken"
+    assert glucose[2].startswith("RYYVLZVUVIJVGH")  # caffeine: its unquoted InChI
+    # without the quotes removed, 2 of the 3 InChIs would not read; without the SMILES fallback, one record is lost
+    assert report.n_read == 3 and report.n_skipped == 0
+
+
+def test_msp_nist_and_msdial_precursor_ions(tmp_path):
+    spectra, _ = read_spectra(_write(tmp_path / "lib.msp", MSP))
+    assert [_summary(i) for i in _ions(spectra)] == [
+        ("[M+H]+", "positive", 1, ""), ("[M+HCOO]-", "negative", -1, ""), ("[M-2H]2-", "negative", -2, "")]
+    assert [m.get("spectrum_id") for m in spectra.metadata] == ["NIST-1", "NIST-2", "NIST-3"]
+
+
+def test_contradictions_are_flagged_not_resolved(tmp_path):
+    text = ("BEGIN IONS\nPEPMASS=195.0877\nCHARGE=1-\nIONMODE=positive\n60 1\nEND IONS\n"
+            "BEGIN IONS\nPEPMASS=195.0877\nADDUCT=[M+H]+\nIONMODE=negative\n60 1\nEND IONS\n"
+            "BEGIN IONS\nPEPMASS=98.0475\nADDUCT=[M+H]+\nCHARGE=2+\n60 1\nEND IONS\n"
+            "BEGIN IONS\nPEPMASS=98.0475\nION=[M+H]2+\n60 1\nEND IONS\n"
+            "BEGIN IONS\nPEPMASS=98.0475\nNAME=Foo M-H\nIONMODE=positive\n60 1\nEND IONS\n")
+    spectra, _ = read_spectra(_write(tmp_path / "c.mgf", text))
+    assert [i.problem for i in _ions(spectra)] == [
+        "charge 1- contradicts ion mode positive", "adduct [M+H]+ contradicts ion mode negative",
+        "adduct [M+H]+ contradicts charge 2+",
+        "unreadable adduct: '[M+H]2+': the groups give charge +1 but the text says +2",
+        "adduct [M-H]- contradicts ion mode positive"]
+
+
+@pytest.mark.parametrize("name, adduct", [
+    ("Hydroxyzine M+H", "M+H"), ("D-Glucose M-H", "M-H"), ("Caffeine [M+H]+", "[M+H]+"), ("X 2M+Na", "2M+Na"),
+    ("Sucrose M+NH4", "M+NH4"), ("Y M-H2O+H", "M-H2O+H"), ("Z [M+2H]2+", "[M+2H]2+"), ("Maltose", None),
+    ("Compound M", None), ("Vitamin B12", None), ("L-Methionine", None), ("Unknown", None), (None, None),
+    ("Foo [M+H]2+", None), ("Cer(d18:1) M+H", "M+H"),
+])
+def test_adduct_from_name(name, adduct):
+    assert adduct_from_name(name) == adduct
+
+
+@pytest.mark.parametrize("fmt", ["mzml", "mzxml"])
+def test_mzml_mzxml_polarity_charge_and_scan_numbers(tmp_path, fmt):
+    scans = [Scan(1, ms_level=1), Scan(17, charge=2, precursor_mz=98.0475), Scan(18, polarity="-", charge=1),
+             Scan(19, polarity="+"), Scan(20, ms_level=3), Scan(21, ms_level=1)]
+    path = tmp_path / f"run.{'mzML' if fmt == 'mzml' else 'mzXML'}"
+    path.write_text(mzml(scans) if fmt == "mzml" else mzxml(scans))
+    spectra, report = read_spectra(path, keep_empty=True)
+    assert [m["scans"] for m in spectra.metadata] == ["17", "18", "19"]  # scan numbers, not positions
+    assert [_summary(i) for i in _ions(spectra)] == [
+        (None, "positive", 2, ""), (None, "negative", -1, ""), (None, "positive", None, "")]
+    assert report.counts == {"MS1 scans": 2, "MS3 scans": 1}
+    assert report.summary() == "3 spectra read, 3 skipped (2 MS1 scans, 1 MS3 scans); only MS2 scans are used"
+    np.testing.assert_allclose(spectra.precursor_mz, [98.0475, 195.0877, 195.0877])
+    np.testing.assert_allclose(spectra.peaks(0)[0], [60.0, 138.066])
+    if fmt == "mzml":
+        assert spectra.metadata[0]["native_id"] == "controllerType=0 controllerNumber=1 scan=17"
+
+
+def test_gzipped_mzml_and_native_ids_without_scan(tmp_path):
+    path = tmp_path / "run.mzML.gz"
+    with gzip.open(path, "wt") as handle:
+        handle.write(mzml([Scan(5, title="feature 5")], native_id="index={scan}"))
+    spectra, _ = read_spectra(path)
+    assert "scans" not in spectra.metadata[0] and spectra.metadata[0]["native_id"] == "index=5"
+    assert spectra.metadata[0]["title"] == "feature 5"
+
+
+@pytest.mark.parametrize("fmt", ["mzml", "mzxml"])
+def test_zero_ms2_scans_say_what_was_skipped(tmp_path, fmt):
+    scans = [Scan(i, ms_level=1) for i in range(1, 4)] + [Scan(9, ms_level=3)]
+    path = tmp_path / f"ms1.{fmt}"
+    path.write_text(mzml(scans) if fmt == "mzml" else mzxml(scans))
+    with pytest.raises(IOKRDataError, match=r"0 spectra read, 4 skipped \(3 MS1 scans, 1 MS3 scans\); only MS2 "
+                                            r"scans are used\.$"):
+        read_spectra(path)
+
+
+def test_malformed_mzml_is_one_error(tmp_path):
+    path = tmp_path / "cut.mzML"
+    path.write_text(mzml([Scan(1), Scan(2)])[:900])
+    with pytest.raises(IOKRDataError, match=r"Cannot parse mzml file .*cut\.mzML"):
+        read_spectra(path)
+
+
+def _sqlite(path):
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE spectrum (id INTEGER)")
+    con.commit()
+    con.close()
+
+
+@pytest.mark.parametrize("name, content, expected", [
+    ("run.raw", b"\x01\xa1F\x00i\x00n\x00n\x00i\x00g\x00a\x00n\x00" + b"\x00" * 40, "a Thermo .raw file"),
+    ("run.wiff", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 40, r"a SCIEX \.wiff file"),
+    ("run.mzData", b'<?xml version="1.0"?>\n<mzData version="1.05">\n</mzData>\n', "an mzData file"),
+    ("run.xml", b'<?xml version="1.0"?>\n<mzData version="1.05">\n</mzData>\n', "an mzData file"),
+    ("library.db", None, "Thermo mzVault"),
+    ("renamed.bin", b"\x01\xa1F\x00i\x00n\x00n\x00i\x00g\x00a\x00n\x00" + b"\x00" * 40, "a Thermo .raw file"),
+])
+def test_unsupported_formats_are_named(tmp_path, name, content, expected):
+    path = tmp_path / name
+    if content is None:
+        _sqlite(path)
+    else:
+        path.write_bytes(content)
+    with pytest.raises(IOKRDataError, match=expected) as info:
+        read_spectra(path)
+    assert "\n" not in str(info.value) and "iokr reads .mgf, .msp, .mzML" in str(info.value)
+
+
+def test_vendor_folder_is_named(tmp_path):
+    (tmp_path / "sample.d").mkdir()
+    with pytest.raises(IOKRDataError, match=r"an Agilent/Bruker \.d folder"):
+        read_spectra(tmp_path / "sample.d")
+
+
+def test_ei_library_and_msp_without_peaks_say_why(tmp_path):
+    golm = ("Name: Alanine (2TMS)\nSynon: RI: 1100\nFormula: C9H23NO2Si2\nMW: 233\nNum Peaks: 3\n"
+            "73 999; 116 500; 147 80;\n\nName: Glycine (3TMS)\nNum Peaks: 2\n73 999; 174 400;\n")
+    with pytest.raises(IOKRDataError, match=r"2 missing precursor m/z\) \(no record gives a precursor m/z: an EI"):
+        read_spectra(_write(tmp_path / "golm.msp", golm))
+    no_peaks = "Name: A\nPrecursorMZ: 100.1\nNum Peaks: 0\n\nName: B\nPrecursorMZ: 120.1\nNum Peaks: 0\n"
+    with pytest.raises(IOKRDataError, match=r"2 no peaks\) \(no record has peaks"):
+        read_spectra(_write(tmp_path / "nist.msp", no_peaks))
+
+
+BAD_PEAKS_MGF = """BEGIN IONS
+TITLE=good
+PEPMASS=195.0877
+60.0 10
+138.066 100
+END IONS
+BEGIN IONS
+TITLE=zero mz
+PEPMASS=195.0877
+0.0 10
+138.066 100
+END IONS
+BEGIN IONS
+TITLE=non-finite
+PEPMASS=195.0877
+60.0 nan
+END IONS
+BEGIN IONS
+TITLE=no precursor
+60.0 10
+END IONS
+"""
+
+
+def test_records_with_bad_peaks_are_kept_for_queries_and_skipped_for_training(tmp_path):
+    path = _write(tmp_path / "q.mgf", BAD_PEAKS_MGF)
+    spectra, report = read_spectra(path, require_precursor=False, keep_empty=True)
+    assert [m["title"] for m in spectra.metadata] == ["good", "zero mz", "non-finite", "no precursor"]
+    assert [m.get("peak_problem") for m in spectra.metadata] == [None, "non-positive m/z", "non-finite peaks", None]
+    np.testing.assert_array_equal(spectra.n_peaks, [2, 0, 0, 1])
+    assert report.notes == {"kept without their peaks (non-positive m/z)": 1,
+                            "kept without their peaks (non-finite peaks)": 1}
+    spectra, report = read_spectra(path)
+    assert len(spectra) == 1 and report.counts == {"non-positive m/z": 1, "non-finite peaks": 1,
+                                                   "missing precursor m/z": 1}
+
+
+def test_jsonl_precursor_ion_ids_and_kept_bad_peaks(tmp_path):
+    base = {"accession": "MSBNK-A-1", "license": "CC BY", "precursor_mz": 179.0561, "precursor_type": "[M-H]-",
+            "ion_mode": "NEGATIVE", "inchi": '"InChI=1S/C2H6O/c1-2-3/h3H,2H2,1H3"',
+            "peaks": [[59.0, 10.0], [89.0, 100.0]]}
+    records = [base, {**base, "accession": "MSBNK-A-2", "peaks": [[-1.0, 5.0]]}]
+    path = tmp_path / "q.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    spectra, report = read_spectra(path, keep_empty=True)
+    assert [m["spectrum_id"] for m in spectra.metadata] == ["MSBNK-A-1", "MSBNK-A-2"]
+    assert _summary(read_precursor_ion(spectra.metadata[0])) == ("[M-H]-", "negative", -1, "")
+    assert spectra.metadata[0]["inchi"].startswith("InChI=1S/C2H6O")
+    assert spectra.metadata[1]["peak_problem"] == "non-positive m/z"
+    spectra, report = read_spectra(path)
+    assert len(spectra) == 1 and report.counts == {"non-positive m/z": 1}
+
+
+def test_matchms_json_precursor_ion(tmp_path):
+    exporting = pytest.importorskip("matchms.exporting")
+    importing = pytest.importorskip("matchms.importing")
+    mgf = _write(tmp_path / "m.mgf", MZMINE_MGF)
+    out = tmp_path / "m.json"
+    exporting.save_as_json(list(importing.load_from_mgf(str(mgf))), str(out))
+    spectra, _ = read_spectra(out, keep_empty=True)
+    summaries = [_summary(i)[:3] for i in _ions(spectra)]
+    assert summaries[1] == (None, "negative", -1) and summaries[2] == (None, "positive", 2)
+    assert spectra.metadata[2]["charge"] == "2+"  # matchms's signed int, written with its sign
+    assert summaries[3][0] == "[M+Na]+" and summaries[5][0] == "[M+H-H2O]+"
