@@ -261,3 +261,15 @@ def test_a_file_of_one_model_loads_as_one_submodel(tmp_path):
                                model.score_sets(S[:1], candidates)[0], rtol=1e-12)
     sodium = save_identifier(tmp_path / "na.npz", model, fp, Cleaning(), extra={"precursor_types": ["[M+Na]+"]})
     assert load_metabolite_model(sodium).precursor_types == ("[M+Na]+",)
+
+
+def test_too_few_training_structures_is_a_one_line_error(mixed, tmp_path, capsys):
+    records = [json.loads(line) for line in (mixed["root"] / "positive.jsonl").read_text().splitlines()]
+    two = [r for r in records if r["inchikey_rdkit"][:14] in {x["inchikey_rdkit"][:14] for x in records[:1]}]
+    two += [r for r in records if r["inchikey_rdkit"][:14] == records[-1]["inchikey_rdkit"][:14]]
+    path = tmp_path / "two.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in two))
+    assert main(["metabolites", "train", "--spectra", str(path), "--output", str(tmp_path / "m.npz")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].endswith("need at least 9 training structures (got 2 of [M+H]+).")
+    assert not (tmp_path / "m.npz").exists()
