@@ -1,6 +1,6 @@
 """A model file of several sub-models, one per precursor type (``[M+H]+``, ``[M-H]-``, ...), and its loader.
 
-Layout (``"submodels"`` in the file's metadata): one entry per sub-model, in the order trained, with its
+Layout (``"submodels"`` in the file's metadata, ``"submodel_layout"``: :data:`SUBMODEL_LAYOUT`): one entry per sub-model, in the order trained, with its
 ``precursor_type``, the ``prefix`` of its arrays (``s0_``, ``s1_``, ...: the arrays of
 :func:`~._persist.submodel_arrays`), its ``model_params``, ``n_train``, ``n_output_features`` and ``extra`` (its
 cross-validation table, calibration, training counts). Fingerprint and cleaning settings are shared. The file's
@@ -22,6 +22,9 @@ from ...io import ModelFileError, save_model_file
 from ._confidence import Calibration
 from ._persist import KIND, read_model, rebuild_cleaning, rebuild_submodel, submodel_arrays
 from ._routing import ASSUME_MAPPING, route_query
+
+#: Version of the sub-model layout written (metadata ``submodel_layout``); newer layouts are refused on load.
+SUBMODEL_LAYOUT = 1
 
 #: Precursor type of model files written before models recorded theirs: iokr trained only on the shared
 #: MassBank [M+H]+ spectra then.
@@ -50,6 +53,7 @@ def save_metabolite_model(path, submodels, fingerprinter, cleaning, extra=None):
         entries.append({"precursor_type": sub.precursor_type, "prefix": prefix, **meta,
                         "extra": {**sub.extra, "precursor_types": [sub.precursor_type]}})
     meta = {"fingerprint": fingerprinter.params(), "cleaning": cleaning.params(), "submodels": entries,
+            "submodel_layout": SUBMODEL_LAYOUT,
             "extra": {"precursor_types": sorted(types), **(extra or {})}}
     return save_model_file(path, arrays, meta, kind=KIND)
 
@@ -79,6 +83,10 @@ class MetaboliteModel:
             record = {**metadata, "prefix": "", "extra": extra}
             self._entries = {t: record for t in types}
         else:
+            layout = metadata.get("submodel_layout")
+            if not isinstance(layout, int) or isinstance(layout, bool) or not 1 <= layout <= SUBMODEL_LAYOUT:
+                raise ModelFileError(f"Model file {path} has sub-model layout {layout!r}; this iokr reads layouts 1 "
+                                     f"to {SUBMODEL_LAYOUT} (a newer iokr wrote it?).")
             if not isinstance(entries, list) or not entries or not all(isinstance(e, dict) for e in entries):
                 raise ModelFileError(f"Model file {path} is incomplete or inconsistent (field 'submodels' must be a "
                                      "non-empty list of records).")

@@ -30,6 +30,7 @@ from iokr.apps.metabolites._training import precursor_types, types_to_train
 from iokr.cli.main import main
 from iokr.datasets._metabolites import BUNDLED_METABOLITES
 from iokr.exceptions import IOKRDataError
+from iokr.io import ModelFileError, load_model_file, save_model_file
 
 N_TRAIN = 12
 BOTH = ("[M+H]+", "[M-H]-")
@@ -196,7 +197,7 @@ def test_mixed_training_gives_two_submodels(mixed):
     assert counts["implied"] == {"[M-H]-": n_negative}
     # too few structures for a calibration: none stored, the reason kept
     assert models.calibration("[M-H]-") is None and "at least" in models.record("[M-H]-")["calibration_problem"]
-    with pytest.raises(Exception, match="holds 2 sub-models"):
+    with pytest.raises(ModelFileError, match="holds 2 sub-models"):
         load_identifier(mixed["model"])
 
 
@@ -273,3 +274,12 @@ def test_too_few_training_structures_is_a_one_line_error(mixed, tmp_path, capsys
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].endswith("need at least 9 training structures (got 2 of [M+H]+).")
     assert not (tmp_path / "m.npz").exists()
+
+
+def test_a_newer_submodel_layout_is_refused(mixed, tmp_path):
+    arrays, meta = load_model_file(mixed["model"], kind="metabolites")
+    meta = {k: v for k, v in meta.items() if k not in ("format", "format_version", "library_version", "kind",
+                                                        "sha256", "members")}
+    path = save_model_file(tmp_path / "newer.npz", arrays, {**meta, "submodel_layout": 2}, kind="metabolites")
+    with pytest.raises(ModelFileError, match="sub-model layout 2"):
+        load_metabolite_model(path)
