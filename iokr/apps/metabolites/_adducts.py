@@ -43,6 +43,8 @@ _CATION_ORDER = ("H", "Li", "Na", "K", "NH4", "Mg", "Ca")
 _ADDUCT = re.compile(r"^(?P<open>\[?)(?P<n>\d*)M(?P<groups>(?:[+-]\d*[A-Za-z][A-Za-z0-9]*)*)(?P<close>\]?)"
                      r"(?P<charge>\d*[+-]*|[+-]\d+)(?P<radical>[*.\u2022]?)$")
 _GROUP = re.compile(r"([+-])(\d*)([A-Za-z][A-Za-z0-9]*)")
+#: The mass shift MZmine writes after an adduct: "[M+H]+ (1.0073)".
+_MASS_SUFFIX = re.compile(r"\s+\(\s*[+-]?\d+(?:\.\d+)?\s*\)$")
 _CHARGE_TEXT = re.compile(r"^(?:(?P<d1>\d+)(?P<s1>[+-]?)|(?P<s2>[+-])(?P<d2>\d*))$")
 
 
@@ -151,7 +153,7 @@ def parse_adduct(text):
     """
     if not isinstance(text, str) or not text.strip():
         raise AdductError(f"an adduct must be non-empty text, got {text!r}")
-    compact = text.strip().replace(" ", "")
+    compact = _MASS_SUFFIX.sub("", text.strip()).replace(" ", "")  # MZmine: "[M+H]+ (1.0073)"
     match = _ADDUCT.match(compact)
     # "+1" after the ion only after a bracket: in "M+H+1" it is not a charge
     if match is None or (match.group("charge")[1:].isdigit() and not match.group("close")):

@@ -1,4 +1,5 @@
-"""Which format a spectra file is in: from its name, else its content; and the formats iokr does not read, named.
+"""Which format a spectra file is in: from its name, else its content (MassBank records: ``ACCESSION:`` first);
+and the formats iokr does not read, named.
 
 A file iokr cannot read gets one line saying what it looks like (a vendor raw file, an mzData file, an mzVault
 SQLite library, an EI library without precursors) and what to convert it to, instead of "0 spectra read".
@@ -82,6 +83,8 @@ def sniff_format(path):
                     return "mgf"
                 if upper.startswith("NAME:"):
                     return "msp"
+                if upper.startswith("ACCESSION:"):
+                    return "massbank"
                 if text.startswith("["):
                     return "json"
                 if text.startswith("{"):

@@ -33,6 +33,8 @@ ALIASES = {
     "feature_id": "feature_id", "featureid": "feature_id",
     "spectrumid": "spectrum_id", "spectrum_id": "spectrum_id", "db#": "spectrum_id", "accession": "spectrum_id",
     "license": "license", "licence": "license",
+    "mslevel": "ms_level", "ms_level": "ms_level", "spectrum_type": "ms_level", "ms_type": "ms_level",
+    "mstype": "ms_level",
 }
 
 _COMMENT = ("#", ";", "!", "/")
@@ -110,10 +112,43 @@ def iter_msp(path):
             fields = {}
         in_peaks = True
         for pair in line.split(";"):
+            if ":" in pair:  # GOLM / AMDIS style: "70:10 76:35" pairs on one line
+                peaks.extend(item.split(":", 1) for item in pair.split())
+                continue
             tokens = pair.replace(",", " ").split()
             if tokens:
                 peaks.append(tokens[:2])
     if fields is not None:
+        yield index, fields, peaks
+
+
+#: MassBank record lines -> harmonized fields: ``(tag, subtag or None)``; the first line of a tag wins.
+_MASSBANK_FIELDS = {("ACCESSION", None): "spectrum_id", ("LICENSE", None): "license", ("CH$NAME", None): "name",
+                    ("CH$FORMULA", None): "formula", ("CH$SMILES", None): "smiles", ("CH$IUPAC", None): "inchi",
+                    ("CH$LINK", "INCHIKEY"): "inchikey", ("AC$MASS_SPECTROMETRY", "ION_MODE"): "ion_mode",
+                    ("AC$MASS_SPECTROMETRY", "MS_TYPE"): "ms_level", ("MS$FOCUSED_ION", "PRECURSOR_M/Z"): "precursor_mz",
+                    ("MS$FOCUSED_ION", "PRECURSOR_TYPE"): "adduct"}
+
+
+def iter_massbank_records(path):
+    """Records of a MassBank record file (``ACCESSION: ...`` ... ``PK$PEAK:`` ... ``//``, one or several per
+    file): ``(index, fields, peaks)`` with harmonized field names (``MS_TYPE`` as ``ms_level``)."""
+    fields, peaks, index, in_peaks = {}, [], 0, False
+    for _, line in _lines(path):
+        if line == "//":
+            yield index, fields, peaks
+            fields, peaks, index, in_peaks = {}, [], index + 1, False
+            continue
+        tag, sep, value = line.partition(": ")
+        if in_peaks and not sep:
+            peaks.append(line.split()[:2])
+            continue
+        in_peaks = tag == "PK$PEAK"
+        sub, _, rest = value.partition(" ")
+        name = _MASSBANK_FIELDS.get((tag, None)) or _MASSBANK_FIELDS.get((tag, sub))
+        if name and name not in fields:
+            fields[name] = value.strip() if (tag, None) in _MASSBANK_FIELDS else rest.strip()
+    if fields or peaks:
         yield index, fields, peaks
 
 

@@ -22,7 +22,7 @@ from ...exceptions import IOKRDataError
 from ...io import JSONDataError, check_expansion, iter_lines, loads_json
 from ._fingerprints import inchikey, parse_structure
 from ._formats import check_supported, spectrum_format
-from ._msfiles import harmonize, harmonized_name, iter_mgf, iter_msp
+from ._msfiles import harmonize, harmonized_name, iter_massbank_records, iter_mgf, iter_msp
 from ._mzfiles import iter_ms_xml
 from ._records import (  # noqa: F401 - ReadReport, adduct_from_name: public through this module too
     IDENTITY_KEYS,
@@ -31,6 +31,7 @@ from ._records import (  # noqa: F401 - ReadReport, adduct_from_name: public thr
     adduct_from_name,
     as_float,
     as_text,
+    ms_level,
     structure_fields,
     usable_peaks,
 )
@@ -101,7 +102,8 @@ def read_massbank_jsonl(path, *, require_precursor=True, require_structure=False
             continue
         rid = as_text(rec.get("accession")) or f"line {line_no}"
         report.see_fields(rec)
-        peaks, peak_problem = usable_peaks(rec.get("peaks"), keep_empty, report)
+        # MZmine 3 library JSON lines: "signals", "adduct", "polarity", "compound_name" (same reader otherwise)
+        peaks, peak_problem = usable_peaks(rec.get("peaks", rec.get("signals")), keep_empty, report)
         if peaks is None:
             report.skip(rid, peak_problem)
             continue
@@ -122,11 +124,12 @@ def read_massbank_jsonl(path, *, require_precursor=True, require_structure=False
         peak_lists.append(peaks)
         precursors.append(precursor)
         meta = {"accession": as_text(rec.get("accession")), "spectrum_id": as_text(rec.get("accession")),
-                "license": as_text(rec.get("license")), "name": as_text(rec.get("name")), **structure,
-                "source": as_text(rec.get("source_path"))}
-        for key, field in (("adduct", "precursor_type"), ("ion_mode", "ion_mode"), ("charge", "charge")):
-            value = as_text(rec.get(field))
-            if value is not None and value.strip():
+                "license": as_text(rec.get("license")), "name": as_text(rec.get("name", rec.get("compound_name"))),
+                **structure, "source": as_text(rec.get("source_path"))}
+        for key, fields in (("adduct", ("precursor_type", "adduct")), ("ion_mode", ("ion_mode", "polarity")),
+                            ("charge", ("charge",))):
+            value = next((v for v in (as_text(rec.get(f)) for f in fields) if v is not None and v.strip()), None)
+            if value is not None:
                 meta[key] = value.strip()
         if peak_problem:
             meta["peak_problem"] = peak_problem
@@ -167,6 +170,10 @@ def _from_records(records, path, require_precursor, keep_empty=False, id_field=N
         get = fields.get
         report.see_fields(fields)
         rid = as_text(get("spectrum_id") or get("accession") or get("name")) or f"record {i + 1}"
+        level = ms_level(get("ms_level"))
+        if level not in (None, 2):
+            report.skip(rid, f"MS{level} records")  # SIRIUS / MZmine MGFs hold each feature's MS1 too
+            continue
         peaks, peak_problem = usable_peaks(raw_peaks, keep_empty, report)
         if peaks is None:
             report.skip(rid, peak_problem)
@@ -188,6 +195,9 @@ def _from_records(records, path, require_precursor, keep_empty=False, id_field=N
 
 
 def _text_records(path, fmt):
+    if fmt == "massbank":
+        yield from iter_massbank_records(path)
+        return
     reader = iter_mgf if fmt == "mgf" else iter_msp
     for index, fields, peaks in reader(path):
         yield index, harmonize(fields), peaks
@@ -227,23 +237,33 @@ def _matchms_records(path, fmt):
         n_parsed += 1
 
 
+def _structure_key(text, cache):
+    """InChIKey of a structure text by RDKit (``""`` when RDKit gives none), None when RDKit rejects the text;
+    memoized in ``cache`` (library files repeat each structure over its spectra)."""
+    if text not in cache:
+        mol = parse_structure(text)
+        cache[text] = None if mol is None else (inchikey(mol) or "")
+    return cache[text]
+
+
 def _resolve_structures(spectra, report):
     """Training records' structures by RDKit: the InChIKey of records giving only an InChI or a SMILES, and an
     InChI RDKit cannot read replaced by the record's SMILES when that one reads (counted; the InChI is kept as
     ``inchi_unreadable``), so every later step (fingerprints, formulas) uses the SMILES."""
+    cache = {}
     for meta in spectra.metadata:
-        inchi, smiles, mol = meta.get("inchi"), meta.get("smiles"), None
+        inchi, smiles, key = meta.get("inchi"), meta.get("smiles"), None
         if inchi and (smiles or not meta.get("inchikey")):
-            mol = parse_structure(inchi)
-            if mol is None and smiles:
-                mol = parse_structure(smiles)
-                if mol is not None:
+            key = _structure_key(inchi, cache)
+            if key is None and smiles:
+                key = _structure_key(smiles, cache)
+                if key is not None:
                     meta["inchi_unreadable"], meta["inchi"] = inchi, None
                     report.note("unreadable InChIs replaced by the SMILES")
         elif smiles and not meta.get("inchikey"):
-            mol = parse_structure(smiles)
-        if not meta.get("inchikey") and mol is not None:
-            meta["inchikey"] = inchikey(mol)
+            key = _structure_key(smiles, cache)
+        if not meta.get("inchikey") and key:
+            meta["inchikey"] = key
 
 
 def _plain_copy(path, tmp_dir):
@@ -265,6 +285,16 @@ def _plain_copy(path, tmp_dir):
     return target
 
 
+def _check_msp_is_ms2(spectra, path):
+    """One-line error for an MSP library that holds no MS/MS spectrum: no record with a precursor m/z (an EI /
+    GC-MS library such as GOLM's or NIST EI) or none with peaks (exported without its peak lists)."""
+    if not np.isfinite(spectra.precursor_mz).any():
+        raise IOKRDataError(f"Spectra file {path}: no record gives a precursor m/z (PrecursorMZ): an EI / GC-MS "
+                            "library (such as GOLM's or NIST EI), not MS/MS spectra.")
+    if not spectra.n_peaks.any():
+        raise IOKRDataError(f"Spectra file {path}: no record has peaks (an MSP exported without its peak lists?).")
+
+
 def _check_id_field(spectra, report, id_field, path):
     """One-line error when no record of the file has the query-id field (matched in any case)."""
     key = harmonized_name(id_field)
@@ -276,7 +306,8 @@ def _check_id_field(spectra, report, id_field, path):
 def read_spectra(path, *, require_precursor=True, require_structure=False, keep_empty=False, id_field=None):
     """Read a spectra file, choosing the reader from the extension (``.gz`` allowed after each).
 
-    ``.mgf`` and ``.msp`` (streaming readers of this package, metadata harmonized as matchms does), ``.mzML`` and
+    ``.mgf`` and ``.msp`` (streaming readers of this package, metadata harmonized as matchms does), MassBank
+    record files (told by content: ``ACCESSION:`` first), ``.mzML`` and
     ``.mzXML`` (their MS2 scans, through pyteomics), ``.json`` (GNPS/matchms JSON, through matchms), ``.jsonl``
     (the shared MassBank format). Formats iokr does not read (vendor raw files, mzData, mzVault) are named in the
     error.
@@ -320,16 +351,15 @@ def read_spectra(path, *, require_precursor=True, require_structure=False, keep_
         raise IOKRDataError(f"Spectra file {path} is not a regular file.")
     fmt = spectrum_format(path)
     if fmt is None:
-        raise IOKRDataError(f"Unknown spectra format for {path}: expected .mgf, .msp, .mzML, .mzXML, .json or "
-                            ".jsonl, each optionally .gz.")
-    if fmt == "jsonl":
+        raise IOKRDataError(f"Unknown spectra format for {path}: expected .mgf, .msp, .mzML, .mzXML, .json, .jsonl "
+                            "(each optionally .gz) or MassBank records.")
+    if fmt == "jsonl":  # structures resolved below, as for the other formats (a SMILES-only MZmine record too)
         spectra, report = read_massbank_jsonl(path, require_precursor=require_precursor and not keep_empty,
-                                              require_structure=require_structure, keep_empty=keep_empty)
-        if id_field:
-            _check_id_field(spectra, report, id_field, path)
-        return spectra, report
-    if fmt in ("mgf", "msp"):
+                                              keep_empty=keep_empty)
+    elif fmt in ("mgf", "msp", "massbank"):
         spectra, report = _from_records(_text_records(path, fmt), path, require_precursor, keep_empty, id_field)
+        if fmt == "msp":
+            _check_msp_is_ms2(spectra, path)
     else:
         with tempfile.TemporaryDirectory(prefix="iokr-spectra-") as tmp:
             plain = _plain_copy(path, tmp)

@@ -75,8 +75,8 @@ class ReadReport:
         if self.n_skipped:
             detail = ", ".join(f"{n} {r}" for r, n in sorted(self.counts.items()))
             line += f", {self.n_skipped} skipped ({detail})"
-            if any(re.fullmatch(r"MS\S+ scans", r) for r in self.counts):
-                line += "; only MS2 scans are used"
+            if any(re.fullmatch(r"MS\S+ (?:scans|records)", r) for r in self.counts):
+                line += "; only MS2 spectra are used"
         if self.notes:
             line += "; " + ", ".join(f"{n} {r}" for r, n in sorted(self.notes.items()))
         return line
@@ -97,6 +97,13 @@ def as_text(value):
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(value)
     return None
+
+
+def ms_level(value):
+    """The MS level a record states (``MSLEVEL=2``, ``Spectrum_type: MS2``, ``MS_TYPE MS1``), or None when it
+    states none readable."""
+    match = re.fullmatch(r"\s*(?:MS)?(\d+)\s*", str(value), flags=re.IGNORECASE) if value is not None else None
+    return int(match.group(1)) if match else None
 
 
 def check_peaks(peaks):

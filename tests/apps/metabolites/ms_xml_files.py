@@ -3,6 +3,7 @@ the elements readers use): scans with an MS level, a polarity, a precursor with 
 
 import base64
 import struct
+import zlib
 from dataclasses import dataclass, field
 
 
@@ -19,12 +20,14 @@ class Scan:
     title: str | None = None
 
 
-def _floats(values, fmt):
-    return base64.b64encode(struct.pack(fmt % len(values), *values)).decode()
+def _floats(values, fmt, compress=False):
+    data = struct.pack(fmt % len(values), *values)
+    return base64.b64encode(zlib.compress(data) if compress else data).decode()
 
 
-def mzml(scans, native_id="controllerType=0 controllerNumber=1 scan={scan}"):
-    """mzML 1.1 text of ``scans`` (native ids in Thermo's form unless ``native_id`` says otherwise)."""
+def mzml(scans, native_id="controllerType=0 controllerNumber=1 scan={scan}", precision=64, compress=False):
+    """mzML 1.1 text of ``scans`` (native ids in Thermo's form unless ``native_id`` says otherwise), arrays of
+    ``precision``-bit floats, zlib-compressed or not."""
     parts = ['<?xml version="1.0" encoding="utf-8"?>',
              '<mzML xmlns="http://psi.hupo.org/ms/mzml" version="1.1.0">',
              '<cvList count="1"><cv id="MS" fullName="PSI-MS" URI="https://purl.obolibrary.org/obo/ms.obo"/></cvList>',
@@ -48,11 +51,13 @@ def mzml(scans, native_id="controllerType=0 controllerNumber=1 scan={scan}"):
                          f'value="{s.precursor_mz}"/>{charge}</selectedIon></selectedIonList></precursor>'
                          '</precursorList>')
         parts.append('<binaryDataArrayList count="2">')
+        float_param = ('<cvParam cvRef="MS" accession="MS:1000523" name="64-bit float" value=""/>' if precision == 64
+                       else '<cvParam cvRef="MS" accession="MS:1000521" name="32-bit float" value=""/>')
+        compression = ('<cvParam cvRef="MS" accession="MS:1000574" name="zlib compression" value=""/>' if compress
+                       else '<cvParam cvRef="MS" accession="MS:1000576" name="no compression" value=""/>')
         for values, acc, name in ((mz, "MS:1000514", "m/z array"), (inten, "MS:1000515", "intensity array")):
-            data = _floats(values, "<%dd")
-            parts.append(f'<binaryDataArray encodedLength="{len(data)}">'
-                         '<cvParam cvRef="MS" accession="MS:1000523" name="64-bit float" value=""/>'
-                         '<cvParam cvRef="MS" accession="MS:1000576" name="no compression" value=""/>'
+            data = _floats(values, "<%dd" if precision == 64 else "<%df", compress)
+            parts.append(f'<binaryDataArray encodedLength="{len(data)}">{float_param}{compression}'
                          f'<cvParam cvRef="MS" accession="{acc}" name="{name}" value=""/>'
                          f'<binary>{data}</binary></binaryDataArray>')
         parts.append('</binaryDataArrayList></spectrum>')
@@ -60,12 +65,17 @@ def mzml(scans, native_id="controllerType=0 controllerNumber=1 scan={scan}"):
     return "\n".join(parts) + "\n"
 
 
-def mzxml(scans):
-    """mzXML 3.2 text of ``scans`` (flat, as MZmine and msconvert write them)."""
+def mzxml(scans, precision=64, compress=False, nested=False):
+    """mzXML 3.2 text of ``scans`` (flat, as MZmine and msconvert write them; ``nested``: each MS2 scan inside the
+    MS1 scan before it, as older Thermo converters write them)."""
     parts = ['<?xml version="1.0" encoding="ISO-8859-1"?>',
              '<mzXML xmlns="http://sashimi.sourceforge.net/schema_revision/mzXML_3.2">',
              f'<msRun scanCount="{len(scans)}">']
+    open_ms1 = False
     for s in scans:
+        if nested and open_ms1 and s.ms_level == 1:
+            parts.append('</scan>')
+            open_ms1 = False
         pairs = [v for p in s.peaks for v in p]
         polarity = f' polarity="{s.polarity}"' if s.polarity else ""
         parts.append(f'<scan num="{s.scan}" msLevel="{s.ms_level}" peaksCount="{len(s.peaks)}"{polarity} '
@@ -74,8 +84,13 @@ def mzxml(scans):
             charge = "" if s.charge is None else f' precursorCharge="{s.charge}"'
             parts.append(f'<precursorMz precursorIntensity="1000"{charge} activationMethod="CID">'
                          f'{s.precursor_mz}</precursorMz>')
-        parts.append('<peaks precision="64" byteOrder="network" contentType="m/z-int" compressionType="none" '
-                     f'compressedLen="0">{_floats(pairs, ">%dd")}</peaks>')
-        parts.append('</scan>')
+        parts.append(f'<peaks precision="{precision}" byteOrder="network" contentType="m/z-int" '
+                     f'compressionType="{"zlib" if compress else "none"}" compressedLen="0">'
+                     f'{_floats(pairs, ">%dd" if precision == 64 else ">%df", compress)}</peaks>')
+        if nested and s.ms_level == 1:
+            open_ms1 = True
+        else:
+            parts.append('</scan>')
+    parts += ['</scan>'] if open_ms1 else []
     parts += ['</msRun>', '</mzXML>']
     return "\n".join(parts) + "\n"

@@ -79,6 +79,8 @@ def test_monoisotopic_mass_matches_rdkit():
     ("[M]+", "[M]+", 1, 1), ("M+", "[M]+", 1, 1), ("[M]-", "[M]-", 1, -1), ("[M]+*", "[M]+*", 1, 1),
     ("[M]+.", "[M]+*", 1, 1), ("[M-CH3]-", "[M-CH3]-", 1, -1), ("[M+CH3]+", "[M+CH3]+", 1, 1),
     ("[M-OH]+", "[M-OH]+", 1, 1), ("[M-H+Li]+*", "[M+Li-H]+*", 1, 1),
+    # MZmine writes the mass shift after the adduct
+    ("[M+H]+ (1.0073)", "[M+H]+", 1, 1), ("[M-H]- (-1.0073)", "[M-H]-", 1, -1),
 ])
 def test_parse_adduct_notations(text, name, n, charge):
     adduct = parse_adduct(text)

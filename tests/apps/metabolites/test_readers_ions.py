@@ -235,7 +235,7 @@ def test_mzml_mzxml_polarity_charge_and_scan_numbers(tmp_path, fmt):
     assert [_summary(i) for i in _ions(spectra)] == [
         (None, "positive", 2, ""), (None, "negative", -1, ""), (None, "positive", None, "")]
     assert report.counts == {"MS1 scans": 2, "MS3 scans": 1}
-    assert report.summary() == "3 spectra read, 3 skipped (2 MS1 scans, 1 MS3 scans); only MS2 scans are used"
+    assert report.summary() == "3 spectra read, 3 skipped (2 MS1 scans, 1 MS3 scans); only MS2 spectra are used"
     np.testing.assert_allclose(spectra.precursor_mz, [98.0475, 195.0877, 195.0877])
     np.testing.assert_allclose(spectra.peaks(0)[0], [60.0, 138.066])
     if fmt == "mzml":
@@ -257,7 +257,7 @@ def test_zero_ms2_scans_say_what_was_skipped(tmp_path, fmt):
     path = tmp_path / f"ms1.{fmt}"
     path.write_text(mzml(scans) if fmt == "mzml" else mzxml(scans))
     with pytest.raises(IOKRDataError, match=r"0 spectra read, 4 skipped \(3 MS1 scans, 1 MS3 scans\); only MS2 "
-                                            r"scans are used\.$"):
+                                            r"spectra are used\.$"):
         read_spectra(path)
 
 
@@ -300,14 +300,90 @@ def test_vendor_folder_is_named(tmp_path):
         read_spectra(tmp_path / "sample.d")
 
 
-def test_ei_library_and_msp_without_peaks_say_why(tmp_path):
-    golm = ("Name: Alanine (2TMS)\nSynon: RI: 1100\nFormula: C9H23NO2Si2\nMW: 233\nNum Peaks: 3\n"
-            "73 999; 116 500; 147 80;\n\nName: Glycine (3TMS)\nNum Peaks: 2\n73 999; 174 400;\n")
-    with pytest.raises(IOKRDataError, match=r"2 missing precursor m/z\) \(no record gives a precursor m/z: an EI"):
-        read_spectra(_write(tmp_path / "golm.msp", golm))
+GOLM = """Name: M000000_A097001-101-xxx_NA_959,45_PRED_VAR5_ALK_Unknown#bth-pae-001
+Num Peaks: 5
+70:10 76:35 77:1000 78:110
+79:42
+
+Name: M000880_A098001-101-xxx_NA_986,97_TRUE_VAR5_ALK_Glycine, N,N-dimethyl- (1TMS)
+MST N: Glycine, N,N-dimethyl- (1TMS)
+RI: 986,97
+Num Peaks: 2
+73:999 116:500
+"""
+
+
+@pytest.mark.parametrize("keep_empty", [False, True])
+def test_ei_library_and_msp_without_peaks_say_why(tmp_path, keep_empty):
+    # GOLM's colon pairs are peaks (not fields), and no record has a precursor: an EI library, queries or not
+    golm = _write(tmp_path / "golm.msp", GOLM)
+    with pytest.raises(IOKRDataError, match=r"no record gives a precursor m/z.*an EI / GC-MS library"):
+        read_spectra(golm, require_precursor=not keep_empty, keep_empty=keep_empty)
+    nist_ei = ("Name: Alanine (2TMS)\nFormula: C9H23NO2Si2\nMW: 233\nNum Peaks: 3\n73 999; 116 500; 147 80;\n\n"
+               "Name: Glycine (3TMS)\nNum Peaks: 2\n73 999; 174 400;\n")
+    with pytest.raises(IOKRDataError, match=r"no record gives a precursor m/z"):
+        read_spectra(_write(tmp_path / "nist_ei.msp", nist_ei), require_precursor=not keep_empty,
+                     keep_empty=keep_empty)
     no_peaks = "Name: A\nPrecursorMZ: 100.1\nNum Peaks: 0\n\nName: B\nPrecursorMZ: 120.1\nNum Peaks: 0\n"
-    with pytest.raises(IOKRDataError, match=r"2 no peaks\) \(no record has peaks"):
-        read_spectra(_write(tmp_path / "nist.msp", no_peaks))
+    with pytest.raises(IOKRDataError, match=r"no record has peaks"):
+        read_spectra(_write(tmp_path / "nist.msp", no_peaks), keep_empty=keep_empty)
+
+
+def test_golm_colon_pairs_are_read_as_peaks(tmp_path):
+    from iokr.apps.metabolites._msfiles import iter_msp  # noqa: PLC0415 - the record level, below read_spectra
+
+    records = list(iter_msp(_write(tmp_path / "golm.msp", GOLM)))
+    assert [len(p) for _, _, p in records] == [5, 2] and records[1][2] == [["73", "999"], ["116", "500"]]
+
+
+MASSBANK_RECORDS = """ACCESSION: MSBNK-BGC_Munich-RP001402
+RECORD_TITLE: L-Glutamic acid; LC-ESI-QTOF; MS2; CE: 20; R=; [M+H]+
+LICENSE: CC BY
+CH$NAME: L-Glutamic acid
+CH$NAME: (2S)-2-azaniumyl-5-hydroxy-5-oxopentanoate
+CH$FORMULA: C5H9NO4
+CH$SMILES: C(CC(=O)O)[C@@H](C(=O)O)N
+CH$IUPAC: InChI=1S/C5H9NO4/c6-3(5(9)10)1-2-4(7)8/h3H,1-2,6H2,(H,7,8)(H,9,10)/t3-/m0/s1
+CH$LINK: CAS 56-86-0
+CH$LINK: INCHIKEY WHUUTDBJXJRKMK-VKHMYHEASA-N
+AC$MASS_SPECTROMETRY: MS_TYPE MS2
+AC$MASS_SPECTROMETRY: ION_MODE POSITIVE
+MS$FOCUSED_ION: PRECURSOR_M/Z 148.0604
+MS$FOCUSED_ION: PRECURSOR_TYPE [M+H]+
+PK$NUM_PEAK: 3
+PK$PEAK: m/z int. rel.int.
+  84.0444 1000 999
+  102.055 120 120
+  130.0499 600 600
+//
+ACCESSION: MSBNK-X-2
+CH$NAME: Glutamate
+AC$MASS_SPECTROMETRY: MS_TYPE MS2
+AC$MASS_SPECTROMETRY: ION_MODE NEGATIVE
+MS$FOCUSED_ION: PRECURSOR_M/Z 146.0459
+MS$FOCUSED_ION: PRECURSOR_TYPE [M-H]-
+PK$PEAK: m/z int. rel.int.
+  102.0561 1000 999
+//
+ACCESSION: MSBNK-X-3
+AC$MASS_SPECTROMETRY: MS_TYPE MS1
+PK$PEAK: m/z int. rel.int.
+  148.06 1000 999
+//
+"""
+
+
+def test_massbank_record_files(tmp_path):
+    spectra, report = read_spectra(_write(tmp_path / "MSBNK-BGC_Munich-RP001402.txt", MASSBANK_RECORDS))
+    meta = spectra.metadata
+    assert [m["spectrum_id"] for m in meta] == ["MSBNK-BGC_Munich-RP001402", "MSBNK-X-2"]
+    assert meta[0]["name"] == "L-Glutamic acid" and meta[0]["inchikey"] == "WHUUTDBJXJRKMK-VKHMYHEASA-N"
+    assert meta[0]["inchi"].startswith("InChI=1S/C5H9NO4") and meta[0]["license"] == "CC BY"
+    assert [_summary(i) for i in _ions(spectra)] == [("[M+H]+", "positive", 1, ""), ("[M-H]-", "negative", -1, "")]
+    np.testing.assert_allclose(spectra.precursor_mz, [148.0604, 146.0459])
+    np.testing.assert_allclose(spectra.peaks(0)[0], [84.0444, 102.055, 130.0499])
+    np.testing.assert_allclose(spectra.peaks(0)[1], [1000, 120, 600])
+    assert report.counts == {"MS1 records": 1} and report.summary().endswith("; only MS2 spectra are used")
 
 
 BAD_PEAKS_MGF = """BEGIN IONS
@@ -374,3 +450,138 @@ def test_matchms_json_precursor_ion(tmp_path):
     assert summaries[1] == (None, "negative", -1) and summaries[2] == (None, "positive", 2)
     assert spectra.metadata[2]["charge"] == "2+"  # matchms's signed int, written with its sign
     assert summaries[3][0] == "[M+Na]+" and summaries[5][0] == "[M+H-H2O]+"
+
+
+def _pyteomics_ms2(path, fmt):
+    """The reference: pyteomics's reading of the MS2 scans (precursor m/z, charge, polarity, peaks)."""
+    module = pytest.importorskip(f"pyteomics.{fmt}")
+    out = []
+    with module.read(str(path)) as reader:
+        for scan in reader:
+            if scan.get("ms level", scan.get("msLevel")) != 2:
+                continue
+            if fmt == "mzml":
+                ion = scan["precursorList"]["precursor"][0]["selectedIonList"]["selectedIon"][0]
+                mz, charge = ion.get("selected ion m/z"), ion.get("charge state")
+                mode = "positive" if "positive scan" in scan else "negative" if "negative scan" in scan else None
+            else:
+                ion = scan["precursorMz"][0]
+                mz, charge = ion["precursorMz"], ion.get("precursorCharge")
+                mode = {"+": "positive", "-": "negative"}.get(scan.get("polarity"))
+            out.append((mz, None if charge is None else int(charge), mode, scan["m/z array"], scan["intensity array"]))
+    return out
+
+
+@pytest.mark.parametrize("fmt", ["mzml", "mzxml"])
+@pytest.mark.parametrize("precision, compress, nested", [(64, False, False), (32, True, False), (64, True, True),
+                                                         (32, False, True)])
+def test_ms_xml_reader_matches_pyteomics(tmp_path, fmt, precision, compress, nested):
+    rng = np.random.default_rng(precision + compress)
+    scans = []
+    for i in range(1, 13):
+        peaks = sorted(zip(rng.uniform(50, 500, 7).round(4), rng.uniform(1, 1e5, 7).round(1), strict=True))
+        scans.append(Scan(i, ms_level=1 if i % 4 == 1 else 2, precursor_mz=round(float(rng.uniform(100, 900)), 5),
+                          charge=[None, 1, 2, 3][i % 4], polarity="+-"[i % 2], peaks=peaks))
+    path = tmp_path / f"run.{fmt}"
+    path.write_text(mzml(scans, precision=precision, compress=compress) if fmt == "mzml" else
+                    mzxml(scans, precision=precision, compress=compress, nested=nested))
+    reference = _pyteomics_ms2(path, fmt)
+    spectra, report = read_spectra(path, keep_empty=True)
+    assert len(spectra) == len(reference) == 9 and report.counts == {"MS1 scans": 3}
+    for i, (mz, charge, mode, mzs, intensities) in enumerate(reference):
+        meta = spectra.metadata[i]
+        assert spectra.precursor_mz[i] == pytest.approx(mz, rel=1e-12)
+        assert meta.get("charge") == (None if charge is None else str(charge)) and meta["ion_mode"] == mode
+        np.testing.assert_array_equal(spectra.peaks(i)[0], mzs)
+        np.testing.assert_array_equal(spectra.peaks(i)[1], intensities)
+
+
+@pytest.mark.parametrize("fmt", ["mzml", "mzxml"])
+def test_undecodable_arrays_are_that_scans_problem(tmp_path, fmt):
+    text = mzml([Scan(1), Scan(2)]) if fmt == "mzml" else mzxml([Scan(1), Scan(2)])
+    marker = "<binary>" if fmt == "mzml" else 'compressedLen="0">'
+    start = text.index(marker) + len(marker)
+    text = text[:start] + "AAAA" + text[start:]  # the first scan's first array: 3 bytes too many
+    path = tmp_path / f"bad.{fmt}"
+    path.write_text(text)
+    spectra, report = read_spectra(path)
+    assert len(spectra) == 1 and report.counts == {"malformed peaks": 1}
+    spectra, _ = read_spectra(path, keep_empty=True)
+    assert [m.get("peak_problem") for m in spectra.metadata] == ["malformed peaks", None]
+
+
+def test_hostile_xml_is_one_error(tmp_path):
+    entities = '<!ENTITY lol "lollollollollollollollollollol">' + "".join(
+        f'<!ENTITY lol{i} "{("&lol" + (str(i - 1) if i > 1 else "") + ";") * 10}">' for i in range(1, 10))
+    laughs = (f'<?xml version="1.0"?>\n<!DOCTYPE lolz [{entities}]>\n<mzML><run><spectrumList>'
+              '<spectrum id="&lol9;" defaultArrayLength="0"></spectrum></spectrumList></run></mzML>\n')
+    secret = tmp_path / "secret.txt"
+    secret.write_text("scan=1")
+    external = (f'<?xml version="1.0"?>\n<!DOCTYPE x [<!ENTITY ext SYSTEM "file://{secret}">]>\n<mzML><run>'
+                '<spectrumList><spectrum id="&ext;" defaultArrayLength="0"></spectrum></spectrumList></run></mzML>\n')
+    for name, text, reason in (("laughs.mzML", laughs, "amplification"), ("xxe.mzML", external, "entity")):
+        path = tmp_path / name
+        path.write_text(text)
+        with pytest.raises(IOKRDataError, match=rf"Cannot parse mzml file .*{name}.*{reason}"):
+            read_spectra(path)
+
+
+SIRIUS_MGF = """BEGIN IONS
+FEATURE_ID=1
+MSLEVEL=1
+PEPMASS=195.0877
+CHARGE=1+
+195.0877 100
+196.0910 10
+END IONS
+BEGIN IONS
+FEATURE_ID=1
+MSLEVEL=2
+PEPMASS=195.0877
+CHARGE=1+
+138.066 100
+END IONS
+BEGIN IONS
+FEATURE_ID=2
+MSLEVEL=1
+PEPMASS=181.0707
+CHARGE=1+
+181.0707 100
+END IONS
+BEGIN IONS
+FEATURE_ID=2
+MSLEVEL=2
+PEPMASS=181.0707
+CHARGE=1+
+85.0 100
+END IONS
+"""
+
+
+def test_ms1_records_of_mgf_and_msp_are_skipped_and_counted(tmp_path):
+    from iokr.apps.metabolites._query_ids import query_ids  # noqa: PLC0415 - ids of what was read
+
+    spectra, report = read_spectra(_write(tmp_path / "sirius.mgf", SIRIUS_MGF), keep_empty=True)
+    assert [m["feature_id"] for m in spectra.metadata] == ["1", "2"] and report.counts == {"MS1 records": 2}
+    assert query_ids(spectra.metadata).ids == ["1", "2"]  # MS1 blocks would have made FEATURE_ID repeat
+    ms1_only = SIRIUS_MGF.replace("MSLEVEL=2", "MSLEVEL=1")
+    with pytest.raises(IOKRDataError, match=r"0 spectra read, 4 skipped \(4 MS1 records\); only MS2 spectra"):
+        read_spectra(_write(tmp_path / "ms1.mgf", ms1_only), keep_empty=True)
+    msp = MSP.replace("Precursor_type: [M+H]+", "Precursor_type: [M+H]+\nSpectrum_type: MS1")
+    spectra, report = read_spectra(_write(tmp_path / "lib.msp", msp))
+    assert [m["spectrum_id"] for m in spectra.metadata] == ["NIST-2", "NIST-3"] and report.counts == {"MS1 records": 1}
+
+
+def test_mzmine_library_json_lines(tmp_path):
+    pytest.importorskip("rdkit")
+    record = {"softwaresource": "mzmine3", "adduct": "[M+H]+ (1.0073)", "polarity": "POSITIVE", "charge": 1,
+              "compound_name": "Caffeine", "smiles": "Cn1cnc2c1c(=O)n(C)c(=O)n2C", "precursor_mz": 195.0877,
+              "ms_level": 2, "signals": [[110.07, 10.0], [138.066, 100.0]]}
+    path = tmp_path / "mzmine_library.json"
+    path.write_text(json.dumps(record) + "\n" + json.dumps({**record, "compound_name": "No structure",
+                                                             "smiles": None}) + "\n")
+    spectra, report = read_spectra(path, require_structure=True)
+    assert len(spectra) == 1 and report.counts == {"missing structure": 1}
+    assert spectra.metadata[0]["name"] == "Caffeine" and spectra.metadata[0]["inchikey"].startswith("RYYVLZVUVIJVGH")
+    assert _summary(read_precursor_ion(spectra.metadata[0])) == ("[M+H]+", "positive", 1, "")
+    np.testing.assert_allclose(spectra.peaks(0)[0], [110.07, 138.066])
