@@ -87,7 +87,7 @@ def _queries(work, n_queries):
     for path, charge in ((bundled["spectra"], "1+"), (bundled["negative_spectra"], "1-")):
         with gzip.open(path, "rt") as handle:
             records = [json.loads(line) for line in handle]
-        by_mode.append([(r, charge) for r in records if r["inchikey_rdkit"][:14] in true
+        by_mode.append([(r, charge) for r in records if r["inchikey_rdkit"][:14] in true and r.get("precursor_mz")
                         and sum(mz < r["precursor_mz"] - 1 for mz, _ in r["peaks"]) >= 2])
     mgf = work / f"queries{n_queries}.mgf"
     with open(mgf, "w") as handle:
