@@ -140,6 +140,7 @@ def _identify_rows(work, n_queries, cache_dir):
     rows[-1]["spectra_per_s_after_startup"] = (n_queries - 5) / (rows[-1]["wall_s"] - rows[0]["wall_s"])
     # CPU time: the same figure with the time other processes took from this one left out (a shared machine)
     rows[-1]["spectra_per_cpu_s_after_startup"] = (n_queries - 5) / (rows[-1]["cpu_s"] - rows[0]["cpu_s"])
+    print(json.dumps(rows), flush=True)  # the identify figures before the (long) training rows
     return rows
 
 
