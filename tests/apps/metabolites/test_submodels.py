@@ -15,7 +15,6 @@ import pytest
 
 from iokr.apps.metabolites import (
     Cleaning,
-    MetaboliteIdentifier,
     Spectra,
     load_identifier,
     load_metabolite_model,
@@ -23,7 +22,6 @@ from iokr.apps.metabolites import (
     save_identifier,
 )
 from iokr.apps.metabolites._adducts import PrecursorIon, parse_adduct
-from iokr.apps.metabolites._fingerprints import Fingerprinter
 from iokr.apps.metabolites._formulas import monoisotopic_mass
 from iokr.apps.metabolites._routing import ASSUME_MAPPING, route_query
 from iokr.apps.metabolites._training import precursor_types, types_to_train
@@ -245,19 +243,16 @@ def test_mixed_identify_routes_each_query_to_its_submodel(mixed, tmp_path):
     assert ident["5"]["status"] == "ok" and ident["5"]["adduct"] == "[M-2H]2-"
 
 
-def test_a_file_of_one_model_loads_as_one_submodel(tmp_path):
-    rng = np.random.default_rng(0)
-    peak_lists = [np.column_stack([np.sort(rng.uniform(50, 200, 5)), rng.uniform(0.1, 1, 5)]) for _ in range(6)]
-    meta = [{"accession": f"A{i}", "inchikey": f"KEY{i:011d}-X-N", "inchi": "InChI=1S/x", "license": "CC0"}
-            for i in range(6)]
-    S = Spectra.from_peak_lists(peak_lists, np.full(6, 250.0), meta)
-    Y = (rng.random((6, 32)) < 0.3).astype(float)
-    model = MetaboliteIdentifier(kernels=("ppk",), weights="uniform", alpha=0.5).fit(S, Y)
-    fp = Fingerprinter(kind="morgan_bits", n_bits=32, radius=1)
-    legacy = save_identifier(tmp_path / "legacy.npz", model, fp, Cleaning())  # no precursor types recorded
+def test_a_file_of_one_model_loads_as_one_submodel(mixed, tmp_path):
+    """A file written before sub-models (one model, no precursor types recorded) is one [M+H]+ sub-model with the
+    same scores; one recording its types serves those."""
+    trained = load_metabolite_model(mixed["model"])
+    model, fp = trained.submodel("[M+H]+"), trained.fingerprinter
+    legacy = save_identifier(tmp_path / "legacy.npz", model, fp, Cleaning())
     models = load_metabolite_model(legacy)
     assert models.precursor_types == ("[M+H]+",) and models.calibration("[M+H]+") is None
-    candidates = [(rng.random((7, 32)) < 0.3).astype(float)]
+    S = model.train_spectra_
+    candidates = [(np.random.default_rng(0).random((7, fp.n_features)) < 0.3).astype(float)]
     np.testing.assert_allclose(models.submodel("[M+H]+").score_sets(S[:1], candidates)[0],
                                model.score_sets(S[:1], candidates)[0], rtol=1e-12)
     sodium = save_identifier(tmp_path / "na.npz", model, fp, Cleaning(), extra={"precursor_types": ["[M+Na]+"]})
