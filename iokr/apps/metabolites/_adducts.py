@@ -45,6 +45,8 @@ _ADDUCT = re.compile(r"^(?P<open>\[?)(?P<n>\d*)M(?P<groups>(?:[+-]\d*[A-Za-z][A-
 _GROUP = re.compile(r"([+-])(\d*)([A-Za-z][A-Za-z0-9]*)")
 #: The mass shift MZmine writes after an adduct: "[M+H]+ (1.0073)".
 _MASS_SUFFIX = re.compile(r"\s+\(\s*[+-]?\d+(?:\.\d+)?\s*\)$")
+#: GNPS writes a multiply charged ion as its m/z divisor: "M+2H/2".
+_PER_CHARGE = re.compile(r"/(\d+)$")
 _CHARGE_TEXT = re.compile(r"^(?:(?P<d1>\d+)(?P<s1>[+-]?)|(?P<s2>[+-])(?P<d2>\d*))$")
 
 
@@ -154,6 +156,9 @@ def parse_adduct(text):
     if not isinstance(text, str) or not text.strip():
         raise AdductError(f"an adduct must be non-empty text, got {text!r}")
     compact = _MASS_SUFFIX.sub("", text.strip()).replace(" ", "")  # MZmine: "[M+H]+ (1.0073)"
+    per_charge = _PER_CHARGE.search(compact)  # GNPS: "M+2H/2" is [M+2H]2+
+    if per_charge:
+        compact = compact[:per_charge.start()]
     match = _ADDUCT.match(compact)
     # "+1" after the ion only after a bracket: in "M+H+1" it is not a charge
     if match is None or (match.group("charge")[1:].isdigit() and not match.group("close")):
@@ -183,6 +188,9 @@ def parse_adduct(text):
         charge = implied  # "M+H-H2O", "[M+H]": the charge of the ionizing groups
     else:
         raise AdductError(f"{text!r}: no charge (no ionizing group such as +H or -H, no + or - after it)")
+    if per_charge and int(per_charge.group(1)) != abs(charge):
+        raise AdductError(f"{text!r}: the groups give charge {charge:+d} but the text divides by "
+                          f"{per_charge.group(1)}")
     shift = sum(k * monoisotopic_mass(GROUPS.get(g, g)) for g, k in counts.items())
     radical = bool(match.group("radical"))
     size = abs(charge)

@@ -52,9 +52,11 @@ def open_text(path):
 
 
 def _lines(path):
-    """Numbered lines of a spectrum file, stripped (the shared capped reader: line length and gzip ratio)."""
+    """Numbered lines of a spectrum file, stripped (the shared capped reader: line length and gzip ratio); lines
+    ended by a lone CR (classic Mac OS, 'CSV (Macintosh)' exports) are split too."""
     for number, line in iter_lines(path, what="Spectra file", errors="replace"):
-        yield number, line.strip().lstrip("\ufeff")
+        for part in line.split("\r") if "\r" in line else (line,):
+            yield number, part.strip().lstrip("\ufeff")
 
 
 def iter_mgf(path):

@@ -58,8 +58,8 @@ class ReadReport:
 
     def see_fields(self, names):
         """Remember the field names of a record (bounded by :attr:`MAX_FIELDS`)."""
-        if len(self.fields) < self.MAX_FIELDS:
-            self.fields.update(list(names)[:self.MAX_FIELDS - len(self.fields)])
+        if len(self.fields) < self.MAX_FIELDS:  # one set update per record while small: this runs for every record
+            self.fields.update(names if len(names) <= self.MAX_FIELDS else list(names)[:self.MAX_FIELDS])
 
     def skip(self, record, reason):
         """Count ``record`` (an id) as skipped for ``reason``; keep its id among the first ``MAX_EXAMPLES``."""
@@ -133,7 +133,7 @@ IDENTITY_KEYS = ("feature_id", "scans", "title", "spectrum_id", "native_id", "ad
 #: Values that mean "none" in exported tables.
 MISSING = ("none", "nan", "n/a", "na", "null", "")
 #: A precursor type at the end of a library name: GNPS "Hydroxyzine M+H", "... [M+H]+", "... 2M+Na".
-_NAME_ADDUCT = re.compile(r"(?:^|[\s_])(\[?\d*M(?:[+-]\d*[A-Za-z][A-Za-z0-9]*)*\]?\d*[+-]*\*?)$")
+_NAME_ADDUCT = re.compile(r"(?:^|[\s_])(\[?\d*M(?:[+-]\d*[A-Za-z][A-Za-z0-9]*)*\]?\d*[+-]*\*?(?:/\d+)?)$")
 
 
 def usable_peaks(raw_peaks, keep_empty, report):
@@ -151,14 +151,21 @@ def usable_peaks(raw_peaks, keep_empty, report):
 
 
 def structure_fields(get, report, inchikey=("inchikey",), formula=("formula",)):
-    """InChIKey, InChI, SMILES and formula of a record, enclosing quotes removed (GNPS ``INCHI="InChI=..."``),
-    counted in ``report``."""
+    """InChIKey, InChI, SMILES and formula of a record (the first non-empty of each field's names), enclosing
+    quotes removed (GNPS ``INCHI="InChI=..."``, counted in ``report``), missing values ("N/A") as None."""
     out, quoted = {}, 0
     for key, names in (("inchikey", inchikey), ("inchi", ("inchi",)), ("smiles", ("smiles",)), ("formula", formula)):
-        value = next((v for v in (as_text(get(n)) for n in names) if v is not None and v.strip()), None)
-        value, was_quoted = unquote(value)
-        quoted += was_quoted
-        out[key] = value if value is None or value.strip().lower() not in MISSING else None
+        value = None
+        for name in names:
+            value = as_text(get(name))
+            if value:
+                break
+        if value and value[0] in "\"'":  # a cheap test first: this runs for every record of large files
+            value, was_quoted = unquote(value)
+            quoted += was_quoted
+        if value is not None and (not value.strip() or value.strip().lower() in MISSING):
+            value = None
+        out[key] = value
     report.note("quoted structure fields unquoted", quoted)
     return out
 

@@ -81,6 +81,8 @@ def test_monoisotopic_mass_matches_rdkit():
     ("[M-OH]+", "[M-OH]+", 1, 1), ("[M-H+Li]+*", "[M+Li-H]+*", 1, 1),
     # MZmine writes the mass shift after the adduct
     ("[M+H]+ (1.0073)", "[M+H]+", 1, 1), ("[M-H]- (-1.0073)", "[M-H]-", 1, -1),
+    # GNPS divides by the charge
+    ("M+2H/2", "[M+2H]2+", 1, 2), ("M-2H/2", "[M-2H]2-", 1, -2), ("M+3H/3", "[M+3H]3+", 1, 3),
 ])
 def test_parse_adduct_notations(text, name, n, charge):
     adduct = parse_adduct(text)
@@ -142,7 +144,7 @@ def test_neutral_masses_by_hand():
 
 
 @pytest.mark.parametrize("text", ["", "foo", "[M+H]+-", "M+Xx", "[0M+H]+", "M", None, "[M+H]0+", "[M]", "M+H2O",
-                                  "M+H+1", "[M+H]+2-", "[M+0H]+", "2M"])
+                                  "M+H+1", "[M+H]+2-", "[M+0H]+", "2M", "M+2H/3", "M+H/2"])
 def test_unreadable_adducts(text):
     with pytest.raises(AdductError):
         parse_adduct(text)

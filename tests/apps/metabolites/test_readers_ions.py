@@ -71,47 +71,26 @@ ADDUCT=M+H-H2O
 END IONS
 """
 
+GLUCOSE_SMILES = "OC[C@H]1OC(O)[C@H](O)[C@@H](O)[C@@H]1O"
+
+
+def _gnps_record(pepmass, charge, mode, name, smiles, inchi, spectrum_id, peaks):
+    """One record of a GNPS library MGF, fields in GNPS's order."""
+    return (f"BEGIN IONS\nPEPMASS={pepmass}\nCHARGE={charge}\nMSLEVEL=2\nIONMODE={mode}\nNAME={name}\n"
+            f"SMILES={smiles}\nINCHI={inchi}\nSPECTRUMID={spectrum_id}\nSCANS=1\n{peaks}\nEND IONS\n")
+
+
 #: A GNPS library MGF: SCANS=1 everywhere, a unique SPECTRUMID, names ending in the adduct, quoted InChIs.
-GNPS_MGF = """BEGIN IONS
-PEPMASS=179.0561
-CHARGE=0
-MSLEVEL=2
-IONMODE=Negative
-NAME=D-Glucose M-H
-SMILES=OC[C@H]1OC(O)[C@H](O)[C@@H](O)[C@@H]1O
-INCHI="InChI=1S/C6H12O6/c7-1-2-3(8)4(9)5(10)6(11)12-2/h2-11H,1H2/t2-,3-,4+,5-,6?/m1/s1"
-SPECTRUMID=CCMSLIB00000001
-SCANS=1
-59.0 10
-89.0 100
-END IONS
-BEGIN IONS
-PEPMASS=198.0972
-CHARGE=1
-MSLEVEL=2
-IONMODE=Positive
-NAME=D-Glucose M+NH4
-SMILES=OC[C@H]1OC(O)[C@H](O)[C@@H](O)[C@@H]1O
-INCHI="InChI=1S/broken"
-SPECTRUMID=CCMSLIB00000002
-SCANS=1
-85.0 10
-163.0 100
-END IONS
-BEGIN IONS
-PEPMASS=195.0877
-CHARGE=1
-MSLEVEL=2
-IONMODE=Positive
-NAME=Caffeine [M+H]+
-SMILES=N/A
-INCHI="InChI=1S/C8H10N4O2/c1-10-4-9-6-5(10)7(13)12(3)8(14)11(6)2/h4H,1-3H3"
-SPECTRUMID=CCMSLIB00000003
-SCANS=1
-110.07 10
-138.066 100
-END IONS
-"""
+GNPS_MGF = "".join([
+    _gnps_record(179.0561, 0, "Negative", "D-Glucose M-H", GLUCOSE_SMILES,
+                 '"InChI=1S/C6H12O6/c7-1-2-3(8)4(9)5(10)6(11)12-2/h2-11H,1H2/t2-,3-,4+,5-,6?/m1/s1"',
+                 "CCMSLIB00000001", "59.0 10\n89.0 100"),
+    _gnps_record(198.0972, 1, "Positive", "D-Glucose M+NH4", GLUCOSE_SMILES, '"InChI=1S/broken"',
+                 "CCMSLIB00000002", "85.0 10\n163.0 100"),
+    _gnps_record(195.0877, 1, "Positive", "Caffeine [M+H]+", "N/A",
+                 '"InChI=1S/C8H10N4O2/c1-10-4-9-6-5(10)7(13)12(3)8(14)11(6)2/h4H,1-3H3"', "CCMSLIB00000003",
+                 "110.07 10\n138.066 100"),
+])
 
 #: NIST-style MSP (Precursor_type, Ion_mode, DB#) and an MS-DIAL-style record (PRECURSORTYPE, IONMODE).
 MSP = """Name: Caffeine
@@ -218,7 +197,7 @@ def test_contradictions_are_flagged_not_resolved(tmp_path):
     ("Hydroxyzine M+H", "M+H"), ("D-Glucose M-H", "M-H"), ("Caffeine [M+H]+", "[M+H]+"), ("X 2M+Na", "2M+Na"),
     ("Sucrose M+NH4", "M+NH4"), ("Y M-H2O+H", "M-H2O+H"), ("Z [M+2H]2+", "[M+2H]2+"), ("Maltose", None),
     ("Compound M", None), ("Vitamin B12", None), ("L-Methionine", None), ("Unknown", None), (None, None),
-    ("Foo [M+H]2+", None), ("Cer(d18:1) M+H", "M+H"),
+    ("Foo [M+H]2+", None), ("Cer(d18:1) M+H", "M+H"), ("Lomaiviticin C M+2H/2", "M+2H/2"),
 ])
 def test_adduct_from_name(name, adduct):
     assert adduct_from_name(name) == adduct
@@ -585,3 +564,19 @@ def test_mzmine_library_json_lines(tmp_path):
     assert spectra.metadata[0]["name"] == "Caffeine" and spectra.metadata[0]["inchikey"].startswith("RYYVLZVUVIJVGH")
     assert _summary(read_precursor_ion(spectra.metadata[0])) == ("[M+H]+", "positive", 1, "")
     np.testing.assert_allclose(spectra.peaks(0)[0], [110.07, 138.066])
+
+
+@pytest.mark.parametrize("encoding, newline", [("utf-16", "\n"), ("utf-16-le", "\r\n"), ("utf-16-be", "\n"),
+                                               ("utf-8", "\r"), ("utf-16", "\r")])
+def test_line_ends_and_utf16_give_the_same_spectra(tmp_path, encoding, newline):
+    reference, _ = read_spectra(_write(tmp_path / "ref.msp", MSP))
+    data = MSP.replace("\n", newline).encode(encoding)
+    if encoding in ("utf-16-le", "utf-16-be"):  # with its byte-order mark, as Windows tools write it
+        data = "\ufeff".encode(encoding) + data
+    path = tmp_path / "lib.msp"
+    path.write_bytes(data)
+    spectra, report = read_spectra(path)
+    assert report.summary() == "3 spectra read"
+    assert spectra.metadata == [{**m, "source": str(path)} for m in reference.metadata]
+    np.testing.assert_array_equal(spectra.mz, reference.mz)
+    np.testing.assert_array_equal(spectra.precursor_mz, reference.precursor_mz)
