@@ -81,6 +81,10 @@ def _add_model_options(parser):
     parser.add_argument("--prior-neighbors", type=int, default=None,
                         help="training structures the structure prior averages over, at most all of them "
                              "(default: the app's value)")
+    parser.add_argument("--min-structures", type=int, default=None,
+                        help="training structures a precursor type needs for a sub-model of its own when the "
+                             "spectra mix types; the most frequent type is always trained (default: the app's "
+                             "value)")
 
 
 IDENTIFY_HELP = """\
@@ -121,9 +125,11 @@ def register(subparsers):
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
 
     train = actions.add_parser("train", help="train a model on spectra of known structures")
-    train.add_argument("--spectra", required=True,
-                       help=f"training spectra with structures (InChIKey, or SMILES/InChI): {SPECTRA_FORMATS}; the "
-                            "model records their precursor types")
+    train.add_argument("--spectra", required=True, nargs="+", action="extend", metavar="FILE",
+                       help=f"training spectra with structures (InChIKey, or SMILES/InChI): {SPECTRA_FORMATS}; "
+                            "several files (or the flag repeated) train one model file with one sub-model per "
+                            "precursor type with enough structures (types from each spectrum's adduct, ion mode "
+                            "and charge)")
     train.add_argument("--output", required=True, help="model file to write (.npz)")
     train.add_argument("--exclude-candidates", default=None,
                        help="candidate lists whose true structures must not be trained on (default: none)")
@@ -135,9 +141,9 @@ def register(subparsers):
         formatter_class=argparse.RawDescriptionHelpFormatter, description=IDENTIFY_HELP)
     identify.add_argument("--model", default=None,
                           help="model file written by 'train' or 'demo' (default: the ready model, trained from "
-                               "the bundled MassBank [M+H]+ spectra on first use, about a minute, and cached in "
-                               "$IOKR_CACHE_DIR, else $XDG_CACHE_HOME/iokr, else ~/.cache/iokr; it ranks positive "
-                               "[M+H]+ queries only: others get status 'unsupported adduct')")
+                               "the bundled MassBank [M+H]+ and [M-H]- spectra on first use, about a minute, and "
+                               "cached in $IOKR_CACHE_DIR, else $XDG_CACHE_HOME/iokr, else ~/.cache/iokr; it ranks "
+                               "positive and negative singly charged queries, other types per --adduct-policy)")
     identify.add_argument("--spectra", required=True,
                           help=f"query spectra: {SPECTRA_FORMATS}")
     identify.add_argument("--candidates", required=True,
@@ -161,7 +167,9 @@ def register(subparsers):
                                "the log and parameters.json say)")
     identify.add_argument("--adduct-policy", choices=ADDUCT_POLICIES, default="refuse",
                           help="queries of a precursor type the model was not trained on: 'refuse' (status "
-                               "'unsupported adduct') or 'assume' (ranked, with a warning) (default: refuse)")
+                               "'unsupported adduct' or 'unsupported charge') or 'assume' (ranked by the sub-model of "
+                               "their polarity, e.g. [M+Na]+ by [M+H]+, [M+Cl]- by [M-H]-, the neutral mass from "
+                               "their own adduct; said in 'detail') (default: refuse)")
     identify.add_argument("--store", default=None,
                           help="SQLite cache of parsed structures for candidate lists (default: in memory)")
     identify.set_defaults(func=run_identify)
@@ -180,9 +188,9 @@ def register(subparsers):
     index.set_defaults(func=run_index)
 
     evaluate = actions.add_parser("evaluate", help="structure-disjoint evaluation on candidate lists")
-    evaluate.add_argument("--spectra", required=True,
-                          help="spectra with structures (any format of 'train'); queries are those of the lists' "
-                               "true structures")
+    evaluate.add_argument("--spectra", required=True, nargs="+", action="extend", metavar="FILE",
+                          help="spectra with structures (any format of 'train', one or several files); queries are "
+                               "the [M+H]+ and [M-H]- spectra of the lists' true structures, reported per polarity")
     evaluate.add_argument("--candidates", required=True, help=".tar.gz or folder of candidate lists")
     evaluate.add_argument("--output", required=True, help="folder for summary.json (and the model)")
     evaluate.add_argument("--report", action="store_true",
@@ -214,6 +222,13 @@ def _check_prior(args):
     neighbors = getattr(args, "prior_neighbors", None)
     if neighbors is not None and neighbors < 1:
         raise CommandError(f"--prior-neighbors must be >= 1, got {neighbors}.")
+    min_structures = getattr(args, "min_structures", None)
+    if min_structures is not None and min_structures < 1:
+        raise CommandError(f"--min-structures must be >= 1, got {min_structures}.")
+
+
+def _min_structures(args, jobs):
+    return jobs.DEFAULT_MIN_STRUCTURES if args.min_structures is None else args.min_structures
 
 
 def _load_app():
@@ -231,17 +246,27 @@ def _load_app():
 
 def run_train(args):
     _check_common(args)
-    check_outputs({"--output": args.output}, {"--spectra": args.spectra, "--exclude-candidates":
+    check_outputs({"--output": args.output}, {**_spectra_inputs(args.spectra), "--exclude-candidates":
                                                args.exclude_candidates, "--store": args.store},
                   overwrite=args.overwrite)
     jobs = _load_app()
     out = jobs.train_job(args.spectra, args.output, _model_options(args, jobs),
-                         exclude_candidates=args.exclude_candidates, feedback=jobs.Feedback(_progress, _log))
-    print(f"model written to {out['model']} ({out['n_train']} training structures); chosen: "
-          + ", ".join(f"{k}={out['chosen'][k]}" for k in ("alpha", "output_kernel", "output_gamma", "prior_weight",
-                                                             "prior_neighbors"))
-          + f"; MKL weights {[round(w, 3) for w in out['weights']]}")
+                         exclude_candidates=args.exclude_candidates, feedback=jobs.Feedback(_progress, _log),
+                         min_structures=_min_structures(args, jobs))
+    print(f"model written to {out['model']} ({out['n_train']} training structures; sub-models "
+          f"{', '.join(out['submodels'])})")
+    for precursor_type, sub in out["submodels"].items():
+        print(f"  {precursor_type}: {sub['n_train']} structures; chosen: "
+              + ", ".join(f"{k}={sub['chosen'][k]}" for k in ("alpha", "output_kernel", "output_gamma",
+                                                                 "prior_weight", "prior_neighbors"))
+              + f"; MKL weights {[round(w, 3) for w in sub['weights']]}"
+              + (f"; confidence not calibrated ({sub['calibration_problem']})" if sub["calibration_problem"] else ""))
     return 0
+
+
+def _spectra_inputs(paths):
+    """The ``--spectra`` files as named inputs (never overwritten by an output)."""
+    return {"--spectra" if len(paths) == 1 else f"--spectra {path}": path for path in paths}
 
 
 def _table_writer(handle, columns):
@@ -343,21 +368,26 @@ def summary_table(summary):
     rows = []
     labels = [("per_structure", "IOKR (this run), per structure"), ("per_spectrum", "IOKR (this run), per spectrum"),
               ("published", "published IOKR (list scores)")]
-    for key, label in labels:
-        if key in summary:
-            rows.append([label] + [f"{summary[key][k]:.1f}" for k in TOP_KEYS])
+    polarities = summary.get("per_polarity") or {}
+    if len(polarities) < 2:  # one polarity: the rows as before polarities
+        polarities = {"": summary}
+    for mode, part in polarities.items():
+        for key, label in labels:
+            if key in part and (key != "published" or mode in ("", "positive")):
+                rows.append([f"{mode} {label}".strip()] + [f"{part[key][k]:.1f}" for k in TOP_KEYS])
     return format_table(header, rows)
 
 
 def run_evaluate(args):
     _check_common(args)
-    inputs = {"--spectra": args.spectra, "--candidates": args.candidates, "--store": args.store}
+    inputs = {**_spectra_inputs(args.spectra), "--candidates": args.candidates, "--store": args.store}
     check_outputs({"--output": args.output}, inputs, overwrite=args.overwrite)
     jobs = _load_app()
     out_dir = Path(args.output)
     with output_folder(out_dir, overwrite=args.overwrite, inputs=inputs) as tmp:
         summary = jobs.evaluate_job(args.spectra, args.candidates, _model_options(args, jobs),
-                                    model_output=tmp / "model.npz", feedback=jobs.Feedback(_progress, _log))
+                                    model_output=tmp / "model.npz", feedback=jobs.Feedback(_progress, _log),
+                                    min_structures=_min_structures(args, jobs))
         write_json(tmp / "summary.json", summary)
         from ._report import markdown_report
 

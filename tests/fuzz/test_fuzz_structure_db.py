@@ -66,5 +66,5 @@ def test_every_query_gets_a_status(database, adduct, charge, ion_mode, formula, 
     assert queries is not None and len(queries) == 1
     q = queries[0]
     assert q.status in ("ok", "no precursor m/z", "implausible precursor m/z", "unknown adduct",
-                        "unsupported adduct", "invalid formula", "no candidates")
+                        "unsupported adduct", "unsupported charge", "invalid formula", "no candidates")
     assert (q.status == "ok") == (q.candidates.size > 0)

@@ -38,9 +38,12 @@ from ._pipeline import (
 )
 from ._readers import ReadReport, read_massbank_jsonl, read_spectra
 from ._spectra import Spectra, clean_spectra, concatenate, merge_spectra
+from ._submodels import MetaboliteModel, load_metabolite_model, save_metabolite_model
+from ._training import DEFAULT_MIN_STRUCTURES
 
 __all__ = [
     "DEFAULT_PARAMS",
+    "DEFAULT_MIN_STRUCTURES",
     "SpectrumKernel",
     "make_output_kernel",
     "subformulas",
@@ -87,6 +90,9 @@ __all__ = [
     "inchikey",
     "load_fingerprinter",
     "load_identifier",
+    "load_metabolite_model",
+    "MetaboliteModel",
+    "save_metabolite_model",
     "make_spectrum_kernel",
     "merge_spectra",
     "normalized_gram",

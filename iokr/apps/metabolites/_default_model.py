@@ -1,4 +1,7 @@
-"""The ready model: trained from the MassBank subset bundled in the package on first use, then cached.
+"""The ready model: trained from the MassBank subsets bundled in the package on first use, then cached.
+
+One model file with an ``[M+H]+`` sub-model (the bundled positive spectra) and an ``[M-H]-`` sub-model (the bundled
+negative ones): queries of either polarity are ranked (see :mod:`._routing`).
 
 ``iokr metabolites identify`` without ``--model`` uses it. The cache folder is ``$IOKR_CACHE_DIR`` when set, else
 ``$XDG_CACHE_HOME/iokr``, else ``~/.cache/iokr``; the file name carries the package version and a digest of the
@@ -31,10 +34,16 @@ def cache_dir():
 def default_model_path():
     """Path of the cached ready model for this version, bundled data and training settings."""
     digest = hashlib.blake2b(digest_size=8)
-    digest.update(Path(BUNDLED_METABOLITES["spectra"]).read_bytes())
+    for spectra in ready_model_spectra():
+        digest.update(Path(spectra).read_bytes())
     digest.update(json.dumps([DEFAULT_FINGERPRINT, DEFAULT_PARAMS, DEFAULT_GRID], sort_keys=True,
                              default=str).encode())
     return cache_dir() / f"metabolites-model-{__version__}-{digest.hexdigest()}.npz"
+
+
+def ready_model_spectra():
+    """The bundled spectra files the ready model is trained on (positive, then negative)."""
+    return [BUNDLED_METABOLITES["spectra"], BUNDLED_METABOLITES["negative_spectra"]]
 
 
 def ensure_default_model(progress=None, log=print):
@@ -43,7 +52,8 @@ def ensure_default_model(progress=None, log=print):
     if path.exists():
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
-    log(f"no ready model yet: training one on the bundled MassBank subset (about a minute, once); cached at {path}")
+    log(f"no ready model yet: training one on the bundled MassBank subsets ([M+H]+ and [M-H]-; about a minute, "
+        f"once); cached at {path}")
     feedback = Feedback(log=log) if progress is None else Feedback(progress, log)
-    train_job(BUNDLED_METABOLITES["spectra"], path, feedback=feedback)
+    train_job(ready_model_spectra(), path, feedback=feedback)
     return path

@@ -23,10 +23,11 @@ import numpy as np
 
 from ..._validation import check_nonnegative_scalar
 from ...decoding import CandidateSets
-from ._adducts import AdductError, ion_mode_of, parse_adduct
+from ._adducts import read_precursor_ion
 from ._formulas import ELEMENT_MASSES, FormulaError, canonical_formula, parse_formula
 from ._hypotheses import annotated_kernels, score_hypotheses
 from ._query_ids import QUERY_ID_FIELDS, QueryIds, query_ids  # noqa: F401 - QUERY_ID_FIELDS, QueryIds: public here
+from ._routing import route_query
 
 #: A query's FORMULA is taken only when it agrees with the precursor m/z (given the adduct) within
 #: max(ppm, FORMULA_MIN_PPM) ppm: the formula is the better lookup within the mass window (by definition), and
@@ -61,8 +62,9 @@ class IdentifySettings:
         the first of :data:`QUERY_ID_FIELDS` present; a field that repeats or is missing from some records falls
         back to a unique one, else to 1-based positions (see :func:`~._query_ids.query_ids`).
     adduct_policy : {"refuse", "assume"}
-        A query whose adduct the model was not trained on: status ``unsupported adduct`` (``"refuse"``), or ranked
-        with the model all the same and a warning in ``detail`` (``"assume"``).
+        A query whose adduct the model was not trained on: status ``unsupported adduct`` (or ``unsupported charge``)
+        (``"refuse"``), or ranked by the sub-model :data:`~._routing.ASSUME_MAPPING` names, with a warning in
+        ``detail`` (``"assume"``); see :mod:`._routing`.
     batch_size : int
         Queries scored together (memory grows with the batch's distinct candidates).
     prior_weight : float or None
@@ -109,39 +111,17 @@ class Query:
     annotation: str = ""
     hypotheses: object = None
     n_above_precursor: int = 0
+    #: Precursor type of the sub-model that ranks the query (see :mod:`._routing`).
+    submodel: str = ""
 
 
-def _charge_sign(text):
-    if not isinstance(text, str) or not text.strip():
-        return 0
-    t = text.strip()
-    return -1 if "-" in t else (1 if any(ch.isdigit() for ch in t) or "+" in t else 0)
-
-
-def _resolve_adduct(meta, model_adducts, policy):
-    """``(adduct, status, detail)`` of a query against the model's precursor types."""
-    model_names = sorted(model_adducts)
-    model_mode = {parse_adduct(a).ion_mode for a in model_names}
-    text = meta.get("adduct")
-    sign = _charge_sign(meta.get("charge"))
-    mode = ion_mode_of(meta.get("ion_mode")) or ({1: "positive", -1: "negative"}.get(sign))
-    if not text:
-        if mode is not None and mode not in model_mode:
-            return None, "unsupported adduct", f"ion mode {mode}; model: {', '.join(model_names)}"
-        if len(model_names) != 1:
-            return None, "unknown adduct", f"no adduct given and the model has several: {', '.join(model_names)}"
-        return parse_adduct(model_names[0]), "ok", f"no adduct given: assumed {model_names[0]}"
-    try:
-        adduct = parse_adduct(text)
-    except AdductError as exc:
-        return None, "unknown adduct", str(exc)
-    if mode is not None and mode != adduct.ion_mode:
-        return None, "unknown adduct", f"adduct {adduct.name} contradicts ion mode {mode}"
-    if adduct.name in model_adducts:
-        return adduct, "ok", ""
-    if policy == "assume" and adduct.ion_mode in model_mode:
-        return adduct, "ok", f"warning: {adduct.name} ranked with a model trained on {', '.join(model_names)}"
-    return None, "unsupported adduct", f"{adduct.name}; model: {', '.join(model_names)}"
+def _resolve_adduct(meta, model, policy):
+    """The :class:`~._routing.Route` of a query: ``model`` is a :class:`~._submodels.MetaboliteModel` or the
+    canonical precursor types of a model's sub-models."""
+    ion = read_precursor_ion(meta)
+    if hasattr(model, "route"):
+        return model.route(ion, policy, meta.get("adduct"))
+    return route_query(ion, model, policy, meta.get("adduct"))
 
 
 def _formula_contradiction(formula, adduct, precursor, ppm):
@@ -166,8 +146,8 @@ def plan_queries(spectra, cleaned_peaks, model_adducts, source, settings, ids=No
         The queries as read (``keep_empty=True``).
     cleaned_peaks : ndarray of int, shape (m,)
         Peaks left per query after cleaning.
-    model_adducts : set of str
-        Canonical precursor types of the model.
+    model_adducts : MetaboliteModel or set of str
+        The model (its sub-models' precursor types route each query, see :mod:`._routing`), or those types.
     source : candidate source
         ``select(formula, low, high) -> ids`` (see :mod:`._candidate_sources`).
     settings : IdentifySettings
@@ -201,9 +181,11 @@ def plan_queries(spectra, cleaned_peaks, model_adducts, source, settings, ids=No
             q.status, q.detail = "implausible precursor m/z", f"{precursor:g} > {MAX_PRECURSOR_MZ:g}"
             continue
         q.n_above_precursor = int(np.count_nonzero(spectra.peaks(i)[0] > precursor + ABOVE_PRECURSOR))
-        adduct, q.status, q.detail = _resolve_adduct(meta, model_adducts, settings.adduct_policy)
-        if adduct is None:
+        route = _resolve_adduct(meta, model_adducts, settings.adduct_policy)
+        q.status, q.detail = route.status, route.detail
+        if route.status != "ok":
             continue
+        adduct, q.submodel = route.adduct, route.submodel
         q.adduct = adduct.name
         if raw_formula:
             try:
@@ -246,29 +228,44 @@ def score_queries(model, cleaned, queries, source, fingerprinter, settings, prog
     Each batch fingerprints the distinct candidates of its queries once (queries sharing a formula share them).
     Scores of one query do not depend on the other queries of its batch up to rounding: the spectrum kernels sum
     each spectrum's terms in an order of its own, but the products with the model's coefficients are BLAS products
-    whose last bits depend on the batch's shape (``docs/iokr.md``, "Reproducibility"). With annotated kernels, each query is scored under its formula or its
+    whose last bits depend on the batch's shape (``docs/iokr.md``, "Reproducibility"). ``model`` is a
+    :class:`~._submodels.MetaboliteModel` (each query is scored by the sub-model of ``query.submodel``; batches
+    never mix sub-models) or one fitted model scoring every query. With annotated kernels, each query is scored
+    under its formula or its
     candidates' formulas (:func:`~._hypotheses.score_hypotheses`), and ``query.annotation`` /
     ``query.hypotheses`` say how it was annotated.
     """
-    by_formula = bool(annotated_kernels(model))
     ok = [q for q in queries if q.status == "ok"]
-    for start in range(0, len(ok), settings.batch_size):
-        batch = ok[start:start + settings.batch_size]
-        ids = np.unique(np.concatenate([q.candidates for q in batch]))
-        pool = source.fingerprints(ids, fingerprinter)
-        sets = [np.searchsorted(ids, q.candidates) for q in batch]
-        spectra = cleaned[np.array([q.row for q in batch])]
-        if not by_formula:  # the formula changes nothing: the model's own scores
-            scores = model.score_sets(spectra, CandidateSets(pool, sets))
-        else:
-            known = candidate_formulas(source, ids) if any(not q.formula for q in batch) else None
-            formulas = [np.full(q.candidates.size, q.formula, dtype=object) if q.formula else known[idx]
-                        for q, idx in zip(batch, sets, strict=True)]
-            scores, hypotheses = score_hypotheses(model, spectra, [q.adduct for q in batch], pool, sets, formulas,
-                                                  given=[bool(q.formula) for q in batch])
-            for q, s, h, f in zip(batch, scores, hypotheses, formulas, strict=True):
-                q.hypotheses = h = replace(h, n_dropped_above=q.n_above_precursor)
-                q.annotation = h.summary(f[int(np.argmax(s))])
-        yield from zip(batch, scores, strict=True)
-        if progress is not None:
-            progress(min(start + settings.batch_size, len(ok)))
+    groups = {}
+    for q in ok:
+        groups.setdefault(q.submodel if hasattr(model, "submodel") else "", []).append(q)
+    done = 0
+    for key, group in groups.items():
+        sub = model.submodel(key) if hasattr(model, "submodel") else model
+        for start in range(0, len(group), settings.batch_size):
+            batch = group[start:start + settings.batch_size]
+            yield from _score_batch(sub, cleaned, batch, source, fingerprinter)
+            done += len(batch)
+            if progress is not None:
+                progress(done)
+
+
+def _score_batch(model, cleaned, batch, source, fingerprinter):
+    """``(query, scores)`` of one batch of queries, all scored by ``model``."""
+    by_formula = bool(annotated_kernels(model))
+    ids = np.unique(np.concatenate([q.candidates for q in batch]))
+    pool = source.fingerprints(ids, fingerprinter)
+    sets = [np.searchsorted(ids, q.candidates) for q in batch]
+    spectra = cleaned[np.array([q.row for q in batch])]
+    if not by_formula:  # the formula changes nothing: the model's own scores
+        scores = model.score_sets(spectra, CandidateSets(pool, sets))
+    else:
+        known = candidate_formulas(source, ids) if any(not q.formula for q in batch) else None
+        formulas = [np.full(q.candidates.size, q.formula, dtype=object) if q.formula else known[idx]
+                    for q, idx in zip(batch, sets, strict=True)]
+        scores, hypotheses = score_hypotheses(model, spectra, [q.adduct for q in batch], pool, sets, formulas,
+                                              given=[bool(q.formula) for q in batch])
+        for q, s, h, f in zip(batch, scores, hypotheses, formulas, strict=True):
+            q.hypotheses = h = replace(h, n_dropped_above=q.n_above_precursor)
+            q.annotation = h.summary(f[int(np.argmax(s))])
+    yield from zip(batch, scores, strict=True)

@@ -14,17 +14,14 @@ from pathlib import Path
 import numpy as np
 
 from ...exceptions import IOKRDataError
-from ._adducts import AdductError, parse_adduct
 from ._calibration_examples import calibration_examples
-from ._candidate_sources import open_source
 from ._candidates import CandidateStore, read_candidate_lists
-from ._confidence import Calibration, fit_calibration, top_margins
+from ._confidence import fit_calibration
+from ._feedback import Feedback
 from ._fingerprints import Fingerprinter
 from ._grams import TrainingGrams
-from ._hypotheses import annotated_kernels, annotation_totals
-from ._identify import RESERVED_COLUMNS, IdentifySettings, plan_queries, query_ids, score_queries
+from ._identify import IdentifySettings  # noqa: F401 - the jobs' settings, imported from here by callers
 from ._model import MetaboliteIdentifier
-from ._persist import load_identifier, read_model, save_identifier
 from ._pipeline import (
     DEFAULT_GRID,
     DEFAULT_SURROGATE,
@@ -37,6 +34,15 @@ from ._pipeline import (
     usable_surrogate,
 )
 from ._readers import read_spectra
+from ._routing import DEFAULT_TYPES
+from ._submodels import TrainedSubmodel, save_metabolite_model
+from ._training import (
+    DEFAULT_MIN_STRUCTURES,
+    precursor_types,
+    read_training_files,
+    structures_per_type,
+    types_to_train,
+)
 
 #: Fingerprint of ``train`` and ``evaluate`` (:class:`Fingerprinter` parameters): Morgan radius 2 counts + MACCS.
 #: The isomer-list cross-validation of ``reports/metabolites.md`` preferred radius 1 by a hair; radius 1 was
@@ -50,34 +56,6 @@ DEFAULT_PARAMS = {"kernels": ("ppk", "ppk_nl", "binned", "binned_nl"), "weights"
                   # the structure prior, chosen by cross-validation on training structures with decoy lists
                   # (benchmarks/realdata_structure_prior.py, reports/metabolites.md)
                   "prior_weight": 0.3, "prior_neighbors": 1}
-
-
-class _Silent:
-    """The progress of a stage when nobody watches (same calls as :class:`iokr.cli._output.Progress`)."""
-
-    def __call__(self, done=None):
-        pass
-
-    def close(self):
-        pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
-def _noop_progress(total, label):
-    return _Silent()
-
-
-@dataclasses.dataclass(frozen=True)
-class Feedback:
-    """Where a job reports: ``progress(total, label)`` gives a stage's progress callable, ``log(message)`` a line."""
-
-    progress: object = _noop_progress
-    log: object = print
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,10 +124,30 @@ def _store(path, fingerprinter):
     return CandidateStore(path if path else "", fingerprinter)
 
 
+@dataclasses.dataclass
+class FitResult:
+    """One fitted model and how it was chosen: the training set, CV table, timings, calibration (None with the
+    reason in ``calibration_problem`` when it could not be fitted or was degenerate)."""
+
+    model: object
+    train: object
+    cv: list
+    timings: dict
+    calibration: object = None
+    calibration_problem: str = ""
+
+    def record(self, **more):
+        """The sub-model's record stored in a model file (:class:`~._submodels.TrainedSubmodel` ``extra``)."""
+        return {"cv": self.cv, "calibration": self.calibration.to_dict() if self.calibration is not None else None,
+                "calibration_problem": self.calibration_problem, "n_train_structures": len(self.train.spectra),
+                "n_train_spectra": self.train.n_spectra, "licenses": self.train.licenses, "timings": self.timings,
+                **more}
+
+
 def fit_with_cv(spectra, store, cleaning, exclude_keys=(), config=None, feedback=None):
     """Training set, cross-validated hyperparameters, final fit.
 
-    Returns ``(model, train, cv_table, timings, calibration)``. ``config.surrogate`` selects the CV lists and score
+    Returns a :class:`FitResult`. ``config.surrogate`` selects the CV lists and score
     of :func:`~._pipeline.cross_validate`; when the training set is too small for isomer-like lists (no shared
     formula in some fold) the fold lists are used, and logged.
     """
@@ -169,7 +167,8 @@ def _training_set(spectra, store, cleaning, exclude_keys, log):
 
 def fit_training_set(train, config=None, feedback=None, timings=None):
     """Cross-validated hyperparameters, calibration and final fit on a :class:`~._pipeline.TrainingSet` (the part
-    of :func:`fit_with_cv` after the training set; the caller may have freed the raw spectra)."""
+    of :func:`fit_with_cv` after the training set; the caller may have freed the raw spectra): a
+    :class:`FitResult`."""
     config = TrainingConfig() if config is None else config
     feedback = Feedback() if feedback is None else feedback
     progress, log = feedback.progress, feedback.log
@@ -203,13 +202,14 @@ def fit_training_set(train, config=None, feedback=None, timings=None):
     if grams is None:
         with progress(len(model.kernels), "training Gram blocks (one per spectrum kernel)") as tick:
             grams = TrainingGrams.of(model.base_grams(train.spectra, progress=tick, storage=config.gram_storage))
-    calibration = None
+    calibration, problem = None, "no cross-validation folds"
     if n_folds > 1:
         try:
             with progress(n_folds, "confidence calibration folds") as tick:
                 examples = calibration_examples(train, best, n_folds, seed, grams, progress=tick)
-            calibration = fit_calibration(*examples)
+            calibration, problem = fit_calibration(*examples), ""
         except ValueError as exc:
+            problem = str(exc)
             log(f"confidence: not calibrated ({exc})")
     timings["calibration_s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -220,61 +220,67 @@ def fit_training_set(train, config=None, feedback=None, timings=None):
     model.fit(train.spectra, train.Y, training_gram=(K, weights, diags))
     del K
     timings["final_fit_s"] = time.perf_counter() - t0
-    return model, train, table, timings, calibration
+    return FitResult(model, train, table, timings, calibration, problem)
 
 
-def training_precursor_types(spectra, log=print):
-    """Canonical precursor types of training spectra; spectra without one (or with an unreadable one) are
-    counted and logged, and taken as ``[M+H]+`` when no spectrum names a type."""
-    types, n_unknown = set(), 0
-    for meta in spectra.metadata:
-        try:
-            types.add(parse_adduct(meta.get("adduct")).name)
-        except AdductError:
-            n_unknown += 1
-    if not types:
-        log(f"training: no spectrum names its precursor type; the model is recorded as {LEGACY_PRECURSOR_TYPES[0]}")
-        return list(LEGACY_PRECURSOR_TYPES)
-    if n_unknown:
-        log(f"training: {n_unknown} spectra name no readable precursor type; the model is recorded as "
-            f"{', '.join(sorted(types))}")
-    return sorted(types)
+def _as_paths(paths):
+    return [paths] if isinstance(paths, (str, Path)) else list(paths)
 
 
-def _model_extra(table, calibration, precursor_types, **more):
-    return {"cv": table, "precursor_types": precursor_types,
-            "calibration": calibration.to_dict() if calibration is not None else None, **more}
+def _typed_training_spectra(spectra_paths, exclude, config, min_structures, log):
+    """Training spectra of every file, their precursor types and the types that get a sub-model."""
+    spectra, reads = read_training_files(_as_paths(spectra_paths),
+                                         lambda path: read_spectra(path, require_structure=True), log)
+    types, counts = precursor_types(spectra, log)
+    n_structures = structures_per_type(spectra, types, exclude)
+    chosen = types_to_train(n_structures, min_structures, config.n_folds, log)
+    record = {"training_files": reads, "precursor_type_counts": counts,
+              "structures_per_precursor_type": dict(sorted(n_structures.items())), "min_structures": min_structures}
+    return spectra, types, chosen, record
 
 
-def train_job(spectra_path, output, config=None, *, exclude_candidates=None, feedback=None):
-    """Train on a spectra file (optionally excluding the true structures of candidate lists) and save the model.
+def train_job(spectra_paths, output, config=None, *, exclude_candidates=None, feedback=None,
+              min_structures=DEFAULT_MIN_STRUCTURES):
+    """Train one sub-model per precursor type with enough structures on spectra files and save the model file.
 
     Parameters
     ----------
-    spectra_path, output : str or Path
-        Training spectra with structures; the model file to write.
+    spectra_paths : str, Path or sequence of them
+        Training spectra with structures; their precursor types come from each spectrum's adduct, ion mode and
+        charge (see :mod:`._training`).
+    output : str or Path
+        The model file to write.
     config : TrainingConfig, optional
     exclude_candidates : str or Path, optional
         Candidate lists whose true structures are left out of training.
     feedback : Feedback, optional
+    min_structures : int, default=DEFAULT_MIN_STRUCTURES
+        Structures a precursor type needs for its own sub-model (the most frequent type is always trained).
     """
     config = TrainingConfig() if config is None else config
     feedback = Feedback() if feedback is None else feedback
     log = feedback.log
     fingerprinter = config.fingerprinter()
     store = _store(config.store_path, fingerprinter)
-    spectra, report = read_spectra(spectra_path, require_structure=True)
-    log(f"{spectra_path}: {report.summary()}")
     exclude = []
     if exclude_candidates:
         exclude = [lst.true_key for lst in read_candidate_lists(exclude_candidates, store) if lst.true_key]
+    spectra, types, chosen, record = _typed_training_spectra(spectra_paths, exclude, config, min_structures, log)
     cleaning = Cleaning()
-    model, train, table, timings, calibration = fit_with_cv(spectra, store, cleaning, exclude, config, feedback)
-    extra = _model_extra(table, calibration, training_precursor_types(spectra, log), timings=timings,
-                         licenses=train.licenses)
-    save_identifier(output, model, fingerprinter, cleaning, extra=extra)
-    return {"model": str(output), "n_train": len(train.spectra), "cv": table, "timings": timings,
-            "chosen": {k: _jsonable(v) for k, v in model.get_params().items()}, "weights": model.weights_.tolist()}
+    submodels, out = [], {}
+    for precursor_type in chosen:
+        rows = np.flatnonzero(types == precursor_type)
+        log(f"sub-model {precursor_type}: {rows.size} spectra")
+        fit = fit_with_cv(spectra[rows], store, cleaning, exclude, config, feedback)
+        submodels.append(TrainedSubmodel(precursor_type, fit.model, fit.record()))
+        out[precursor_type] = {"n_train": len(fit.train.spectra), "cv": fit.cv, "timings": fit.timings,
+                               "chosen": {k: _jsonable(v) for k, v in fit.model.get_params().items()},
+                               "weights": fit.model.weights_.tolist(), "calibration_problem": fit.calibration_problem}
+    del spectra
+    save_metabolite_model(output, submodels, fingerprinter, cleaning, extra=record)
+    first = out[chosen[0]]
+    return {"model": str(output), "n_train": sum(v["n_train"] for v in out.values()), "submodels": out,
+            "cv": first["cv"], "timings": first["timings"], "chosen": first["chosen"], "weights": first["weights"]}
 
 
 def _jsonable(v):
@@ -283,131 +289,21 @@ def _jsonable(v):
     return v
 
 
-#: Precursor type of model files written before models recorded theirs: iokr trained only on the shared
-#: MassBank [M+H]+ spectra then.
-LEGACY_PRECURSOR_TYPES = ("[M+H]+",)
+def evaluate_job(spectra_paths, candidates_path, config=None, *, model_output=None, fingerprint_cache=None,
+                 feedback=None, min_structures=DEFAULT_MIN_STRUCTURES):
+    """Structure-disjoint evaluation on candidate lists, per polarity (see :func:`~._pipeline.evaluate_lists`).
 
-
-def model_precursor_types(meta):
-    """Canonical precursor types a model file was trained on (see :data:`LEGACY_PRECURSOR_TYPES`)."""
-    return set((meta.get("extra") or {}).get("precursor_types") or LEGACY_PRECURSOR_TYPES)
-
-
-def identify_job(model_path, spectra_path, candidates_path, settings=None, *, store_path=None, feedback=None,
-                 candidate_sink=None):
-    """Rank candidates for every query spectrum of a file (see :mod:`._identify`).
+    One sub-model per precursor type with enough structures is trained on all given files without the lists' true
+    structures (as :func:`train_job`); the lists are queried with the spectra of their true structures of each
+    polarity's default type (:data:`~._routing.DEFAULT_TYPES`: ``[M+H]+`` spectra ranked by the ``[M+H]+``
+    sub-model, ``[M-H]-`` spectra by the ``[M-H]-`` one).
 
     Parameters
     ----------
-    model_path : str or Path
-    spectra_path : str or Path
-        MGF, MSP, mzML, mzXML, JSON or MassBank JSONL (plain or gzip).
+    spectra_paths : str, Path or sequence of them
+        Spectra with structures.
     candidates_path : str or Path
-        An indexed structure database, one CSV/TSV/SDF, or a folder / ``.tar.gz`` of per-formula lists.
-    settings : IdentifySettings, optional
-    store_path : str or Path, optional
-        On-disk store for candidates of a CSV/SDF/list source (in memory when None).
-    feedback : Feedback, optional
-    candidate_sink : callable, optional
-        ``candidate_sink(candidate_columns) -> write(row)``: the top-k rows are passed to ``write`` as they are
-        ranked (memory stays that of one batch) instead of being collected in ``result["candidates"]``.
-
-    Returns
-    -------
-    result : dict
-        ``identifications`` (one dict per query), ``candidates`` (top-k rows; empty with a ``candidate_sink``),
-        ``candidate_columns``, ``statuses`` (count per status), ``parameters`` (the run's settings and sources).
-    """
-    from threadpoolctl import threadpool_limits  # noqa: PLC0415 - threadpoolctl is optional
-
-
-    settings = IdentifySettings() if settings is None else settings
-    feedback = Feedback() if feedback is None else feedback
-    progress, log = feedback.progress, feedback.log
-    # The cheap checks first (the model file's integrity, the user's files); the model's refit comes last.
-    contents = read_model(model_path)
-    fingerprinter = contents[2]
-    spectra, report = read_spectra(spectra_path, require_precursor=False, keep_empty=True,
-                                   id_field=settings.query_id_field)
-    log(f"{spectra_path}: {report.summary()}")
-    ids = query_ids(spectra.metadata, settings.query_id_field)
-    if ids.note:
-        log(f"query ids: {ids.note}")
-    source = open_source(candidates_path, fingerprinter, store_path, progress=progress, reserved=RESERVED_COLUMNS)
-    log(f"candidates: {source.describe()}")
-    if source.renamed:
-        log("candidate columns renamed (their names are output columns): "
-            + ", ".join(f"{c} -> {n}" for c, n in source.renamed.items()))
-    # One BLAS thread for the refit of the model's factorization: a 2-thread factorization of a few thousand rows
-    # is 10-30 times slower when the other core is busy, and barely faster when it is not.
-    with threadpool_limits(limits=1):
-        model, fingerprinter, cleaning, meta = load_identifier(model_path, contents)
-    adducts = model_precursor_types(meta)
-    calibration = (meta.get("extra") or {}).get("calibration")
-    calibration = Calibration.from_dict(calibration) if calibration else None
-    if settings.prior_weight is not None and settings.prior_weight != model.prior_weight:
-        log(f"structure prior weight {settings.prior_weight} instead of the model's {model.prior_weight}: the "
-            "confidence calibration holds for the model's weight only, no confidence is reported")
-        model.set_params(prior_weight=settings.prior_weight)
-        calibration = None
-    cleaned = cleaning.single(spectra)
-    cleaned = cleaning.merged(cleaned, groups=list(range(len(cleaned))))[0]
-    queries = plan_queries(spectra, cleaned.n_peaks, adducts, source, settings, ids=ids)
-    n_ok = sum(q.status == "ok" for q in queries)
-    identifications, candidates = {}, []
-    write = candidates.append if candidate_sink is None else candidate_sink(source.columns)
-    for q, scores in score_queries(model, cleaned, queries, source, fingerprinter, settings,
-                                   progress(n_ok, "scoring queries")):
-        order = np.argsort(-scores, kind="stable")[:settings.top_k]
-        margins, sizes, _ = top_margins([scores])
-        confidence = calibration.probability(margins, sizes)[0] if calibration is not None else None
-        records = source.records(q.candidates[order])
-        # the structure prior of each written candidate (its part of the score is prior_weight x this value)
-        written, back = np.unique(q.candidates[order], return_inverse=True)
-        prior = model.structure_prior(source.fingerprints(written, fingerprinter))[back]
-        for rank, (j, record, p) in enumerate(zip(order, records, prior, strict=True), 1):
-            write({"query_id": q.query_id, "rank": rank, **record, "score": f"{scores[j]:.6g}",
-                   "structure_prior": f"{p:.4f}"})
-        identifications[q.row] = {**records[0], "score": f"{scores[order[0]]:.6g}",
-                                  "confidence": "" if confidence is None else f"{confidence:.3f}"}
-    rows, statuses = [], {}
-    for q in queries:
-        statuses[q.status] = statuses.get(q.status, 0) + 1
-        rows.append({"query_id": q.query_id, "precursor_mz": "" if not np.isfinite(q.precursor_mz) else
-                     f"{q.precursor_mz:.5f}", "adduct": q.adduct, "query_formula": q.formula, "lookup": q.lookup,
-                     "n_candidates": int(q.candidates.size), **identifications.get(q.row, {}), "status": q.status,
-                     "detail": q.detail, "annotation": q.annotation})
-    parameters = {"model": str(model_path), "model_precursor_types": sorted(adducts),
-                  "calibrated": calibration is not None, "spectra": str(spectra_path),
-                  "spectra_read": report.summary(), "candidates": str(candidates_path),
-                  "candidate_source": source.describe(), "candidate_columns_renamed": source.renamed,
-                  "top_k": settings.top_k, "ppm": settings.ppm,
-                  "query_id_field": settings.query_id_field, "adduct_policy": settings.adduct_policy,
-                  "query_ids": {"field": ids.field_used, "note": ids.note},
-                  "fingerprint": fingerprinter.params(), "statuses": statuses,
-                  "structure_prior": {"weight": model.prior_weight, "neighbors": model.prior_neighbors},
-                  "annotation": annotation_totals([q.hypotheses for q in queries]) if annotated_kernels(model) else
-                  "not used (the model has no annotated kernels)"}
-    if annotated_kernels(model):
-        totals = parameters["annotation"]
-        falls = ", ".join(f"{k}={v}" for k, v in totals["fallbacks"].items()) or "none"
-        log(f"annotation: {totals['queries_annotated']}/{totals['queries']} scored queries annotated under at least "
-            f"one formula; {totals['hypotheses_annotated']}/{totals['formula_hypotheses']} formula hypotheses "
-            f"annotated, fallbacks to the unannotated kernels: {falls}; "
-            f"{totals['peaks_above_precursor_dropped_by_cleaning']} peaks above the precursor dropped by cleaning, "
-            f"{totals['peaks_above_precursor']} left unannotated")
-    return {"identifications": rows, "candidates": candidates, "candidate_columns": source.columns,
-            "statuses": statuses, "parameters": parameters}
-
-
-def evaluate_job(spectra_path, candidates_path, config=None, *, model_output=None, fingerprint_cache=None,
-                 feedback=None):
-    """Structure-disjoint evaluation on candidate lists (see :func:`~._pipeline.evaluate_lists`).
-
-    Parameters
-    ----------
-    spectra_path, candidates_path : str or Path
-        Spectra with structures; candidate lists naming their true structures.
+        Candidate lists naming their true structures.
     config : TrainingConfig, optional
     model_output : str or Path, optional
         Where to save the model trained without the lists' true structures.
@@ -415,17 +311,24 @@ def evaluate_job(spectra_path, candidates_path, config=None, *, model_output=Non
         :func:`export_fingerprint_cache` files; the first one holding this fingerprint's parameters is attached
         (missing files and other parameters are skipped).
     feedback : Feedback, optional
+    min_structures : int, default=DEFAULT_MIN_STRUCTURES
+
+    Returns
+    -------
+    summary : dict
+        ``per_polarity``: ``{"positive": {...}, "negative": {...}}`` for the polarities evaluated, each with its
+        top-k tables, training counts, CV table and timings; the positive polarity's (else the first one's) keys
+        are also at the top level, as before polarities.
     """
     t_start = time.perf_counter()
     config = TrainingConfig() if config is None else config
     feedback = Feedback() if feedback is None else feedback
     progress, log = feedback.progress, feedback.log
-    n_folds = config.n_folds
     fingerprinter = config.fingerprinter()
     store = _store(config.store_path, fingerprinter)
     attach_first_cache(store, fingerprint_cache)
-    spectra, report = read_spectra(spectra_path, require_structure=True)
-    log(f"{spectra_path}: {report.summary()}")
+    paths = _as_paths(spectra_paths)
+    spectra, reads = read_training_files(paths, lambda path: read_spectra(path, require_structure=True), log)
     t0 = time.perf_counter()
     with progress(None, "reading candidate lists") as tick:
         lists = read_candidate_lists(candidates_path, store, progress=tick)
@@ -437,35 +340,74 @@ def evaluate_job(spectra_path, candidates_path, config=None, *, model_output=Non
     if not exclude:
         raise IOKRDataError(f"The candidate lists in {candidates_path} do not name their true structures "
                             "('_id=<InChIKey>' in the file name); they cannot be evaluated.")
+    types, counts = precursor_types(spectra, log)
+    n_structures = structures_per_type(spectra, types, exclude)
+    chosen = types_to_train(n_structures, min_structures, config.n_folds, log)
     cleaning = Cleaning()
-    train, timings = _training_set(spectra, store, cleaning, exclude, log)
-    # From here on only the spectra of the lists' true structures are read (the queries): the others are freed
-    # before the cross-validation, where the job's memory peaks.
-    precursor_types = training_precursor_types(spectra, log) if model_output else None
-    spectra = query_spectra(spectra, exclude)
-    model, train, table, timings, calibration = fit_training_set(train, config, feedback, timings)
+    fits, queries = {}, {}
+    for precursor_type in chosen:
+        part = spectra[np.flatnonzero(types == precursor_type)]
+        log(f"sub-model {precursor_type}: {len(part)} spectra")
+        train, timings = _training_set(part, store, cleaning, exclude, log)
+        # From here on only the spectra of the lists' true structures are read (the queries): the others are freed
+        # before the cross-validation, where the job's memory peaks.
+        if precursor_type in DEFAULT_TYPES.values():
+            queries[precursor_type] = query_spectra(part, exclude)
+        del part
+        fits[precursor_type] = fit_training_set(train, config, feedback, timings)
+        timings["candidate_lists_s"] = t_lists
+    del spectra
     store.detach_cache()  # every structure scored from here on is in the store (about 60 MB for the bundled cache)
-    timings["candidate_lists_s"] = t_lists
-    t0 = time.perf_counter()
-    summary = evaluate_lists(model, spectra, lists, store, cleaning, progress=progress(2, "scoring queries"),
-                             calibration=calibration)
-    timings["scoring_s"] = time.perf_counter() - t0
-    timings["total_s"] = time.perf_counter() - t_start
+    per_polarity = {}
+    for mode, precursor_type in DEFAULT_TYPES.items():
+        if precursor_type not in fits or not len(queries[precursor_type]):
+            log(f"evaluation: no {mode} {precursor_type} sub-model or no {precursor_type} spectrum of a list's true "
+                f"structure; the {mode} polarity is not evaluated")
+            continue
+        fit = fits[precursor_type]
+        t0 = time.perf_counter()
+        summary = evaluate_lists(fit.model, queries[precursor_type], lists, store, cleaning,
+                                 progress=progress(2, f"scoring {mode} queries"), calibration=fit.calibration)
+        fit.timings["scoring_s"] = time.perf_counter() - t0
+        summary.update(_fit_summary(fit, precursor_type, config.n_folds))
+        per_polarity[mode] = summary
+    if not per_polarity:
+        raise IOKRDataError("No candidate list has an [M+H]+ or [M-H]- spectrum of its true structure among the "
+                        "given spectra; nothing to evaluate.")
     if model_output:
-        save_identifier(model_output, model, fingerprinter, cleaning,
-                        extra=_model_extra(table, calibration, precursor_types))
-    summary.update({
-        "spectra_read": report.summary(), "n_unparsable_candidates": n_bad,
+        record = {"training_files": reads, "precursor_type_counts": counts, "min_structures": min_structures,
+                  "structures_per_precursor_type": dict(sorted(n_structures.items()))}
+        save_metabolite_model(model_output, [TrainedSubmodel(t, fits[t].model, fits[t].record()) for t in chosen],
+                              fingerprinter, cleaning, extra=record)
+    top = dict(per_polarity.get("positive") or next(iter(per_polarity.values())))
+    top["timings_s"] = {**top["timings_s"], "total_s": time.perf_counter() - t_start}
+    top.update({"spectra_read": reads[str(paths[0])] if len(paths) == 1 else reads,
+                "n_unparsable_candidates": n_bad, "fingerprint": fingerprinter.params(), "cleaning": cleaning.params(),
+                "precursor_types": {"counts": counts, "structures": dict(sorted(n_structures.items())),
+                                    "submodels": chosen, "min_structures": min_structures},
+                "per_polarity": per_polarity})
+    return top
+
+
+def _fit_summary(fit, precursor_type, n_folds):
+    """What :func:`evaluate_job` reports of one sub-model's training."""
+    model, table = fit.model, fit.cv
+    return {
+        "precursor_type": precursor_type,
         "protocol": "structure-disjoint: the lists' true structures (first InChIKey block) are excluded from "
                     "training; one merged spectrum per training structure; hyperparameters by "
                     f"{n_folds}-fold cross-validation over training structures (CV lists: see cv_surrogate); "
-                    "per_structure = one query per list, the merged spectrum of all the true structure's spectra; "
-                    "per_spectrum = every single spectrum of the true structure as a query; percentages over lists "
-                    "(resp. spectra) that have query spectra",
-        "n_train_structures": len(train.spectra), "n_train_spectra": train.n_spectra,
-        "train_licenses": train.licenses,
+                    f"queries are the {precursor_type} spectra of the true structures, ranked by the "
+                    f"{precursor_type} sub-model; per_structure = one query per list, the merged spectrum of all "
+                    "the true structure's spectra; per_spectrum = every single spectrum of the true structure as a "
+                    "query; percentages over lists (resp. spectra) that have query spectra",
+        "n_train_structures": len(fit.train.spectra), "n_train_spectra": fit.train.n_spectra,
+        "train_licenses": fit.train.licenses,
         "chosen": {k: _jsonable(v) for k, v in model.get_params().items()}, "weights": model.weights_.tolist(),
-        "cv": table, "cv_surrogate": table[0]["surrogate"] if table else None, "timings_s": timings,
-        "fingerprint": fingerprinter.params(), "cleaning": cleaning.params(),
-    })
-    return summary
+        "cv": table, "cv_surrogate": table[0]["surrogate"] if table else None, "timings_s": dict(fit.timings),
+        "calibration_problem": fit.calibration_problem,
+    }
+
+
+# identify lives in its own module; callers have found it here
+from ._identify_job import identify_job, model_precursor_types  # noqa: E402, F401

@@ -20,8 +20,8 @@ from ._spectra import Spectra
 KIND = "metabolites"
 
 
-def save_identifier(path, model, fingerprinter, cleaning, extra=None):
-    """Write a fitted :class:`MetaboliteIdentifier` with its fingerprint and cleaning settings."""
+def submodel_arrays(model, fingerprinter, prefix=""):
+    """The arrays of one fitted :class:`MetaboliteIdentifier` (names prefixed by ``prefix``) and its metadata."""
     S = model.train_spectra_
     Y = model.train_outputs_
     binary = fingerprinter.binary
@@ -41,8 +41,15 @@ def save_identifier(path, model, fingerprinter, cleaning, extra=None):
     params = {k: v.item() if isinstance(v, np.generic) else v for k, v in model.get_params().items()}
     params["kernels"] = list(params["kernels"])
     params["weights"] = [float(w) for w in model.weights_]
-    meta = {"model_params": params, "fingerprint": fingerprinter.params(), "cleaning": cleaning.params(),
-            "n_train": len(S), "n_output_features": int(Y.shape[1])}
+    meta = {"model_params": params, "n_train": len(S), "n_output_features": int(Y.shape[1])}
+    return {prefix + k: v for k, v in arrays.items()}, meta
+
+
+def save_identifier(path, model, fingerprinter, cleaning, extra=None):
+    """Write a fitted :class:`MetaboliteIdentifier` with its fingerprint and cleaning settings (a file of one
+    model; :func:`~._submodels.save_metabolite_model` writes several, one per precursor type)."""
+    arrays, meta = submodel_arrays(model, fingerprinter)
+    meta = {**meta, "fingerprint": fingerprinter.params(), "cleaning": cleaning.params()}
     if extra:
         meta["extra"] = extra
     return save_model_file(path, arrays, meta, kind=KIND)
@@ -82,44 +89,75 @@ def load_identifier(path, contents=None):
     metadata : dict
     """
     arrays, meta, fingerprinter = read_model(path) if contents is None else contents
+    entries = meta.get("submodels")
+    if entries is not None:
+        # a file of sub-models (one per precursor type): the one sub-model, with its own record as "extra"
+        if not isinstance(entries, list) or len(entries) != 1 or not isinstance(entries[0], dict):
+            n = len(entries) if isinstance(entries, list) else "?"
+            raise ModelFileError(f"Model file {path} holds {n} sub-models (one per precursor type); load it with "
+                                 "load_metabolite_model.")
+        entry = entries[0]
+        cleaning = rebuild_cleaning(meta, path)
+        model = rebuild_submodel(path, arrays, entry, fingerprinter, cleaning, entry.get("prefix", ""))
+        return model, fingerprinter, cleaning, {**meta, "extra": entry.get("extra") or {}}
+    cleaning = rebuild_cleaning(meta, path)
+    return rebuild_submodel(path, arrays, meta, fingerprinter, cleaning, ""), fingerprinter, cleaning, meta
+
+
+_CONTENT_ERRORS = (KeyError, TypeError, ValueError, IndexError, OverflowError, AttributeError,
+                   np.linalg.LinAlgError)
+
+
+def _inconsistent(path, exc):
+    # A file that passed its checksum but whose content the model rejects (written by a modified program, or
+    # hand-edited and re-signed): one clear error instead of a failure deep inside the kernels.
+    return ModelFileError(f"Model file {path} is incomplete or inconsistent ({type(exc).__name__}: {exc}).")
+
+
+def rebuild_cleaning(meta, path):
+    """The :class:`Cleaning` of a model file's metadata."""
     try:
-        cleaning = Cleaning(**meta["cleaning"])
+        return Cleaning(**meta["cleaning"])
+    except _CONTENT_ERRORS as exc:
+        raise _inconsistent(path, exc) from None
+
+
+def rebuild_submodel(path, arrays, meta, fingerprinter, cleaning, prefix=""):
+    """Refit one stored :class:`MetaboliteIdentifier` from its arrays (names prefixed by ``prefix``) and its
+    metadata (``model_params``, ``n_output_features``), checking every array first."""
+    try:
         params = dict(meta["model_params"])
         params["kernels"] = tuple(params["kernels"])
         params["weights"] = tuple(params["weights"])
         n_feat = int(meta["n_output_features"])
         if n_feat != fingerprinter.n_features:
             raise ValueError(f"'n_output_features' is {n_feat} but the fingerprint has {fingerprinter.n_features}")
-        if "Y_packed" in arrays:
-            Y = np.unpackbits(arrays["Y_packed"], axis=1, count=n_feat).astype(np.float64)
+        a = {name[len(prefix):]: value for name, value in arrays.items() if name.startswith(prefix)}
+        if "Y_packed" in a:
+            Y = np.unpackbits(a["Y_packed"], axis=1, count=n_feat).astype(np.float64)
         else:
-            Y = arrays["Y_counts"].astype(np.float64)
-        keys, inchis = arrays["train_keys"], arrays["train_inchi"]
-        accessions, licenses = arrays["train_accessions"], arrays["train_licenses"]
-        n_train = arrays["train_precursor_mz"].shape[0] if arrays["train_precursor_mz"].ndim == 1 else -1
+            Y = a["Y_counts"].astype(np.float64)
+        keys, inchis = a["train_keys"], a["train_inchi"]
+        accessions, licenses = a["train_accessions"], a["train_licenses"]
+        n_train = a["train_precursor_mz"].shape[0] if a["train_precursor_mz"].ndim == 1 else -1
         for name in ("train_keys", "train_inchi", "train_accessions", "train_licenses"):
-            if arrays[name].shape != (n_train,) or arrays[name].dtype.kind != "U":
-                raise ValueError(f"array {name!r} must be 1-D text of length {n_train}, got {arrays[name].dtype} "
-                                 f"of shape {arrays[name].shape}")
+            if a[name].shape != (n_train,) or a[name].dtype.kind != "U":
+                raise ValueError(f"array {prefix + name!r} must be 1-D text of length {n_train}, got {a[name].dtype} "
+                                 f"of shape {a[name].shape}")
         if Y.shape != (n_train, n_feat):
             raise ValueError(f"the training fingerprints have shape {Y.shape}, expected {(n_train, n_feat)}")
-        metadata = [{"inchikey": str(k), "inchi": str(i), "accessions": str(a).split(";"), "license": str(lic)}
-                    for k, i, a, lic in zip(keys, inchis, accessions, licenses, strict=True)]
+        metadata = [{"inchikey": str(k), "inchi": str(i), "accessions": str(acc).split(";"), "license": str(lic)}
+                    for k, i, acc, lic in zip(keys, inchis, accessions, licenses, strict=True)]
         for name in ("train_mz", "train_intensity", "train_precursor_mz", "train_offsets"):
-            if arrays[name].dtype.kind not in ("iu" if name == "train_offsets" else "fiu"):
-                raise ValueError(f"array {name!r} has dtype {arrays[name].dtype}")
-        S = Spectra(arrays["train_mz"], arrays["train_intensity"], arrays["train_offsets"],
-                    arrays["train_precursor_mz"], metadata)
+            if a[name].dtype.kind not in ("iu" if name == "train_offsets" else "fiu"):
+                raise ValueError(f"array {prefix + name!r} has dtype {a[name].dtype}")
+        S = Spectra(a["train_mz"], a["train_intensity"], a["train_offsets"], a["train_precursor_mz"], metadata)
         if not (np.isfinite(S.mz).all() and np.isfinite(S.intensity).all() and (S.mz > 0).all()
                 and (S.intensity >= 0).all() and not np.isinf(S.precursor_mz).any()):
             raise ValueError("the training peaks must be finite with m/z > 0 and intensity >= 0")
         if not np.isfinite(Y).all():
             raise ValueError("the training fingerprints are not finite")
         cleaning.merged(cleaning.single(S[:2]))  # the stored cleaning settings must work on stored spectra
-        model = MetaboliteIdentifier(**params).fit(S, Y)
-    except (KeyError, TypeError, ValueError, IndexError, OverflowError, np.linalg.LinAlgError) as exc:
-        # A file that passed its checksum but whose content the model rejects (written by a modified program, or
-        # hand-edited and re-signed): one clear error instead of a failure deep inside the kernels.
-        raise ModelFileError(f"Model file {path} is incomplete or inconsistent ({type(exc).__name__}: {exc}).") \
-            from None
-    return model, fingerprinter, cleaning, meta
+        return MetaboliteIdentifier(**params).fit(S, Y)
+    except _CONTENT_ERRORS as exc:
+        raise _inconsistent(path, exc) from None

@@ -54,3 +54,19 @@ def test_calibration_report_leaves_out_lists_without_truth():
     report = calibration_report(cal, [np.array([1.0, 0.0]), np.array([0.0, 2.0])], [0, None])
     assert report["n"] == 1 and report["accuracy"] == 1.0
     assert report["mean_confidence"] == pytest.approx(1 / (1 + np.exp(-1.0)))
+
+
+def test_calibration_needs_enough_examples():
+    rng = np.random.default_rng(0)
+    margins, correct = rng.exponential(0.1, 99), rng.random(99) < 0.5
+    with pytest.raises(ValueError, match="at least 100 hold-out lists; got 99"):
+        fit_calibration(margins, np.full(99, 10), correct)
+
+
+def test_a_separating_calibration_is_degenerate():
+    """Every right top hit has a larger margin than every wrong one: the fit separates its examples (huge
+    coefficients, probabilities of 0 and 1) and is refused."""
+    margins = np.concatenate([np.linspace(0.0, 0.1, 100), np.linspace(0.2, 0.3, 100)])
+    correct = np.arange(200) >= 100
+    with pytest.raises(ValueError, match="degenerate calibration fit"):
+        fit_calibration(margins, np.full(200, 10), correct)

@@ -113,11 +113,14 @@ def test_index_and_identify_through_the_cli(lab, tmp_path, capsys):
         row = ident[q]
         assert row["identifier"].startswith("CID") and row["name"].startswith("compound ")
         assert len(row["inchikey"]) == 27 and row["InChI"].startswith("InChI=") and row["Note"] == "tab\there"
-        assert 0.0 <= float(row["confidence"]) <= 1.0
+        # 30 training structures give too few hold-out lists for a calibration: no confidence, the reason said
+        assert row["confidence"] == ""
     cands = _table(out / "structure_candidates.tsv")
     assert {c["query_id"] for c in cands} == {"101", "102"}
     params = json.loads((out / "parameters.json").read_text())
     assert params["statuses"]["ok"] == 2 and params["model_precursor_types"] == ["[M+H]+"]
+    assert not params["calibrated"] and params["calibration"]["[M+H]+"].startswith("not calibrated (calibration "
+                                                                                   "needs at least 100 hold-out")
     # the default model has no annotated kernels: nothing annotated, said once
     assert params["annotation"].startswith("not used") and {r["annotation"] for r in ident.values()} == {""}
     _check_against_brute_force(lab, cands, ident)

@@ -1,0 +1,33 @@
+"""Where a job reports: progress bars and log lines, or nothing when nobody watches."""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+class _Silent:
+    """The progress of a stage when nobody watches (same calls as :class:`iokr.cli._output.Progress`)."""
+
+    def __call__(self, done=None):
+        pass
+
+    def close(self):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _noop_progress(total, label):
+    return _Silent()
+
+
+@dataclasses.dataclass(frozen=True)
+class Feedback:
+    """Where a job reports: ``progress(total, label)`` gives a stage's progress callable, ``log(message)`` a line."""
+
+    progress: object = _noop_progress
+    log: object = print
