@@ -7,8 +7,10 @@ its :class:`~._adducts.PrecursorIon` (adduct, ion mode and charge as the file gi
 - a query without an adduct is taken as the default type of its polarity (:data:`DEFAULT_TYPES`: ``[M+H]+`` for a
   positive, ``[M-H]-`` for a negative singly charged ion), said in ``detail``; without an ion mode or a charge either,
   as the default type of the model's only polarity, else status ``unknown ion mode``;
-- a multiply charged query without an adduct gets status ``unsupported charge`` (never ``[M+H]+``); under
-  ``--adduct-policy assume`` it is taken as ``[M+zH]z+`` / ``[M-zH]z-`` and ranked by its polarity's default type;
+- a multiply charged query gets status ``unsupported charge`` (never ``[M+H]+``) unless the model has a sub-model
+  of that charge, under either ``--adduct-policy``: the cross-validation that chose the mapping below
+  (``reports/metabolites_ion_modes.md``) had no multiply charged training spectra to support ranking them with a
+  singly charged sub-model, whose fragments are singly charged;
 - any other type gets status ``unsupported adduct`` naming the model's types, or under ``--adduct-policy assume``
   is ranked by the sub-model :data:`ASSUME_MAPPING` names (else by the default type of its polarity), the neutral
   mass still computed from the query's own adduct.
@@ -27,9 +29,9 @@ DEFAULT_TYPES = {"positive": "[M+H]+", "negative": "[M-H]-"}
 #: query's own adduct's). Types not listed go to the default type of their polarity (:data:`DEFAULT_TYPES`).
 ASSUME_MAPPING_TEXT = {
     "[M+Na]+": "[M+H]+", "[M+NH4]+": "[M+H]+", "[M+K]+": "[M+H]+", "[M-H2O+H]+": "[M+H]+",
-    "[M+H-H2O]+": "[M+H]+", "[M+2H]2+": "[M+H]+", "[M]+": "[M+H]+",
+    "[M+H-H2O]+": "[M+H]+", "[M]+": "[M+H]+",
     "[M+FA-H]-": "[M-H]-", "[M+HCOO]-": "[M-H]-", "[M+Cl]-": "[M-H]-", "[M+CH3COO]-": "[M-H]-",
-    "[M+CH3COOH-H]-": "[M-H]-", "[M-H2O-H]-": "[M-H]-", "[M-2H]2-": "[M-H]-", "[M]-": "[M-H]-",
+    "[M+CH3COOH-H]-": "[M-H]-", "[M-H2O-H]-": "[M-H]-", "[M]-": "[M-H]-",
 }
 
 
@@ -84,7 +86,10 @@ def _charge_text(charge):
 
 
 def _assumed(adduct, model_types, policy, detail_prefix=""):
-    """Route of an adduct the model has no sub-model of (``adduct_policy`` decides)."""
+    """Route of an adduct the model has no sub-model of (``adduct_policy`` decides; multiply charged: refused)."""
+    if abs(adduct.charge) > 1 and all(abs(parse_adduct(t).charge) != abs(adduct.charge) for t in model_types):
+        return Route("unsupported charge", f"{detail_prefix}{adduct.name}: charge {_charge_text(adduct.charge)}; "
+                                           f"the model serves {_served(model_types)}")
     if policy == "assume":
         target = ASSUME_MAPPING.get(adduct.name) or DEFAULT_TYPES[adduct.ion_mode]
         if target not in model_types:
@@ -94,9 +99,6 @@ def _assumed(adduct, model_types, policy, detail_prefix=""):
         if target is not None:
             return Route("ok", f"{detail_prefix}warning: {adduct.name} ranked with the {target} sub-model "
                                "(--adduct-policy assume)", adduct, target)
-    if abs(adduct.charge) > 1 and all(abs(parse_adduct(t).charge) != abs(adduct.charge) for t in model_types):
-        return Route("unsupported charge", f"{detail_prefix}{adduct.name}: charge {_charge_text(adduct.charge)}; "
-                                           f"the model serves {_served(model_types)}")
     return Route("unsupported adduct", f"{detail_prefix}{adduct.name}; model: {_types_text(model_types)}")
 
 

@@ -55,9 +55,11 @@ def _ion(adduct=None, ion_mode=None, charge=None, problem=""):
     (_ion(None, "negative", -1), ("[M+H]+",), "refuse", "unsupported adduct", None, "ion mode negative; model: [M+H]+"),
     (_ion(None, "positive", 2), BOTH, "refuse", "unsupported charge", None,
      "charge 2+; the model serves singly charged [M+H]+, [M-H]-"),
-    (_ion(None, "positive", 2), BOTH, "assume", "ok", "[M+H]+",
-     "no adduct given: charge 2+ assumed [M+2H]2+; warning: [M+2H]2+ ranked with the [M+H]+ sub-model "
-     "(--adduct-policy assume)"),
+    (_ion(None, "positive", 2), BOTH, "assume", "unsupported charge", None,
+     "no adduct given: charge 2+ assumed [M+2H]2+; [M+2H]2+: charge 2+; the model serves singly charged "
+     "[M+H]+, [M-H]-"),
+    (_ion("[M+2H]2+"), BOTH, "assume", "unsupported charge", None,
+     "[M+2H]2+: charge 2+; the model serves singly charged [M+H]+, [M-H]-"),
     (_ion("[M+2H]2+"), BOTH, "refuse", "unsupported charge", None,
      "[M+2H]2+: charge 2+; the model serves singly charged [M+H]+, [M-H]-"),
     (_ion("[M+Na]+"), BOTH, "refuse", "unsupported adduct", None, "[M+Na]+; model: [M+H]+, [M-H]-"),
@@ -234,13 +236,14 @@ def test_mixed_identify_routes_each_query_to_its_submodel(mixed, tmp_path):
         assert [c["identifier"] for c in got] == [names[j] for j in order]
         np.testing.assert_allclose([float(c["score"]) for c in got], scores[order], rtol=1e-5)
         assert not np.allclose(scores, wrong, rtol=1e-3)  # the other sub-model would rank otherwise
-    # policy assume: the [M+Cl]- query by the [M-H]- sub-model, the charge-2 one as [M-2H]2-
+    # policy assume: the [M+Cl]- query by the [M-H]- sub-model; the charge-2 one still refused (no CV supports
+    # ranking a 2- precursor with a singly charged sub-model)
     assume = tmp_path / "assume"
     assert main(["metabolites", "identify", "--model", str(mixed["model"]), "--spectra", str(mixed["mgf"]),
                  "--candidates", str(mixed["db"]), "--output", str(assume), "--adduct-policy", "assume"]) == 0
     ident = {r["query_id"]: r for r in _table(assume / "structure_identifications.tsv")}
     assert ident["6"]["status"] == "ok" and ident["6"]["adduct"] == "[M+Cl]-"
-    assert ident["5"]["status"] == "ok" and ident["5"]["adduct"] == "[M-2H]2-"
+    assert ident["5"]["status"] == "unsupported charge" and "[M-2H]2-" in ident["5"]["detail"]
 
 
 def test_a_file_of_one_model_loads_as_one_submodel(mixed, tmp_path):
