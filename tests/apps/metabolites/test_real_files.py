@@ -292,8 +292,8 @@ def test_candidate_tables_written_by_other_tools(work, name, aspect, capsys):
     elif aspect == "columns":
         for cols in (header, cand_header):
             assert len(set(cols)) == len(cols), sorted(c for c in cols if cols.count(c) > 1)
-        for col in table["clashing_columns"]:  # kept, under another name, in both outputs
-            assert [c for c in cand_header if c != col and c.endswith(col)], cand_header
+        for col in table["clashing_columns"]:  # kept in the identifications, under a prefixed name
+            assert [c for c in header if c != col and c.endswith(col)], header
     else:
         for qid, identifier in table["identifiers"].items():
             top = [r for r in cand_rows if r["query_id"] == qid and
@@ -348,3 +348,97 @@ def test_one_model_from_a_positive_and_a_negative_library_ranks_both(work):
     wrong = [(e["id"], r["adduct"], r["status"]) for r, e in zip(rows, SPECTRA[name]["records"], strict=True)
              if e["adduct"] == "[M-H]-" and (r["adduct"] != "[M-H]-" or r["status"] not in ("ok", "no candidates"))]
     assert wrong == []
+
+
+# -- the same files as saved by other editors and systems -------------------------------------------------------------
+def _variant(work, name, transform, suffix):
+    path = work["root"] / f"{Path(name).stem}-{transform.__name__}{suffix}"
+    path.write_bytes(transform((ROOT / name).read_bytes()))
+    return path
+
+
+def crlf(data):
+    return data.replace(b"\n", b"\r\n")
+
+
+def bom(data):
+    return b"\xef\xbb\xbf" + data
+
+
+def cr_only(data):  # classic Mac OS line ends
+    return data.replace(b"\n", b"\r")
+
+
+def utf16(data):  # Windows Notepad's "Unicode"
+    return data.decode("utf-8").encode("utf-16")
+
+
+_VARIANTS = [
+    ("matchms/gnps_library_mixed.mgf", crlf), ("matchms/gnps_library_mixed.mgf", bom),
+    ("matchms/massbank_five_spectra.msp", crlf), ("matchms/massbank_five_spectra.msp", bom),
+    pytest.param("matchms/massbank_five_spectra.msp", cr_only, marks=_xfail(
+        "CR-only line ends: the 5 records are read as one ('1 queries: 1 no peaks'), rc 0")),
+    pytest.param("matchms/massbank_five_spectra.msp", utf16, marks=_xfail(
+        "UTF-16: 'No usable spectrum ... 0 spectra read, 1 skipped (1 non-numeric peaks)', the encoding not named")),
+]
+
+
+@pytest.mark.parametrize(("name", "transform"), _VARIANTS)
+def test_line_ends_bom_and_encodings_give_the_same_table_or_say_why(work, name, transform, capsys):
+    rc, (_, plain), _, _ = _identify(work, ROOT / name, work["db"], "--top-k", "3")
+    assert rc == 0
+    capsys.readouterr()
+    rc, ident, _, _ = _identify(work, _variant(work, name, transform, Path(name).suffix), work["db"], "--top-k", "3")
+    err = capsys.readouterr().err.strip().splitlines()
+    if rc == 0:
+        assert ident[1] == plain
+    else:  # refused: one line that names the encoding / line ends
+        assert rc == 2 and re.search(r"UTF-16|encoding|line end", err[-1]), err
+
+
+def _run(argv, capsys):
+    """``(rc, stdout, stderr lines)`` of one command."""
+    capsys.readouterr()
+    rc = main(argv)
+    captured = capsys.readouterr()
+    return rc, captured.out, captured.err.strip().splitlines()
+
+
+@_xfail("a table with CR-only line ends (Excel 'CSV (Macintosh)') ends in 'internal error: Error: new-line "
+        "character seen in unquoted field - do you need to open the file in universal-newline mode?' (rc 1)")
+def test_index_of_a_table_with_cr_line_ends_reads_it_or_says_why(work, capsys):
+    path = _variant(work, "sirius/structure_candidates_replica.tsv", cr_only, ".tsv")
+    rc, out, err = _run(["metabolites", "index", str(path), "--output", str(work["root"] / "cr.sqlite")], capsys)
+    assert (rc == 0 and "7 structures indexed from 7 rows" in out) or (
+        rc == 2 and path.name in err[-1] and "line end" in err[-1]), (rc, out, err)
+
+
+@_xfail("an unclosed quote swallows the rest of the table: '1 structures indexed from 1 rows' for 2 data lines, "
+        "nothing said")
+def test_index_of_a_table_with_an_unclosed_quote_loses_no_row_silently(work, capsys):
+    path = work["root"] / "quote.csv"
+    path.write_text('SMILES,Name\nCCO,"ethanol\nCCC,propane\n', encoding="utf-8")
+    rc, out, err = _run(["metabolites", "index", str(path), "--output", str(work["root"] / "quote.sqlite")], capsys)
+    assert (rc == 2 and "quote" in err[-1]) or (rc == 0 and "from 2 rows" in out), (rc, err)
+
+
+# -- --query-id-field on a real export ---------------------------------------------------------------------------------
+_CASE = _xfail("--query-id-field matches the internal lower-case name only: the file's own 'FEATURE_ID' (or any "
+               "other case) falls back to positions '1', '2', ... silently")
+
+
+@pytest.mark.parametrize("field", [pytest.param("FEATURE_ID", marks=_CASE), "feature_id",
+                                   pytest.param("Feature_Id", marks=_CASE)])
+def test_query_id_field_matches_the_files_own_key_in_any_case(work, field):
+    name = "openms/GNPSExport_1_out_subset.mgf"
+    rc, (_, rows), _, _ = _identify(work, ROOT / name, work["db"], "--query-id-field", field)
+    assert rc == 0
+    assert [r["query_id"] for r in rows] == [e["id"] for e in SPECTRA[name]["records"]]
+
+
+@_xfail("a --query-id-field the file does not have falls back to positions ('1', '2', ...) silently, rc 0")
+def test_query_id_field_absent_from_the_file_is_a_one_line_error(work, capsys):
+    rc, _, err = _run(["metabolites", "identify", "--model", str(work["model"]), "--spectra",
+                       str(ROOT / "openms/GNPSExport_1_out_subset.mgf"), "--candidates", str(work["db"]), "--output",
+                       str(work["root"] / "no-such-field"), "--query-id-field", "COMPOUND_ID"], capsys)
+    assert rc == 2 and "COMPOUND_ID" in err[-1], err
