@@ -3,7 +3,7 @@
 usage: python make_expectations.py   (from any folder; reads the files next to this script)
 
 Rules (the same for every file of a format; exceptions are listed in OVERRIDES with the reason):
-- records: MGF BEGIN/END IONS blocks; MSP blank-line separated records with a peak count; mzML/mzXML spectra of
+- records: MGF BEGIN/END IONS blocks of MSLEVEL 2 (or none); MSP blank-line separated records with a peak count; mzML/mzXML spectra of
   MS level 2 (MS1 and MS3 scans are not queries); JSON list entries.
 - id: the first of FEATURE_ID, SCANS, TITLE present in every record with unique values; else SPECTRUMID (GNPS
   library files repeat SCANS); MSP DB# else Name; mzML/mzXML the scan number; JSON spectrum_id; else the 1-based
@@ -159,7 +159,8 @@ def parse_mgf(path):
         if s == "BEGIN IONS":
             cur = {"_peaks": 0}
         elif s == "END IONS":
-            records.append(cur)
+            if cur.get("MSLEVEL", "2").strip() == "2":  # MS1 records (MZmine's SIRIUS export) are not queries
+                records.append(cur)
             cur = None
         elif cur is not None and "=" in s and not s[0].isdigit():
             k, v = s.split("=", 1)
@@ -244,6 +245,8 @@ SPECTRA = {
     "matchms/gnps_pesticides_negative.mgf": parse_mgf,
     "ms2query/100_test_spectra_subset.mgf": parse_mgf,
     "openms/GNPSExport_1_out_subset.mgf": parse_mgf,
+    "mzmine/dbgi_002_fbmn_export.mgf": parse_mgf,
+    "mzmine/dbgi_002_sirius_export.mgf": parse_mgf,
     "matchms/massbank_five_spectra.msp": parse_msp,
     "matchms/riken_style_five_spectra.msp": parse_msp,
     "mzmine/fraghub.msp": parse_msp,
