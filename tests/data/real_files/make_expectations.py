@@ -262,9 +262,9 @@ SPECTRA = {
 UNREADABLE = {
     "matchms/golm.msp": {"format": "GOLM (GMD) MSP: peaks as 'mz int; mz int;' pairs on one line",
                          "error_mentions": ["GOLM"]},
-    "mzmine/massbank_eu_lc.txt": {"format": "MassBank record text (ACCESSION: / PK$PEAK:)",
-                                  "error_mentions": ["massbank_eu_lc.txt", ".mgf"]},
 }
+# mzmine/massbank_eu_lc.txt (a MassBank record, ACCESSION: / PK$PEAK:) was listed here while no reader took MassBank
+# record text; the readers now do (tests/apps/metabolites/test_readers_ions.py reads it).
 
 # Candidate tables (the replicas of make_replicas.py), queried with the five MassBank MSP records. Hand-written:
 # the true structure of each query is its record's InChIKey: line; the identifiers are the tables' own values.
