@@ -44,3 +44,24 @@ def _one_blas_thread():
 # -- inputs are never modified: every `iokr` command run by the tests is checked (tests/input_guard.py) ----------
 def pytest_configure(config):
     guard_cli_main()
+
+
+@pytest.fixture(scope="session")
+def ready_model_cache(tmp_path_factory):
+    """A cache folder holding the ready model (both polarities), trained once for the session on the bundled
+    MassBank subsets exactly as ``identify`` without ``--model`` trains it on first use. Point ``IOKR_CACHE_DIR`` at
+    it (``monkeypatch.setenv``) to use it."""
+    pytest.importorskip("rdkit")
+    from iokr.apps.metabolites import ensure_default_model  # noqa: PLC0415 - needs RDKit, checked just above
+
+    cache = tmp_path_factory.mktemp("iokr_cache")
+    previous = os.environ.get("IOKR_CACHE_DIR")
+    os.environ["IOKR_CACHE_DIR"] = str(cache)
+    try:
+        ensure_default_model(log=lambda message: None)
+    finally:
+        if previous is None:
+            del os.environ["IOKR_CACHE_DIR"]
+        else:
+            os.environ["IOKR_CACHE_DIR"] = previous
+    return cache

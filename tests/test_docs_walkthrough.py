@@ -21,16 +21,16 @@ def _commands():
     return [shlex.split(line[2:]) for line in block.splitlines() if line.startswith("$ iokr ")]
 
 
-def test_walkthrough_runs_as_written(tmp_path, monkeypatch, capsys):
+def test_walkthrough_runs_as_written(tmp_path, monkeypatch, capsys, ready_model_cache):
     shutil.copytree(ROOT / "examples" / "data", tmp_path / "examples" / "data")
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("IOKR_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("IOKR_CACHE_DIR", str(ready_model_cache))  # trained on first use, once per test session
     commands = _commands()
     assert [c[:2] for c in commands] == [["iokr", "metabolites"]] * 2
     for argv in commands:
         assert main(argv[1:]) == 0
     assert re.search(r"6 queries: 4 ok, 1 no precursor m/z, 1 unsupported adduct", capsys.readouterr().out)
-    assert list((tmp_path / "cache").glob("metabolites-model-*.npz"))  # the ready model is cached
+    assert list(ready_model_cache.glob("metabolites-model-*.npz"))  # the ready model is cached
     with open(tmp_path / "work" / "identified" / "structure_identifications.tsv", newline="") as handle:
         rows = list(csv.DictReader(handle, delimiter="\t"))
     assert [r["query_id"] for r in rows] == [str(i) for i in range(1, 7)]
