@@ -118,7 +118,7 @@ def test_every_feature_has_its_status_adduct_and_id(lab):
     got = {r["query_id"]: (r["status"], r["adduct"]) for r in rows}
     assert got == {
         "1": ("ok", "[M+H]+"), "2": ("ok", "[M-H]-"), "3": ("ok", "[M-H]-"), "4": ("unsupported charge", ""),
-        "5": ("unsupported adduct", ""), "6": ("unsupported adduct", ""), "7": ("ok", "[M+H]+")}
+        "5": ("unsupported adduct", "[M+Na]+"), "6": ("unsupported adduct", "[M+NH4]+"), "7": ("ok", "[M+H]+")}
     by_id = {r["query_id"]: r for r in rows}
     assert by_id["1"]["detail"] == "no adduct given: assumed [M+H]+ (positive ion mode)"
     assert by_id["2"]["detail"] == "no adduct given: assumed [M-H]- (negative ion mode)"
