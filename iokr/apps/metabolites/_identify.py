@@ -24,7 +24,7 @@ import numpy as np
 from ..._validation import check_nonnegative_scalar
 from ...decoding import CandidateSets
 from ._adducts import read_precursor_ion
-from ._formulas import ELEMENT_MASSES, FormulaError, canonical_formula, parse_formula
+from ._formulas import FormulaError, canonical_formula, monoisotopic_mass, parse_formula
 from ._hypotheses import annotated_kernels, score_hypotheses
 from ._query_ids import QUERY_ID_FIELDS, QueryIds, query_ids  # noqa: F401 - QUERY_ID_FIELDS, QueryIds: public here
 from ._routing import route_query
@@ -127,10 +127,9 @@ def _resolve_adduct(meta, model, policy):
 def _formula_contradiction(formula, adduct, precursor, ppm):
     """A one-line reason when a neutral ``formula``'s ion of ``adduct`` misses ``precursor`` by more than
     max(``ppm``, :data:`FORMULA_MIN_PPM`) ppm, else ``""``."""
-    counts, charge = parse_formula(formula)
-    if charge:
+    if parse_formula(formula)[1]:
         return ""  # a charged formula is the ion's own: no adduct arithmetic to check it by
-    expected = adduct.precursor_mz(sum(ELEMENT_MASSES[e] * n for e, n in counts.items()))
+    expected = adduct.precursor_mz(monoisotopic_mass(formula))
     off = (precursor - expected) / expected * 1e6
     if abs(off) <= max(ppm, FORMULA_MIN_PPM):
         return ""
