@@ -227,16 +227,20 @@ def _as_paths(paths):
     return [paths] if isinstance(paths, (str, Path)) else list(paths)
 
 
-def _typed_training_spectra(spectra_paths, exclude, config, min_structures, log):
-    """Training spectra of every file, their precursor types and the types that get a sub-model."""
-    spectra, reads = read_training_files(_as_paths(spectra_paths),
-                                         lambda path: read_spectra(path, require_structure=True), log)
+def _read_training_spectra(paths, log):
+    """Training spectra of every file (structures required) and each file's read summary."""
+    return read_training_files(paths, lambda path: read_spectra(path, require_structure=True), log)
+
+
+def _training_types(spectra, reads, exclude, config, min_structures, log):
+    """Precursor type of every training spectrum, the types that get a sub-model, and the model file's record of
+    both (``training_files``, ``precursor_type_counts``, ``structures_per_precursor_type``, ``min_structures``)."""
     types, counts = precursor_types(spectra, log)
     n_structures = structures_per_type(spectra, types, exclude)
     chosen = types_to_train(n_structures, min_structures, config.n_folds, log)
     record = {"training_files": reads, "precursor_type_counts": counts,
               "structures_per_precursor_type": dict(sorted(n_structures.items())), "min_structures": min_structures}
-    return spectra, types, chosen, record
+    return types, chosen, record
 
 
 def train_job(spectra_paths, output, config=None, *, exclude_candidates=None, feedback=None,
@@ -265,7 +269,8 @@ def train_job(spectra_paths, output, config=None, *, exclude_candidates=None, fe
     exclude = []
     if exclude_candidates:
         exclude = [lst.true_key for lst in read_candidate_lists(exclude_candidates, store) if lst.true_key]
-    spectra, types, chosen, record = _typed_training_spectra(spectra_paths, exclude, config, min_structures, log)
+    spectra, reads = _read_training_spectra(_as_paths(spectra_paths), log)
+    types, chosen, record = _training_types(spectra, reads, exclude, config, min_structures, log)
     cleaning = Cleaning()
     submodels, out = [], {}
     for precursor_type in chosen:
@@ -328,7 +333,7 @@ def evaluate_job(spectra_paths, candidates_path, config=None, *, model_output=No
     store = _store(config.store_path, fingerprinter)
     attach_first_cache(store, fingerprint_cache)
     paths = _as_paths(spectra_paths)
-    spectra, reads = read_training_files(paths, lambda path: read_spectra(path, require_structure=True), log)
+    spectra, reads = _read_training_spectra(paths, log)
     t0 = time.perf_counter()
     with progress(None, "reading candidate lists") as tick:
         lists = read_candidate_lists(candidates_path, store, progress=tick)
@@ -340,9 +345,7 @@ def evaluate_job(spectra_paths, candidates_path, config=None, *, model_output=No
     if not exclude:
         raise IOKRDataError(f"The candidate lists in {candidates_path} do not name their true structures "
                             "('_id=<InChIKey>' in the file name); they cannot be evaluated.")
-    types, counts = precursor_types(spectra, log)
-    n_structures = structures_per_type(spectra, types, exclude)
-    chosen = types_to_train(n_structures, min_structures, config.n_folds, log)
+    types, chosen, record = _training_types(spectra, reads, exclude, config, min_structures, log)
     cleaning = Cleaning()
     fits, queries = {}, {}
     for precursor_type in chosen:
@@ -375,15 +378,14 @@ def evaluate_job(spectra_paths, candidates_path, config=None, *, model_output=No
         raise IOKRDataError("No candidate list has an [M+H]+ or [M-H]- spectrum of its true structure among the "
                         "given spectra; nothing to evaluate.")
     if model_output:
-        record = {"training_files": reads, "precursor_type_counts": counts, "min_structures": min_structures,
-                  "structures_per_precursor_type": dict(sorted(n_structures.items()))}
         save_metabolite_model(model_output, [TrainedSubmodel(t, fits[t].model, fits[t].record()) for t in chosen],
                               fingerprinter, cleaning, extra=record)
     top = dict(per_polarity.get("positive") or next(iter(per_polarity.values())))
     top["timings_s"] = {**top["timings_s"], "total_s": time.perf_counter() - t_start}
     top.update({"spectra_read": reads[str(paths[0])] if len(paths) == 1 else reads,
                 "n_unparsable_candidates": n_bad, "fingerprint": fingerprinter.params(), "cleaning": cleaning.params(),
-                "precursor_types": {"counts": counts, "structures": dict(sorted(n_structures.items())),
+                "precursor_types": {"counts": record["precursor_type_counts"],
+                                    "structures": record["structures_per_precursor_type"],
                                     "submodels": chosen, "min_structures": min_structures},
                 "per_polarity": per_polarity})
     return top
