@@ -281,3 +281,60 @@ def test_a_newer_submodel_layout_is_refused(mixed, tmp_path):
     path = save_model_file(tmp_path / "newer.npz", arrays, {**meta, "submodel_layout": 2}, kind="metabolites")
     with pytest.raises(ModelFileError, match="sub-model layout 2"):
         load_metabolite_model(path)
+
+
+def _without_stored_grams(path, out):
+    """The model file as written before the training Gram was stored (its ``train_gram`` arrays dropped)."""
+    arrays, meta = load_model_file(path, kind="metabolites")
+    meta = {k: v for k, v in meta.items() if k not in ("format", "format_version", "library_version", "kind",
+                                                        "sha256", "members")}
+    arrays = {k: v for k, v in arrays.items() if not k.endswith(("train_gram", "train_raw_diags"))}
+    return save_model_file(out, arrays, meta, kind="metabolites")
+
+
+def test_loading_a_model_reuses_its_stored_gram_with_the_same_scores(mixed, tmp_path, monkeypatch):
+    """A model file holds each sub-model's combined training Gram: loading evaluates no spectrum kernel on training
+    pairs, and scores equal, bit for bit, those of a file without the Gram (recomputed from the stored spectra, the
+    old way) and those of the model before saving."""
+    arrays, _ = load_model_file(mixed["model"], kind="metabolites")
+    for i in range(2):
+        K = arrays[f"s{i}_train_gram"]
+        assert K.dtype == np.float64 and K.shape[0] == K.shape[1] == arrays[f"s{i}_train_precursor_mz"].size
+    rng = np.random.default_rng(3)
+    old = load_metabolite_model(_without_stored_grams(mixed["model"], tmp_path / "old.npz"))
+    recomputed_models = {t: old.submodel(t) for t in BOTH}  # refitted (spectrum kernels on training pairs) here
+    from iokr.apps.metabolites import _model
+
+    def no_training_pairs(kernel, a, b=None, **kwargs):  # noqa: ARG001 - the signature of normalized_gram
+        assert b is not None, "a spectrum kernel was evaluated on the training pairs while loading"
+        return real(kernel, a, b, **kwargs)
+
+    real = _model.normalized_gram
+    monkeypatch.setattr(_model, "normalized_gram", no_training_pairs)
+    new = load_metabolite_model(mixed["model"])
+    for t in BOTH:
+        stored, recomputed = new.submodel(t), recomputed_models[t]
+        np.testing.assert_array_equal(stored.train_gram_, recomputed.train_gram_)
+        np.testing.assert_array_equal(stored.weights_, recomputed.weights_)
+        S = recomputed.train_spectra_
+        candidates = [(rng.random((9, new.fingerprinter.n_features)) < 0.3).astype(float) for _ in range(3)]
+        for a, b in zip(stored.score_sets(S[:3], candidates), recomputed.score_sets(S[:3], candidates), strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("damage", ["shape", "nan", "negative_diag"])
+def test_a_damaged_stored_gram_is_refused(mixed, tmp_path, damage):
+    arrays, meta = load_model_file(mixed["model"], kind="metabolites")
+    meta = {k: v for k, v in meta.items() if k not in ("format", "format_version", "library_version", "kind",
+                                                        "sha256", "members")}
+    arrays = dict(arrays)
+    if damage == "shape":
+        arrays["s0_train_gram"] = arrays["s0_train_gram"][:-1]
+    elif damage == "nan":
+        arrays["s0_train_gram"] = arrays["s0_train_gram"].copy()
+        arrays["s0_train_gram"][0, 0] = np.nan
+    else:
+        arrays["s0_train_raw_diags"] = -arrays["s0_train_raw_diags"]
+    path = save_model_file(tmp_path / "damaged.npz", arrays, meta, kind="metabolites")
+    with pytest.raises(ModelFileError, match="train_gram|train_raw_diags"):
+        load_metabolite_model(path).submodel("[M+H]+")
