@@ -16,6 +16,7 @@ import pytest
 from iokr.apps.metabolites import (
     Cleaning,
     Spectra,
+    _model,
     load_identifier,
     load_metabolite_model,
     read_spectra,
@@ -303,9 +304,8 @@ def test_loading_a_model_reuses_its_stored_gram_with_the_same_scores(mixed, tmp_
     rng = np.random.default_rng(3)
     old = load_metabolite_model(_without_stored_grams(mixed["model"], tmp_path / "old.npz"))
     recomputed_models = {t: old.submodel(t) for t in BOTH}  # refitted (spectrum kernels on training pairs) here
-    from iokr.apps.metabolites import _model
 
-    def no_training_pairs(kernel, a, b=None, **kwargs):  # noqa: ARG001 - the signature of normalized_gram
+    def no_training_pairs(kernel, a, b=None, **kwargs):
         assert b is not None, "a spectrum kernel was evaluated on the training pairs while loading"
         return real(kernel, a, b, **kwargs)
 
