@@ -191,21 +191,20 @@ def test_unsupported_spectra_formats_are_named(work, name, capsys):
 
 
 # -- candidate tables -----------------------------------------------------------------------------------------------
-# Every table below is queried with matchms/massbank_five_spectra.msp, whose PS010904 (a QQ record) gives
-# PrecursorMZ 428.31 to two decimals: its FORMULA C10H15N5O10P2 contradicts that m/z by 639 ppm as [M+H]+, so the
-# formula is not used and the 10 ppm mass window around 427.30272 holds no candidate ('no candidates').
-_LOW_RES = ("PS010904 (PrecursorMZ 428.31, two decimals) contradicts its FORMULA by 639 ppm: looked up by mass, "
-            "'no candidates'; a low-resolution precursor might better trust the FORMULA")
-CANDIDATE_XFAIL = {
-    ("metfrag/candidates_replica.psv", "identify"): _LOW_RES,
-    ("metfrag/candidates_replica.psv", "identifiers"): _LOW_RES,
-    ("mzmine/feature_table_replica.csv", "identify"): _LOW_RES,
-    ("sirius/structure_candidates_replica.tsv", "identify"): _LOW_RES,
-    ("metfrag/candidates_replica.sdf", "identify"): _LOW_RES,
-    ("metfrag/candidates_replica.sdf", "identifiers"): _LOW_RES,
-    ("gnps/library_search_results_replica.tsv", "identify"): _LOW_RES,
-    ("gnps/library_search_results_replica.tsv", "identifiers"): _LOW_RES,
-}
+# Every table below is queried with matchms/massbank_five_spectra.msp, whose PS010904 (ADP on a Waters TQD,
+# LC-ESI-QQ) gives PrecursorMZ 428.31 and peaks 135.0 / 136.0: its FORMULA C10H15N5O10P2 is 639 ppm (0.27 Da) from
+# that m/z as [M+H]+, within the nominal mass a unit-resolution record resolves, so the formula is the lookup (and
+# 'detail' says so; see iokr/apps/metabolites/_precursor_precision.py).
+CANDIDATE_XFAIL = {}
+
+
+def test_a_unit_resolution_record_is_looked_up_by_its_formula_and_says_so(work):
+    rc, (_, rows), _, _ = _identify(work, ROOT / "matchms/massbank_five_spectra.msp", work["db"], "--top-k", "3")
+    assert rc == 0
+    adp = next(r for r in rows if r["query_id"] == "PS010904")
+    assert adp["status"] == "ok" and adp["lookup"] == "formula C10H15N5O10P2", adp
+    assert "FORMULA C10H15N5O10P2 taken: precursor m/z 428.31 is 639 ppm" in adp["detail"], adp["detail"]
+    assert "unit-resolution record" in adp["detail"], adp["detail"]
 
 
 def _index(work, name):
