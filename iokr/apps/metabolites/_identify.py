@@ -174,10 +174,10 @@ def plan_queries(spectra, cleaned_peaks, model_adducts, source, settings, ids=No
         route = _resolve_adduct(meta, model_adducts, settings.adduct_policy)
         q.status, q.detail = route.status, route.detail
         if route.status != "ok":
-            # the type the file names stays visible (and filterable) in the adduct column of a refused query,
-            # unless the file contradicts it (then only 'detail' names it, with the contradiction)
-            ion = read_precursor_ion(meta)
-            q.adduct = ion.adduct.name if ion.adduct is not None and not ion.problem else ""
+            # the type the file names, else the one assumed for it (said in 'detail'), stays visible (and
+            # filterable) in the adduct column of a refused query, unless the file contradicts itself (then only
+            # 'detail' names it, with the contradiction)
+            q.adduct = route.adduct.name if route.adduct is not None else ""
             continue
         adduct, q.submodel = route.adduct, route.submodel
         q.adduct = adduct.name

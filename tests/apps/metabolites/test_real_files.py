@@ -37,8 +37,6 @@ def _xfail(reason):
 # -- what today's code gets wrong (file, aspect) -> the wrong behaviour seen --------------------------------------
 _MZML_TITLE = "ids are the whole spectrum titles ('<file>.N.N.z File:\"...\", NativeID:\"... scan=N\"')"
 SPECTRA_XFAIL = {
-    ("matchms/testdata_neg.mzXML", "refused_adducts"): "a refused query shows the type its file NAMES; this negative "
-                                                       "scan names none ([M-H]- assumed): the column stays empty",
     ("mzmine/mzmine_library.json", "ids"): "the id is the compound name ('Agomelatine (L(+)-Tartaric acid)'), the "
                                            "record having no FEATURE_ID / SCANS; the manifest expects the position",
 }
@@ -151,6 +149,8 @@ def _mismatches(aspect, rows, records):
         elif aspect == "refused_adducts" and refused and e["adduct"]:
             if _adduct_groups(row["adduct"]) != _adduct_groups(e["adduct"]):
                 wrong.append((e["id"], row["adduct"], e["adduct"]))
+            elif e["adduct_source"] == "assumed" and f"assumed {row['adduct']}" not in row["detail"]:
+                wrong.append((e["id"], row["detail"], f"detail stating {row['adduct']} is assumed"))
         elif aspect == "statuses":
             if "status_in" in e and row["status"] not in e["status_in"]:
                 wrong.append((e["id"], row["status"], row["detail"], e["status_in"]))
