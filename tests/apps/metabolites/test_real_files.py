@@ -36,10 +36,7 @@ def _xfail(reason):
 
 # -- what today's code gets wrong (file, aspect) -> the wrong behaviour seen --------------------------------------
 _MZML_TITLE = "ids are the whole spectrum titles ('<file>.N.N.z File:\"...\", NativeID:\"... scan=N\"')"
-SPECTRA_XFAIL = {
-    ("mzmine/mzmine_library.json", "ids"): "the id is the compound name ('Agomelatine (L(+)-Tartaric acid)'), the "
-                                           "record having no FEATURE_ID / SCANS; the manifest expects the position",
-}
+SPECTRA_XFAIL = {}
 
 
 def _table(path):
