@@ -257,11 +257,11 @@ def test_candidate_tables_written_by_other_tools(work, name, aspect, capsys):
 
 
 # -- training on other tools' libraries ------------------------------------------------------------------------------
-def _train(work, spectra, name):
+def _train(work, spectra, name, *extra):
     """``train`` on one or several spectra files (``--spectra A B``)."""
     out = work["root"] / f"{name}.npz"
     rc = main(["metabolites", "train", "--spectra", *map(str, spectra), "--output", str(out), "--alphas", "0.3",
-               "--folds", "2"])
+               "--folds", "2", *extra])
     return rc, out
 
 
@@ -278,24 +278,32 @@ def test_train_on_a_negative_gnps_library_records_negative_types(work):
             assert row["status"] in ("ok", "no candidates"), (e["id"], row["status"], row["detail"])
 
 
-@_xfail("the test reads '(N training structures)' from train's output, which now names them per sub-model "
-        "(AttributeError on the regex): the expectation must be rewritten")
+def _submodel_structures(out):
+    """``{precursor type: training structures}`` from train's per-sub-model lines ("  [M+H]+: 19 structures; ...")."""
+    return {t: int(n) for t, n in re.findall(r"^  (\S+): (\d+) structures;", out, flags=re.MULTILINE)}
+
+
 def test_train_on_a_gnps_library_with_quoted_inchis_keeps_every_structure(work, capsys):
+    # INCHI="InChI=..." values keep no quotes: every [M+H]+ structure the file's own text gives is trained on
     name = "matchms/gnps_library_mixed.mgf"
     capsys.readouterr()
     rc, _ = _train(work, [ROOT / name], "gnps_mixed")
     out = capsys.readouterr().out
     assert rc == 0, out
-    n = int(re.search(r"\((\d+) training structures\)", out).group(1))
-    assert n >= SPECTRA[name]["n_structures_by_adduct"]["[M+H]+"], out
+    per_type = _submodel_structures(out)
+    assert per_type["[M+H]+"] >= SPECTRA[name]["n_structures_by_adduct"]["[M+H]+"], out
 
 
-@_xfail("the positive file has 30 structures, below --min-structures 100: only the [M-H]- sub-model is trained "
-        "(by design); the test should pass --min-structures")
-def test_one_model_from_a_positive_and_a_negative_library_ranks_both(work):
+def test_one_model_from_a_positive_and_a_negative_library_ranks_both(work, capsys):
+    # the positive file has N_TRAIN structures: --min-structures at most that gives each polarity its sub-model
     pos, neg = work["root"] / "train.jsonl", ROOT / "matchms/gnps_pesticides_negative.mgf"
-    rc, model = _train(work, [pos, neg], "both")
-    assert rc == 0
+    capsys.readouterr()
+    rc, model = _train(work, [pos, neg], "both", "--min-structures", str(N_TRAIN))
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    per_type = _submodel_structures(out)
+    assert per_type["[M+H]+"] == N_TRAIN, out
+    assert per_type["[M-H]-"] == SPECTRA["matchms/gnps_pesticides_negative.mgf"]["n_structures_by_adduct"]["[M-H]-"]
     name = "matchms/gnps_pesticides_negative.mgf"
     rc, (_, rows), _, params = _identify(work, ROOT / name, work["db"], model=model)
     assert rc == 0
