@@ -24,15 +24,18 @@ import numpy as np
 from ..._validation import check_nonnegative_scalar
 from ...decoding import CandidateSets
 from ._adducts import read_precursor_ion
-from ._formulas import FormulaError, canonical_formula, monoisotopic_mass, parse_formula
+from ._formulas import FormulaError, canonical_formula
 from ._hypotheses import annotated_kernels, score_hypotheses
+from ._precursor_precision import check_formula
 from ._query_ids import QUERY_ID_FIELDS, QueryIds, query_ids  # noqa: F401 - QUERY_ID_FIELDS, QueryIds: public here
 from ._routing import route_query
 
 #: A query's FORMULA is taken only when it agrees with the precursor m/z (given the adduct) within
 #: max(ppm, FORMULA_MIN_PPM) ppm: the formula is the better lookup within the mass window (by definition), and
 #: exports often compute FORMULA from a measured m/z a few ppm off; a wrong formula (another adduct, another
-#: compound) is off by hundreds of ppm (one H at m/z 200: 5,000 ppm).
+#: compound) is off by hundreds of ppm (one H at m/z 200: 5,000 ppm). Or within the precision the record states
+#: (the precursor's written decimals, a unit-resolution record's nominal mass; see :mod:`._precursor_precision`),
+#: with a note in ``detail``.
 FORMULA_MIN_PPM = 20.0
 ADDUCT_POLICIES = ("refuse", "assume")
 #: Precursor m/z above this are refused as implausible for small molecules (and would break m/z arithmetic).
@@ -126,18 +129,6 @@ def _resolve_adduct(meta, model, policy):
     return route_query(ion, model, policy, meta.get("adduct"))
 
 
-def _formula_contradiction(formula, adduct, precursor, ppm):
-    """A one-line reason when a neutral ``formula``'s ion of ``adduct`` misses ``precursor`` by more than
-    max(``ppm``, :data:`FORMULA_MIN_PPM`) ppm, else ``""``."""
-    if parse_formula(formula)[1]:
-        return ""  # a charged formula is the ion's own: no adduct arithmetic to check it by
-    expected = adduct.precursor_mz(monoisotopic_mass(formula))
-    off = (precursor - expected) / expected * 1e6
-    if abs(off) <= max(ppm, FORMULA_MIN_PPM):
-        return ""
-    return f"FORMULA {formula} contradicts precursor m/z by {abs(off):.0f} ppm ({adduct.name}); looked up by mass"
-
-
 def plan_queries(spectra, cleaned_peaks, model_adducts, source, settings, ids=None):
     """Every query's id, adduct, lookup and status (``ok`` for those to score) and candidate row ids.
 
@@ -185,10 +176,10 @@ def plan_queries(spectra, cleaned_peaks, model_adducts, source, settings, ids=No
         route = _resolve_adduct(meta, model_adducts, settings.adduct_policy)
         q.status, q.detail = route.status, route.detail
         if route.status != "ok":
-            # the type the file names stays visible (and filterable) in the adduct column of a refused query,
-            # unless the file contradicts it (then only 'detail' names it, with the contradiction)
-            ion = read_precursor_ion(meta)
-            q.adduct = ion.adduct.name if ion.adduct is not None and not ion.problem else ""
+            # the type the file names, else the one assumed for it (said in 'detail'), stays visible (and
+            # filterable) in the adduct column of a refused query, unless the file contradicts itself (then only
+            # 'detail' names it, with the contradiction)
+            q.adduct = route.adduct.name if route.adduct is not None else ""
             continue
         adduct, q.submodel = route.adduct, route.submodel
         q.adduct = adduct.name
@@ -199,10 +190,10 @@ def plan_queries(spectra, cleaned_peaks, model_adducts, source, settings, ids=No
             except FormulaError as exc:
                 q.status, q.detail = "invalid formula", str(exc)
                 continue
-            contradiction = _formula_contradiction(q.formula, adduct, precursor, settings.ppm)
-            if contradiction:
-                q.detail = "; ".join(d for d in (q.detail, contradiction) if d)
-                q.formula = ""
+            check = check_formula(q.formula, adduct, precursor, spectra.peaks(i)[0],
+                                  max(settings.ppm, FORMULA_MIN_PPM))
+            q.detail = "; ".join(d for d in (q.detail, check.note) if d)
+            q.formula = q.formula if check.use else ""
         if getattr(source, "per_query", False):  # the query's own list, no lookup (see ._query_lists)
             q.candidates, q.lookup, q.status, note = source.plan(q.query_id, q.mass,
                                                                  settings.ppm)

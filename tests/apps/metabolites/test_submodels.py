@@ -53,7 +53,8 @@ def _ion(adduct=None, ion_mode=None, charge=None, problem=""):
     (_ion(), BOTH, "refuse", "unknown ion mode", None, None),
     (_ion(), ("[M-H]-",), "refuse", "ok", "[M-H]-",
      "no adduct, ion mode or charge given: assumed [M-H]- (the model's only polarity)"),
-    (_ion(None, "negative", -1), ("[M+H]+",), "refuse", "unsupported adduct", None, "ion mode negative; model: [M+H]+"),
+    (_ion(None, "negative", -1), ("[M+H]+",), "refuse", "unsupported adduct", None,
+     "no adduct given: assumed [M-H]- (negative ion mode); model: [M+H]+"),
     (_ion(None, "positive", 2), BOTH, "refuse", "unsupported charge", None,
      "charge 2+; the model serves singly charged [M+H]+, [M-H]-"),
     (_ion(None, "positive", 2), BOTH, "assume", "unsupported charge", None,
@@ -79,6 +80,12 @@ def test_routing(ion, types, policy, status, submodel, detail):
         assert route.detail == detail
     if status == "ok":  # the neutral mass comes from the query's own (or assumed) adduct, with its charge
         assert route.adduct is not None and abs(route.adduct.charge) == abs(ion.charge or 1)
+    elif ion.adduct is not None and not ion.problem:  # refused as the type its file names
+        assert route.adduct == ion.adduct
+    elif "assumed" in (detail or ""):  # refused as the type assumed for it, which the detail names
+        assert route.adduct is not None and route.adduct.name in detail
+    else:
+        assert route.adduct is None
 
 
 def test_assume_mapping_is_canonical_and_maps_to_singly_charged_default_types():
