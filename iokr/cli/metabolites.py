@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import csv
 import io
 import math
 from pathlib import Path
 
+from ._cells import SafeDictWriter
 from ._output import check_outputs, format_table, log, output_folder, progress, write_atomic, write_json
 
 TOP_KEYS = ("top1", "top5", "top10", "top20")
@@ -270,8 +270,9 @@ def _spectra_inputs(paths):
 
 
 def _table_writer(handle, columns):
-    """A TSV writer with Unix line endings; values holding tabs or newlines are quoted."""
-    return csv.DictWriter(handle, fieldnames=columns, delimiter="\t", extrasaction="ignore", lineterminator="\n")
+    """A TSV writer with Unix line endings; values holding tabs or newlines are quoted, text a spreadsheet would run
+    as a formula gets a leading ``'`` (see :mod:`._cells`)."""
+    return SafeDictWriter(handle, fieldnames=columns, delimiter="\t", extrasaction="ignore", lineterminator="\n")
 
 
 def _write_table(rows, columns):
