@@ -50,7 +50,7 @@ class InputSide:
 
     def __init__(self, kernel, center, normalize, owner=None):
         self.kernel = make_kernel(kernel, "input_kernel")
-        self.transform = KernelTransform(center, normalize)
+        self.transform = KernelTransform(center, normalize, parameter="normalize_input", owner=owner)
         self.precomputed = self.kernel == "precomputed"
         self.owner = owner
 
@@ -162,7 +162,7 @@ class OutputSide:
             self.train_features = self.feature_transform.transform(features, dtype=np.float64)
         else:
             self.Y_train = Y
-            self.kernel_transform = KernelTransform(self.center, self.normalize)
+            self.kernel_transform = KernelTransform(self.center, self.normalize, parameter="normalize_output")
             self.train_gram = self.kernel_transform.fit_transform(self.kernel(Y))
             self.binary = _binary_tanimoto_state(self.kernel, Y)
         return self
