@@ -5,53 +5,29 @@ The process tests start real ``iokr`` commands in their own session (process gro
 the end, failing or not.
 """
 
-import contextlib
 import os
-import signal
 import sqlite3
 import stat
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
+from process_helpers import (
+    ENV,
+    ROOT,
+    children,
+    kill_all,
+    kill_mid_run,
+    start,
+    wait_for,
+    write_structure_table,
+)
 
-import iokr
 from iokr.cli._output import CommandError, check_outputs, release_outputs
 from iokr.cli.main import main
 from iokr.io._atomic import TEMPORARY_PATTERN, sweep_temporaries, temporary_path
 from iokr.io._ownership import OutputInUseError, claim, is_claimed, lock_path, release
-
-ROOT = Path(iokr.__file__).resolve().parents[1]
-ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
-
-
-def _stat_fields(pid):
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            return handle.read().rsplit(b")", 1)[1].split()
-    except OSError:
-        return None
-
-
-def _processes(where):
-    """Process ids whose /proc stat fields satisfy ``where(fields)`` (fields after the command name)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            fields = _stat_fields(entry)
-            if fields is not None and fields[0] != b"Z" and where(fields):
-                found.append(int(entry))
-    return found
-
-
-def _group(pgid):
-    return _processes(lambda f: int(f[2]) == pgid)
-
-
-def _children(pid):
-    return _processes(lambda f: int(f[1]) == pid)
 
 
 @pytest.fixture
@@ -59,41 +35,15 @@ def sessions():
     """Started process groups, killed whatever the test's outcome."""
     started = []
     yield started
-    for proc in started:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
-
-
-def _start(sessions, *args):
-    proc = subprocess.Popen([sys.executable, "-m", "iokr", "--quiet", *map(str, args)], cwd=ROOT, env=ENV,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
-    sessions.append(proc)
-    return proc
-
-
-def _write_table(path, n_rows):
-    lines = ["name,SMILES"] + [f"n{i},{'C' * (1 + i % 40)}O{'C' * (1 + (i // 40) % 40)}{'N' if i % 3 else 'S'}"
-                               for i in range(n_rows)]
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
-def _wait_for(condition, timeout, what):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+    kill_all(started)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_second_writer_refused_kill_9_leaves_no_process_and_next_run_completes(tmp_path, sessions):
-    big = _write_table(tmp_path / "big.csv", 6000)  # 3 chunks: parsed by 2 worker processes
+    big = write_structure_table(tmp_path / "big.csv", 6000)  # 3 chunks: parsed by 2 worker processes
     out = tmp_path / "out" / "structures.sqlite"
-    first = _start(sessions, "metabolites", "index", big, "--output", out)
-    _wait_for(lambda: len(_children(first.pid)) >= 2 or first.poll() is not None, 120, "the worker processes")
+    first = start(sessions, "metabolites", "index", big, "--output", out)
+    wait_for(lambda: len(children(first.pid)) >= 2 or first.poll() is not None, 120, "the worker processes")
     assert first.poll() is None, first.stderr.read().decode()
     assert is_claimed(out)
 
@@ -105,13 +55,11 @@ def test_second_writer_refused_kill_9_leaves_no_process_and_next_run_completes(t
     assert f"is in use by another iokr run (pid {first.pid})" in second.stderr
     assert elapsed < 1.0, elapsed
 
-    os.kill(first.pid, signal.SIGKILL)
-    first.wait(timeout=10)
-    _wait_for(lambda: not _group(first.pid), 5, "every process of the killed run to end")
+    kill_mid_run(first)
     assert not is_claimed(out)  # released by the kernel: never stale
     assert not out.exists()
 
-    small = _write_table(tmp_path / "small.csv", 30)
+    small = write_structure_table(tmp_path / "small.csv", 30)
     assert main(["metabolites", "index", str(small), "--output", str(out)]) == 0
     assert sorted(p.name for p in out.parent.iterdir()) == ["structures.sqlite"]  # temporaries, journal, lock gone
     with sqlite3.connect(f"file:{out}?mode=ro", uri=True) as db:
@@ -191,7 +139,7 @@ def _special_files(tmp_path):
 @pytest.mark.parametrize("overwrite", [[], ["--overwrite"]])
 @pytest.mark.parametrize("command", ["index", "train"])
 def test_devices_and_fifos_are_never_replaced(tmp_path, capsys, overwrite, command):
-    table = _write_table(tmp_path / "t.csv", 5)
+    table = write_structure_table(tmp_path / "t.csv", 5)
     for kind, node in _special_files(tmp_path).items():
         before = os.stat(node)
         args = (["index", str(table)] if command == "index" else ["train", "--spectra", str(table)])
