@@ -17,7 +17,6 @@ from process_helpers import (
     ENV,
     ROOT,
     children,
-    kill_all,
     kill_mid_run,
     start,
     wait_for,
@@ -28,14 +27,6 @@ from iokr.cli._output import CommandError, check_outputs, release_outputs
 from iokr.cli.main import main
 from iokr.io._atomic import TEMPORARY_PATTERN, sweep_temporaries, temporary_path
 from iokr.io._ownership import OutputInUseError, claim, is_claimed, lock_path, release
-
-
-@pytest.fixture
-def sessions():
-    """Started process groups, killed whatever the test's outcome."""
-    started = []
-    yield started
-    kill_all(started)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")

@@ -7,21 +7,13 @@ import sys
 
 import pytest
 from metab_helpers import bundled_lists_and_training
-from process_helpers import kill_all, kill_mid_run, start, write_structure_table
+from process_helpers import kill_mid_run, start, write_structure_table
 
 from iokr.cli.main import main
 from iokr.io._atomic import TEMPORARY_PATTERN
 from iokr.io._ownership import is_claimed
 
 pytest.importorskip("rdkit")
-
-
-@pytest.fixture
-def sessions():
-    """Started process groups, killed whatever the test's outcome."""
-    started = []
-    yield started
-    kill_all(started)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
