@@ -23,13 +23,24 @@ def _stat_fields(pid):
         return None
 
 
+def _alive(pid, fields):
+    """Not a finished zombie: a zombie thread-group leader whose other threads still run (still holding the
+    process's files and locks) counts as alive."""
+    if fields[0] != b"Z":
+        return True
+    try:
+        return len(os.listdir(f"/proc/{pid}/task")) > 1
+    except OSError:
+        return False
+
+
 def _processes(where):
-    """Live (not zombie) process ids whose /proc stat fields after the command name satisfy ``where``."""
+    """Live process ids (see :func:`_alive`) whose /proc stat fields after the command name satisfy ``where``."""
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             fields = _stat_fields(entry)
-            if fields is not None and fields[0] != b"Z" and where(fields):
+            if fields is not None and where(fields) and _alive(entry, fields):
                 found.append(int(entry))
     return found
 

@@ -118,7 +118,8 @@ def claim(path, *, wait=False):
     Parameters
     ----------
     path : str or Path
-        The output file or folder (it need not exist; its parent folder is created if needed).
+        The output file or folder (it need not exist; its parent folders are created if needed, and removed again
+        by :func:`release` when they are still empty, so a run that fails leaves no trace).
     wait : bool, default=False
         Wait for the current owner to finish instead of raising.
 
@@ -139,6 +140,7 @@ def claim(path, *, wait=False):
     if real in _held or fcntl is None:
         return real
     lock = lock_path(real)
+    created = [p for p in (lock.parent, *lock.parent.parents) if not p.exists()]  # removed on release when empty
     lock.parent.mkdir(parents=True, exist_ok=True)
     while True:
         fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
@@ -164,7 +166,7 @@ def claim(path, *, wait=False):
         os.close(fd)
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-    _held[real] = (fd, lock, os.getpid())
+    _held[real] = (fd, lock, os.getpid(), created)
     if not _atexit_registered:
         atexit.register(release_all)
         _atexit_registered = True
@@ -181,12 +183,17 @@ def release(path):
     entry = _held.pop(_real(path), None)
     if entry is None:
         return
-    fd, lock, owner = entry
+    fd, lock, owner, created = entry
     if owner != os.getpid():  # a forked child's copy of the table: the claim is its parent's
         return
     with contextlib.suppress(OSError):  # unlinked while still locked, so nobody locks the file we drop
         lock.unlink(missing_ok=True)
     os.close(fd)
+    for folder in created:  # deepest first; a folder that received the output (or anything else) stays
+        try:
+            folder.rmdir()
+        except OSError:
+            break
 
 
 def release_all():

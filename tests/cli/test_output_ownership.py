@@ -105,6 +105,16 @@ def test_claims_are_reentrant_and_released(tmp_path):
     assert not is_claimed(out) and list(tmp_path.iterdir()) == [link]
 
 
+def test_a_failed_run_leaves_no_parent_folder_and_a_written_one_stays(tmp_path, capsys):
+    out = tmp_path / "new" / "deeper" / "db.sqlite"
+    assert main(["metabolites", "index", str(tmp_path / "missing.csv"), "--output", str(out)]) == 2
+    assert "missing.csv" in capsys.readouterr().err and list(tmp_path.iterdir()) == []
+    claim(out)
+    out.write_text("written")
+    release(out)
+    assert out.read_text() == "written" and sorted(p.name for p in out.parent.iterdir()) == ["db.sqlite"]
+
+
 def test_temporary_pattern_covers_sqlite_side_files():
     for suffix in ("", "-journal", "-wal", "-shm"):
         assert TEMPORARY_PATTERN.match(f".db.sqlite.tmp-12-0123abcd{suffix}")["target"] == "db.sqlite"
