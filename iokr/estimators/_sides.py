@@ -89,6 +89,10 @@ class InputSide:
                 if input_diag.shape != (X_test.shape[0],):
                     raise ValueError(f"'input_diag' must have shape ({X_test.shape[0]},), got {input_diag.shape}.")
                 check_finite(input_diag, "input_diag")
+                if (input_diag < 0).any():  # normalization would zero these points silently (constant scores)
+                    raise ValueError(f"'input_diag' must hold k(x, x) >= 0 (normalize_input=True divides by its square "
+                                     f"root), got {int((input_diag < 0).sum())} negative values (smallest "
+                                     f"{float(input_diag.min()):.3g}).")
         else:
             check_n_features(X_test, self.n_features_in, "X", getattr(self, "owner", None))
         return X_test, input_diag

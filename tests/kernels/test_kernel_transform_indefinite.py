@@ -28,3 +28,12 @@ def test_psd_kernel_with_points_at_the_mean_still_normalizes():
     X = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 0.0]])
     out = KernelTransform(center=True, normalize=True).fit_transform(X @ X.T)
     np.testing.assert_allclose(np.diag(out), [1.0, 1.0, 0.0], atol=1e-12)
+
+
+def test_negative_test_diagonal_is_refused():
+    X = np.random.default_rng(0).normal(size=(8, 3))
+    K = X @ X.T
+    Y = (np.random.default_rng(1).random((8, 5)) > 0.5).astype(float)
+    model = IOKR(input_kernel="precomputed", output_kernel="linear").fit(K, Y)
+    with pytest.raises(ValueError, match=r"'input_diag' must hold k\(x, x\) >= 0 .* 1 negative values"):
+        model.decision_function(K[:2], Y[:3], input_diag=np.array([1.0, -2.0]))

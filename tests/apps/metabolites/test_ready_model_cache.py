@@ -2,10 +2,13 @@
 cached model is trained again with a note; a killed training's temporaries are swept)."""
 
 import os
+import subprocess
+import sys
 import time
 
 import numpy as np
 import pytest
+from process_helpers import ENV, ROOT
 
 from iokr.apps.metabolites import _default_model
 from iokr.apps.metabolites._default_model import default_model_path, ensure_default_model
@@ -76,3 +79,23 @@ def test_damaged_cached_model_is_trained_again_with_a_note(tmp_path, monkeypatch
     data[len(data) // 2] ^= 0xFF
     path.write_bytes(bytes(data))
     assert ensure_default_model(log=notes.append) == path and len(trainings) == 2
+
+
+def test_a_run_waits_for_the_training_another_run_holds(tmp_path, monkeypatch, trainings):
+    """Concurrent first runs: the second waits on the model's claim and uses the model the first saved."""
+    monkeypatch.setenv("IOKR_CACHE_DIR", str(tmp_path / "cache"))
+    path = default_model_path()
+    holder = ("import sys, time; import numpy as np; from pathlib import Path; from iokr.io import save_model_file; "
+              "from iokr.io._ownership import claim; path = Path(sys.argv[1]); claim(path); print('ready', flush=True); "
+              "time.sleep(1.5); save_model_file(path, {'w': np.zeros(2)}, {'note': 'other run'}, kind='metabolites')")
+    proc = subprocess.Popen([sys.executable, "-c", holder, str(path)], cwd=ROOT, env=ENV, stdout=subprocess.PIPE,
+                            start_new_session=True)
+    try:
+        assert proc.stdout.readline().decode().strip() == "ready"
+        started = time.monotonic()
+        assert ensure_default_model(log=lambda message: None) == path
+        assert time.monotonic() - started > 0.5 and trainings == []
+        assert load_model_file(path, kind="metabolites")[1]["note"] == "other run"
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
