@@ -3,6 +3,7 @@
 from ._bits import BinaryTanimotoIndex
 from ._candidate_stats import CandidateStatistics, SetLayout, set_layout, stream_statistics, subsample_sets
 from ._candidates import CandidateSets, CountFeatures, PackedBinaryFeatures, as_candidate_sets
+from ._count_tanimoto import CountTanimotoIndex
 from ._disk import CandidateFile, CandidateFileWriter, write_candidate_file
 from ._neighbours import neighbour_similarity, top_mean
 from ._ranking import QueryRanking, rankings_from_scores, warn_empty
@@ -42,6 +43,7 @@ __all__ = [
     "TIE_POLICY",
     "BinaryRule",
     "BinaryTanimotoIndex",
+    "CountTanimotoIndex",
     "CosineDecoding",
     "DecodingRule",
     "DistanceDecoding",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_array_2d, check_finite, check_n_features, check_square_gram
-from ..decoding import BinaryTanimotoIndex, decoding_rule, row_norms
+from ..decoding import BinaryTanimotoIndex, CountTanimotoIndex, decoding_rule, row_norms
 from ..kernels import FeatureTransform, GaussianTanimoto, KernelTransform, Linear, Tanimoto, make_kernel
 
 
@@ -111,10 +111,11 @@ class InputSide:
 
 
 def _binary_tanimoto_state(kernel, Y):
-    """Packed training outputs for the intersection-count path, or None when it does not apply."""
+    """Training outputs indexed for an exact fast Tanimoto path (0/1 rows: intersection counts; non-negative integer
+    counts: float32 inner products), or None when neither applies."""
     if type(kernel) not in (Tanimoto, GaussianTanimoto) or kernel.form != "inner":
         return None
-    return BinaryTanimotoIndex.build(Y)
+    return BinaryTanimotoIndex.build(Y) or CountTanimotoIndex.build(Y)
 
 
 def _candidate_term(cross_term, cross):
@@ -144,8 +145,9 @@ class OutputSide:
         Transformed training output features (explicit path).
     train_gram : ndarray of shape (n, n)
         Transformed training output Gram (kernel path).
-    binary : BinaryTanimotoIndex or None
-        Packed binary training outputs under a Tanimoto kernel (kernel path): exact counts for 0/1 candidates.
+    binary : BinaryTanimotoIndex, CountTanimotoIndex or None
+        Training outputs indexed for an exact fast path under a Tanimoto kernel (kernel path): packed bits for 0/1
+        outputs, float32 rows for integer counts (see :mod:`iokr.decoding._count_tanimoto`).
     """
 
     def __init__(self, kernel, center, normalize):
@@ -172,10 +174,15 @@ class OutputSide:
         return self
 
     def _cross_block(self, C):
-        """``k(C, Y_train)``: from exact intersection counts for binary fingerprints under a Tanimoto kernel."""
-        if self.binary is not None and self.binary.applies_to(C):
-            T = self.binary.similarities(C, dtype=np.result_type(C.dtype, self.Y_train.dtype, np.float32))
-            return self.kernel.from_tanimoto(T)
+        """``k(C, Y_train)``: under a Tanimoto kernel, from exact intersection counts (binary fingerprints) or exact
+        float32 inner products (count fingerprints), equal to the general kernel's values."""
+        dtype = np.result_type(C.dtype, self.Y_train.dtype, np.float32)
+        if isinstance(self.binary, BinaryTanimotoIndex) and self.binary.applies_to(C):
+            return self.kernel.from_tanimoto(self.binary.similarities(C, dtype=dtype))
+        if isinstance(self.binary, CountTanimotoIndex):
+            T = self.binary.similarities(C, dtype=dtype)
+            if T is not None:
+                return self.kernel.from_tanimoto(T)
         return self.kernel.compute(C, self.Y_train)
 
     def candidate_block(self, C, decoding, name="candidates", cross_term=None):

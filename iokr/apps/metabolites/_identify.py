@@ -24,15 +24,18 @@ import numpy as np
 from ..._validation import check_nonnegative_scalar
 from ...decoding import CandidateSets
 from ._adducts import read_precursor_ion
-from ._formulas import FormulaError, canonical_formula, monoisotopic_mass, parse_formula
+from ._formulas import FormulaError, canonical_formula
 from ._hypotheses import annotated_kernels, score_hypotheses
+from ._precursor_precision import check_formula
 from ._query_ids import QUERY_ID_FIELDS, QueryIds, query_ids  # noqa: F401 - QUERY_ID_FIELDS, QueryIds: public here
 from ._routing import route_query
 
 #: A query's FORMULA is taken only when it agrees with the precursor m/z (given the adduct) within
 #: max(ppm, FORMULA_MIN_PPM) ppm: the formula is the better lookup within the mass window (by definition), and
 #: exports often compute FORMULA from a measured m/z a few ppm off; a wrong formula (another adduct, another
-#: compound) is off by hundreds of ppm (one H at m/z 200: 5,000 ppm).
+#: compound) is off by hundreds of ppm (one H at m/z 200: 5,000 ppm). Or within the precision the record states
+#: (the precursor's written decimals, a unit-resolution record's nominal mass; see :mod:`._precursor_precision`),
+#: with a note in ``detail``.
 FORMULA_MIN_PPM = 20.0
 ADDUCT_POLICIES = ("refuse", "assume")
 #: Precursor m/z above this are refused as implausible for small molecules (and would break m/z arithmetic).
@@ -113,6 +116,8 @@ class Query:
     n_above_precursor: int = 0
     #: Precursor type of the sub-model that ranks the query (see :mod:`._routing`).
     submodel: str = ""
+    #: Neutral mass from the precursor m/z and the adduct (NaN until known): scoring batches queries by it.
+    mass: float = math.nan
 
 
 def _resolve_adduct(meta, model, policy):
@@ -122,18 +127,6 @@ def _resolve_adduct(meta, model, policy):
     if hasattr(model, "route"):
         return model.route(ion, policy, meta.get("adduct"))
     return route_query(ion, model, policy, meta.get("adduct"))
-
-
-def _formula_contradiction(formula, adduct, precursor, ppm):
-    """A one-line reason when a neutral ``formula``'s ion of ``adduct`` misses ``precursor`` by more than
-    max(``ppm``, :data:`FORMULA_MIN_PPM`) ppm, else ``""``."""
-    if parse_formula(formula)[1]:
-        return ""  # a charged formula is the ion's own: no adduct arithmetic to check it by
-    expected = adduct.precursor_mz(monoisotopic_mass(formula))
-    off = (precursor - expected) / expected * 1e6
-    if abs(off) <= max(ppm, FORMULA_MIN_PPM):
-        return ""
-    return f"FORMULA {formula} contradicts precursor m/z by {abs(off):.0f} ppm ({adduct.name}); looked up by mass"
 
 
 def plan_queries(spectra, cleaned_peaks, model_adducts, source, settings, ids=None):
@@ -183,25 +176,26 @@ def plan_queries(spectra, cleaned_peaks, model_adducts, source, settings, ids=No
         route = _resolve_adduct(meta, model_adducts, settings.adduct_policy)
         q.status, q.detail = route.status, route.detail
         if route.status != "ok":
-            # the type the file names stays visible (and filterable) in the adduct column of a refused query,
-            # unless the file contradicts it (then only 'detail' names it, with the contradiction)
-            ion = read_precursor_ion(meta)
-            q.adduct = ion.adduct.name if ion.adduct is not None and not ion.problem else ""
+            # the type the file names, else the one assumed for it (said in 'detail'), stays visible (and
+            # filterable) in the adduct column of a refused query, unless the file contradicts itself (then only
+            # 'detail' names it, with the contradiction)
+            q.adduct = route.adduct.name if route.adduct is not None else ""
             continue
         adduct, q.submodel = route.adduct, route.submodel
         q.adduct = adduct.name
+        q.mass = adduct.neutral_mass(precursor)
         if raw_formula:
             try:
                 q.formula = canonical_formula(raw_formula)
             except FormulaError as exc:
                 q.status, q.detail = "invalid formula", str(exc)
                 continue
-            contradiction = _formula_contradiction(q.formula, adduct, precursor, settings.ppm)
-            if contradiction:
-                q.detail = "; ".join(d for d in (q.detail, contradiction) if d)
-                q.formula = ""
+            check = check_formula(q.formula, adduct, precursor, spectra.peaks(i)[0],
+                                  max(settings.ppm, FORMULA_MIN_PPM))
+            q.detail = "; ".join(d for d in (q.detail, check.note) if d)
+            q.formula = q.formula if check.use else ""
         if getattr(source, "per_query", False):  # the query's own list, no lookup (see ._query_lists)
-            q.candidates, q.lookup, q.status, note = source.plan(q.query_id, adduct.neutral_mass(precursor),
+            q.candidates, q.lookup, q.status, note = source.plan(q.query_id, q.mass,
                                                                  settings.ppm)
             q.detail = "; ".join(d for d in (q.detail, note) if d) if q.status == "ok" else note
             continue
@@ -209,7 +203,7 @@ def plan_queries(spectra, cleaned_peaks, model_adducts, source, settings, ids=No
             q.lookup = f"formula {q.formula}"
             q.candidates = source.select(q.formula, None, None)
         else:
-            mass = adduct.neutral_mass(precursor)
+            mass = q.mass
             width = mass * settings.ppm * 1e-6
             q.lookup = f"mass {mass:.5f} +- {settings.ppm:g} ppm"
             q.candidates = source.select(None, mass - width, mass + width) if mass > 0 else q.candidates
@@ -226,8 +220,9 @@ def candidate_formulas(source, ids):
 
 
 def score_queries(model, cleaned, queries, source, fingerprinter, settings, progress=None):
-    """Scores of every ``ok`` query's candidates, in batches; yields ``(query, scores)``.
+    """Scores of every ``ok`` query's candidates, in batches; yields a :class:`ScoredQuery` per query.
 
+    Queries are scored in order of neutral mass (each batch holds neighbouring masses), not in file order.
     Each batch fingerprints the distinct candidates of its queries once (queries sharing a formula share them).
     Scores of one query do not depend on the other queries of its batch up to rounding: the spectrum kernels sum
     each spectrum's terms in an order of its own, but the products with the model's coefficients are BLAS products
@@ -238,7 +233,12 @@ def score_queries(model, cleaned, queries, source, fingerprinter, settings, prog
     candidates' formulas (:func:`~._hypotheses.score_hypotheses`), and ``query.annotation`` /
     ``query.hypotheses`` say how it was annotated.
     """
-    ok = [q for q in queries if q.status == "ok"]
+    # Batches of neighbouring masses: their candidate windows overlap, so each batch's pool of distinct candidates is
+    # small and most candidates are fingerprinted and scored against the training structures in one batch only
+    # (queries in file order put every mass in every batch: 1,000 mixed queries on the 70k store fingerprinted
+    # 51,519 pool rows in 4 batches).
+    ok = sorted((q for q in queries if q.status == "ok"),
+                key=lambda q: (math.inf if math.isnan(q.mass) else q.mass, q.row))
     groups = {}
     for q in ok:
         groups.setdefault(q.submodel if hasattr(model, "submodel") else "", []).append(q)
@@ -247,14 +247,35 @@ def score_queries(model, cleaned, queries, source, fingerprinter, settings, prog
         sub = model.submodel(key) if hasattr(model, "submodel") else model
         for start in range(0, len(group), settings.batch_size):
             batch = group[start:start + settings.batch_size]
-            yield from _score_batch(sub, cleaned, batch, source, fingerprinter)
+            yield from _score_batch(sub, cleaned, batch, source, fingerprinter, settings.top_k)
             done += len(batch)
             if progress is not None:
                 progress(done)
 
 
-def _score_batch(model, cleaned, batch, source, fingerprinter):
-    """``(query, scores)`` of one batch of queries, all scored by ``model``."""
+@dataclass(frozen=True)
+class ScoredQuery:
+    """One ranked query: the scores of all its candidates and its top-k.
+
+    Attributes
+    ----------
+    query : Query
+    scores : ndarray of shape (n_candidates,)
+        In the order of ``query.candidates``; higher is better.
+    top : ndarray of int, shape (min(top_k, n_candidates),)
+        Positions of the best candidates, best first (ties by position, the stable tie policy).
+    top_prior : ndarray of shape (len(top),)
+        The structure prior of each of them (the score holds ``prior_weight`` times it).
+    """
+
+    query: object
+    scores: np.ndarray
+    top: np.ndarray
+    top_prior: np.ndarray
+
+
+def _score_batch(model, cleaned, batch, source, fingerprinter, top_k):
+    """:class:`ScoredQuery` of each query of one batch, all scored by ``model``."""
     by_formula = bool(annotated_kernels(model))
     ids = np.unique(np.concatenate([q.candidates for q in batch]))
     pool = source.fingerprints(ids, fingerprinter)
@@ -271,4 +292,11 @@ def _score_batch(model, cleaned, batch, source, fingerprinter):
         for q, s, h, f in zip(batch, scores, hypotheses, formulas, strict=True):
             q.hypotheses = h = replace(h, n_dropped_above=q.n_above_precursor)
             q.annotation = h.summary(f[int(np.argmax(s))])
-    yield from zip(batch, scores, strict=True)
+    # the prior of the written candidates, for all queries of the batch in one pass over the training structures
+    tops = [np.argsort(-s, kind="stable")[:top_k] for s in scores]
+    rows = [idx[t] for idx, t in zip(sets, tops, strict=True)]
+    written, back = np.unique(np.concatenate(rows), return_inverse=True)
+    prior = model.structure_prior(pool[written])[back]
+    bounds = np.cumsum([0, *map(len, rows)])
+    for i, (q, s, t) in enumerate(zip(batch, scores, tops, strict=True)):
+        yield ScoredQuery(q, s, t, prior[bounds[i]:bounds[i + 1]])

@@ -88,22 +88,27 @@ def identify_job(model_path, spectra_path, candidates_path, settings=None, *, st
                 calibrations[precursor_type] = None
                 calibration_state[precursor_type] = "not used (--prior-weight differs from the model's)"
     n_ok = sum(q.status == "ok" for q in queries)
+    # Queries are scored in batches of neighbouring masses; only each one's top-k is kept (a few numbers) and the
+    # rows are written afterwards in the input's order.
+    tops = {}
+    for scored in score_queries(models, cleaned, queries, source, fingerprinter, settings,
+                                progress(n_ok, "scoring queries")):
+        q, calibration = scored.query, calibrations[scored.query.submodel]
+        margins, sizes, _ = top_margins([scored.scores])
+        confidence = calibration.probability(margins, sizes)[0] if calibration is not None else None
+        tops[q.row] = (q.candidates[scored.top], scored.scores[scored.top], scored.top_prior, confidence)
     identifications, candidates = {}, []
     write = candidates.append if candidate_sink is None else candidate_sink(source.columns)
-    for q, scores in score_queries(models, cleaned, queries, source, fingerprinter, settings,
-                                   progress(n_ok, "scoring queries")):
-        model, calibration = models.submodel(q.submodel), calibrations[q.submodel]
-        order = np.argsort(-scores, kind="stable")[:settings.top_k]
-        margins, sizes, _ = top_margins([scores])
-        confidence = calibration.probability(margins, sizes)[0] if calibration is not None else None
-        records = source.records(q.candidates[order])
+    for q in queries:
+        if q.row not in tops:
+            continue
+        top_ids, scores, prior, confidence = tops.pop(q.row)
+        records = source.records(top_ids)
         # the structure prior of each written candidate (its part of the score is prior_weight x this value)
-        written, back = np.unique(q.candidates[order], return_inverse=True)
-        prior = model.structure_prior(source.fingerprints(written, fingerprinter))[back]
-        for rank, (j, record, p) in enumerate(zip(order, records, prior, strict=True), 1):
-            write({"query_id": q.query_id, "rank": rank, **record, "score": f"{scores[j]:.6g}",
+        for rank, (record, score, p) in enumerate(zip(records, scores, prior, strict=True), 1):
+            write({"query_id": q.query_id, "rank": rank, **record, "score": f"{score:.6g}",
                    "structure_prior": f"{p:.4f}"})
-        identifications[q.row] = {**records[0], "score": f"{scores[order[0]]:.6g}",
+        identifications[q.row] = {**records[0], "score": f"{scores[0]:.6g}",
                                   "confidence": "" if confidence is None else f"{confidence:.3f}"}
     rows, statuses = [], {}
     for q in queries:

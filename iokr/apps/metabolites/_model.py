@@ -129,6 +129,11 @@ class MetaboliteIdentifier(BaseEstimator):
     weights_ : ndarray of shape (n_kernels,)
     base_kernels_ : list of Kernel
     train_spectra_ : Spectra
+    train_gram_ : ndarray of shape (n_train, n_train)
+        The combined input Gram the model was fitted on (before IOKR's centering and normalization); saved with the
+        model so that loading it needs no spectrum kernels on the training pairs (see :mod:`._persist`).
+    train_raw_diags_ : list of n_kernels ndarrays of shape (n_train,)
+        Raw diagonals ``k(x, x)`` of the base kernels on the training spectra (their cosine normalization).
     iokr_ : IOKR
     """
 
@@ -222,6 +227,7 @@ class MetaboliteIdentifier(BaseEstimator):
                 raise ValueError(f"'training_gram' must be a ({len(spectra)}, {len(spectra)}) Gram, got "
                                  f"{np.shape(K)}.")
         self.train_raw_diags_ = diags
+        self.train_gram_ = K
         output = make_output_kernel(self.output_kernel, self.output_gamma)
         self.iokr_ = IOKR(alpha=self.alpha, input_kernel="precomputed", output_kernel=output,
                           working_memory=self.working_memory).fit(K, Y)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from ._msfiles import harmonized_name
 
 #: Fields naming a query, in order of preference (harmonized names: ``FEATURE_ID``, ``SCANS``, ``SPECTRUMID`` /
-#: ``DB#`` / MassBank accession, ``TITLE``, mzML native id, MSP / library ``Name``).
+#: ``DB#`` / MassBank accession / MZmine ``lib_id``, ``TITLE``, mzML native id, MSP / library ``Name``).
 QUERY_ID_FIELDS = ("feature_id", "scans", "spectrum_id", "title", "native_id", "name")
 #: ``field_used`` when the ids are the records' positions.
 POSITIONS = "record position"

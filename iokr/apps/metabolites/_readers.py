@@ -73,7 +73,9 @@ def read_massbank_jsonl(path, *, require_precursor=True, require_structure=False
     -------
     spectra : Spectra
         Metadata per spectrum: accession (also as ``spectrum_id``), license, name, inchikey, inchi, smiles,
-        formula, source, and the raw precursor ion (``adduct``, ``ion_mode``, ``charge``).
+        formula, source, and the raw precursor ion (``adduct``, ``ion_mode``, ``charge``); an MZmine 3 library
+        record's ``lib_id`` / ``entry_id`` (as ``spectrum_id``), ``feature_id`` and ``scan_number`` (as ``scans``)
+        when it gives them.
     report : ReadReport
         Records skipped (empty spectra, missing precursor, negative intensities, non-numeric fields, bad JSON,
         JSON nested too deeply, integers too long to convert).
@@ -126,6 +128,7 @@ def read_massbank_jsonl(path, *, require_precursor=True, require_structure=False
         meta = {"accession": as_text(rec.get("accession")), "spectrum_id": as_text(rec.get("accession")),
                 "license": as_text(rec.get("license")), "name": as_text(rec.get("name", rec.get("compound_name"))),
                 **structure, "source": as_text(rec.get("source_path"))}
+        meta.update({k: v for k, v in _mzmine_ids(rec).items() if not meta.get(k)})
         for key, fields in (("adduct", ("precursor_type", "adduct")), ("ion_mode", ("ion_mode", "polarity")),
                             ("charge", ("charge",))):
             value = next((v for v in (as_text(rec.get(f)) for f in fields) if v is not None and v.strip()), None)
@@ -136,6 +139,23 @@ def read_massbank_jsonl(path, *, require_precursor=True, require_structure=False
         metadata.append(meta)
         report.n_read += 1
     return _finish(peak_lists, precursors, metadata, report, path, require_precursor)
+
+
+#: MZmine 3 library JSON keys naming an entry -> harmonized id fields (MZmine's DBEntryField: ENTRY_ID is written
+#: as "lib_id" and read as "entry_id", MSP "DB#", MGF "SPECTRUMID"; FEATURE_ID "feature_id"; SCAN_NUMBER
+#: "scan_number", MGF "SCANS").
+_MZMINE_ID_KEYS = (("lib_id", "spectrum_id"), ("entry_id", "spectrum_id"), ("feature_id", "feature_id"),
+                   ("scan_number", "scans"))
+
+
+def _mzmine_ids(rec):
+    """The id fields an MZmine library JSON record gives (first key of each harmonized field), as text."""
+    ids = {}
+    for key, field in _MZMINE_ID_KEYS:
+        value = as_text(rec.get(key))
+        if field not in ids and value is not None and value.strip():
+            ids[field] = value.strip()
+    return ids
 
 
 def _record_metadata(get, rid, index, path, report, id_field=None):

@@ -66,7 +66,9 @@ class Route:
     detail : str
         What was assumed or why it was refused (one line; ``""`` when the query's own type is served).
     adduct : Adduct or None
-        The query's precursor ion type (its own, or the assumed one): its neutral mass is computed from it.
+        The query's precursor ion type (its own, or the assumed one): its neutral mass is computed from it. A
+        refused query keeps the type it was refused as (its own, or the one assumed for it, said in ``detail``);
+        ``None`` when no type was read or assumed.
     submodel : str or None
         Canonical precursor type of the sub-model that ranks it.
     """
@@ -89,7 +91,7 @@ def _assumed(adduct, model_types, policy, detail_prefix=""):
     """Route of an adduct the model has no sub-model of (``adduct_policy`` decides; multiply charged: refused)."""
     if abs(adduct.charge) > 1 and all(abs(parse_adduct(t).charge) != abs(adduct.charge) for t in model_types):
         return Route("unsupported charge", f"{detail_prefix}{adduct.name}: charge {_charge_text(adduct.charge)}; "
-                                           f"the model serves {_served(model_types)}")
+                                           f"the model serves {_served(model_types)}", adduct)
     if policy == "assume":
         target = ASSUME_MAPPING.get(adduct.name) or DEFAULT_TYPES[adduct.ion_mode]
         if target not in model_types:
@@ -99,7 +101,7 @@ def _assumed(adduct, model_types, policy, detail_prefix=""):
         if target is not None:
             return Route("ok", f"{detail_prefix}warning: {adduct.name} ranked with the {target} sub-model "
                                "(--adduct-policy assume)", adduct, target)
-    return Route("unsupported adduct", f"{detail_prefix}{adduct.name}; model: {_types_text(model_types)}")
+    return Route("unsupported adduct", f"{detail_prefix}{adduct.name}; model: {_types_text(model_types)}", adduct)
 
 
 def _served(model_types):
@@ -155,6 +157,6 @@ def route_query(ion, model_types, policy="refuse", adduct_text=None):
     default = parse_adduct(DEFAULT_TYPES[mode])
     if default.name in model_types:
         return Route("ok", reason, default, default.name)
-    if mode not in polarities:
-        return Route("unsupported adduct", f"ion mode {mode}; model: {_types_text(model_types)}")
+    if mode not in polarities:  # refused as the type it is taken as (shown in the adduct column, said here)
+        return Route("unsupported adduct", f"{reason}; model: {_types_text(model_types)}", default)
     return _assumed(default, model_types, policy, "no adduct given: ")

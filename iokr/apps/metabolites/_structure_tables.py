@@ -21,14 +21,15 @@ carried to the outputs exactly as written.
 
 from __future__ import annotations
 
-import csv
 import gzip
 import io
 import itertools
+import re
 from pathlib import Path
 
 from ...exceptions import IOKRDataError
 from ...io import iter_lines
+from ._delimited_text import delimited_rows
 from ._fingerprints import _rdkit
 
 STRUCTURE_COLUMNS = ("smiles", "isomericsmiles", "canonicalsmiles", "inchi", "id1", "structure")
@@ -110,19 +111,12 @@ def _delimiter(name, header):
 
 
 def _dict_rows(lines, name, where):
-    """``(columns, rows)`` of delimited text lines (the first line the header)."""
-    csv.field_size_limit(MAX_FIELD_BYTES)
+    """``(columns, rows)`` of delimited text lines without their LF / CRLF ends (the first line the header; any
+    line end, an unclosed quote an error: see :mod:`._delimited_text`)."""
+    lines = iter(lines)
     first = next(lines, "").lstrip("\ufeff")
-    reader = csv.DictReader(itertools.chain([first], lines), delimiter=_delimiter(name, first))
-    columns = [c.strip() for c in (reader.fieldnames or [])]
-
-    def rows():
-        try:
-            for row in reader:
-                yield {(k or "").strip(): v for k, v in row.items() if k is not None}
-        except csv.Error as exc:
-            raise IOKRDataError(f"{where}, line {reader.line_num}: {exc}.") from None
-    return columns, rows()
+    delimiter = _delimiter(name, first.split("\r", 1)[0])
+    return delimited_rows(itertools.chain([first], lines), delimiter, where, MAX_FIELD_BYTES)
 
 
 def _sdf_records(handle):
@@ -185,7 +179,7 @@ def read_structure_rows(path, what="Structure database"):
         columns, rows = _sdf_records(handle)
     else:
         # Streamed through the capped line reader (iokr.io.iter_lines: line length, gzip ratio).
-        lines = (line + "\n" for _, line in iter_lines(path, what=what, errors="replace"))
+        lines = (line for _, line in iter_lines(path, what=what, errors="replace"))
         columns, rows = _dict_rows(lines, path.name, where)
     return _with_structures(columns, rows, kind, where)
 
@@ -200,5 +194,5 @@ def structure_rows_of_bytes(name, data, where):
             text = data.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
             raise IOKRDataError(f"{where} is not UTF-8 text ({exc}).") from None
-        columns, rows = _dict_rows(iter(text.splitlines(keepends=True)), name, where)
+        columns, rows = _dict_rows(iter(re.split(r"\r?\n", text)), name, where)
     return _with_structures(columns, rows, kind, where)

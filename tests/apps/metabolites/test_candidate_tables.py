@@ -136,3 +136,39 @@ def test_per_query_lists_refuse_ambiguous_ids_with_one_line_errors(tmp_path):
         with pytest.raises(IOKRDataError, match=match) as err:
             open_source(path, FP)
         assert "\n" not in str(err.value)
+
+
+_TABLE = 'Identifier,SMILES,Name\nA,CCO,ethanol\nB,CCC,"propane, gas"\nC,CCN,"two\nlines"\nD,CCCC,butane\n'
+
+
+@pytest.mark.parametrize("line_end", ["\n", "\r\n", "\r"], ids=["LF", "CRLF", "CR"])
+@pytest.mark.parametrize("gz", [False, True], ids=["plain", "gzip"])
+def test_any_line_end_gives_the_same_rows(tmp_path, line_end, gz):
+    # Excel's 'CSV (Macintosh)' ends lines with a lone CR; a quoted field keeps its own line break
+    import gzip  # noqa: PLC0415
+
+    data = _TABLE.replace("\n", line_end).encode()
+    path = tmp_path / ("t.csv.gz" if gz else "t.csv")
+    path.write_bytes(gzip.compress(data) if gz else data)
+    columns, rows, _ = read_structure_rows(path)
+    assert columns == ["Identifier", "SMILES", "Name"]
+    got = [(r["Identifier"], r["SMILES"], r["Name"].replace(line_end, "\n")) for r in rows]
+    assert got == [("A", "CCO", "ethanol"), ("B", "CCC", "propane, gas"), ("C", "CCN", "two\nlines"),
+                   ("D", "CCCC", "butane")]
+
+
+@pytest.mark.parametrize("line_end", ["\n", "\r"], ids=["LF", "CR"])
+def test_an_unclosed_quote_is_a_one_line_error_naming_its_line(tmp_path, line_end):
+    path = tmp_path / "q.csv"
+    path.write_text('SMILES,Name\nCCO,ethanol\nCCN,"ethylamine\nCCC,propane\nCCCC,butane\n'.replace("\n", line_end),
+                    encoding="utf-8", newline="")
+    with pytest.raises(IOKRDataError) as err:
+        list(read_structure_rows(path)[1])
+    message = str(err.value)
+    assert "\n" not in message and "q.csv" in message and "line 3" in message and "quote" in message, message
+
+
+def test_a_quote_closed_on_a_later_line_is_one_multi_line_field(tmp_path):
+    path = tmp_path / "q.csv"
+    path.write_text('SMILES,Name\nCCO,"ethanol\n(absolute)"\nCCC,propane\n', encoding="utf-8")
+    assert [r["Name"] for r in read_structure_rows(path)[1]] == ["ethanol\n(absolute)", "propane"]

@@ -209,14 +209,14 @@ def test_default_model_scores_are_unchanged(fitted):
     C = (rng.random((30, N_FP)) < 0.3).astype(float)
     source = _Source(C, WINDOW[np.arange(30) % WINDOW.size])
     queries = _ok_queries(30, ["", TRUE])
-    got = [s for _, s in score_queries(default, Q, queries, source, None, IdentifySettings())]
+    got = [r.scores for r in score_queries(default, Q, queries, source, None, IdentifySettings())]
     expected = default.score_sets(Q[np.array([0, 1])], [C, C[queries[1].candidates]])
     for q, s, ref in zip(queries, got, expected, strict=True):
         assert_close_to_scale(s, ref)
         assert q.annotation == "" and q.hypotheses is None
     # the annotated model through the same route: the source's formulas, or the query's own
     queries = _ok_queries(30, ["", TRUE])
-    got = [s for _, s in score_queries(model, Q, queries, source, None, IdentifySettings())]
+    got = [r.scores for r in score_queries(model, Q, queries, source, None, IdentifySettings())]
     window, _ = score_hypotheses(model, Q[np.array([0])], ["[M+H]+"], C, [np.arange(30)], [source.formulas])
     assert_close_to_scale(got[0], window[0])
     assert queries[0].annotation.startswith("4/6 candidate formulas annotated")

@@ -12,6 +12,7 @@ from ms_xml_files import Scan, mzml, mzxml
 
 from iokr.apps.metabolites import read_spectra
 from iokr.apps.metabolites._adducts import read_precursor_ion
+from iokr.apps.metabolites._query_ids import query_ids
 from iokr.apps.metabolites._readers import adduct_from_name
 from iokr.exceptions import IOKRDataError
 
@@ -538,8 +539,6 @@ END IONS
 
 
 def test_ms1_records_of_mgf_and_msp_are_skipped_and_counted(tmp_path):
-    from iokr.apps.metabolites._query_ids import query_ids  # noqa: PLC0415 - ids of what was read
-
     spectra, report = read_spectra(_write(tmp_path / "sirius.mgf", SIRIUS_MGF), keep_empty=True)
     assert [m["feature_id"] for m in spectra.metadata] == ["1", "2"] and report.counts == {"MS1 records": 2}
     assert query_ids(spectra.metadata).ids == ["1", "2"]  # MS1 blocks would have made FEATURE_ID repeat
@@ -564,6 +563,28 @@ def test_mzmine_library_json_lines(tmp_path):
     assert spectra.metadata[0]["name"] == "Caffeine" and spectra.metadata[0]["inchikey"].startswith("RYYVLZVUVIJVGH")
     assert _summary(read_precursor_ion(spectra.metadata[0])) == ("[M+H]+", "positive", 1, "")
     np.testing.assert_allclose(spectra.peaks(0)[0], [110.07, 138.066])
+
+
+_MZMINE = {"softwaresource": "mzmine3", "adduct": "[M+H]+ (1.0073)", "polarity": "POSITIVE", "charge": 1,
+           "precursor_mz": 195.0877, "ms_level": 2, "signals": [[110.07, 10.0], [138.066, 100.0]]}
+
+
+@pytest.mark.parametrize("extra, field, ids", [
+    # MZmine's writer names its library entry id 'lib_id' (DBEntryField.ENTRY_ID, MSP 'DB#', MGF 'SPECTRUMID')
+    ({"lib_id": ["LIB-7", "LIB-8"]}, "spectrum_id", ["LIB-7", "LIB-8"]),
+    ({"entry_id": ["E1", "E2"]}, "spectrum_id", ["E1", "E2"]),  # its reader's own key for the same field
+    ({"feature_id": [12, 14], "lib_id": ["A", "B"]}, "feature_id", ["12", "14"]),
+    ({"scan_number": [3, 3], "lib_id": ["A", "B"]}, "spectrum_id", ["A", "B"]),  # repeats: falls back
+    ({}, "name", ["Caffeine", "Theobromine"]),  # no id field: the compound name, as MSP 'Name'
+])
+def test_mzmine_library_json_ids(tmp_path, extra, field, ids):
+    records = [{**_MZMINE, "compound_name": name, **{k: v[i] for k, v in extra.items()}}
+               for i, name in enumerate(["Caffeine", "Theobromine"])]
+    path = tmp_path / "mzmine_library.json"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    spectra, _ = read_spectra(path, keep_empty=True)
+    got = query_ids(spectra.metadata)
+    assert (got.field_used, got.ids) == (field, ids)
 
 
 @pytest.mark.parametrize("encoding, newline", [("utf-16", "\n"), ("utf-16-le", "\r\n"), ("utf-16-be", "\n"),

@@ -36,12 +36,7 @@ def _xfail(reason):
 
 # -- what today's code gets wrong (file, aspect) -> the wrong behaviour seen --------------------------------------
 _MZML_TITLE = "ids are the whole spectrum titles ('<file>.N.N.z File:\"...\", NativeID:\"... scan=N\"')"
-SPECTRA_XFAIL = {
-    ("matchms/testdata_neg.mzXML", "refused_adducts"): "a refused query shows the type its file NAMES; this negative "
-                                                       "scan names none ([M-H]- assumed): the column stays empty",
-    ("mzmine/mzmine_library.json", "ids"): "the id is the compound name ('Agomelatine (L(+)-Tartaric acid)'), the "
-                                           "record having no FEATURE_ID / SCANS; the manifest expects the position",
-}
+SPECTRA_XFAIL = {}
 
 
 def _table(path):
@@ -151,6 +146,8 @@ def _mismatches(aspect, rows, records):
         elif aspect == "refused_adducts" and refused and e["adduct"]:
             if _adduct_groups(row["adduct"]) != _adduct_groups(e["adduct"]):
                 wrong.append((e["id"], row["adduct"], e["adduct"]))
+            elif e["adduct_source"] == "assumed" and f"assumed {row['adduct']}" not in row["detail"]:
+                wrong.append((e["id"], row["detail"], f"detail stating {row['adduct']} is assumed"))
         elif aspect == "statuses":
             if "status_in" in e and row["status"] not in e["status_in"]:
                 wrong.append((e["id"], row["status"], row["detail"], e["status_in"]))
@@ -191,21 +188,20 @@ def test_unsupported_spectra_formats_are_named(work, name, capsys):
 
 
 # -- candidate tables -----------------------------------------------------------------------------------------------
-# Every table below is queried with matchms/massbank_five_spectra.msp, whose PS010904 (a QQ record) gives
-# PrecursorMZ 428.31 to two decimals: its FORMULA C10H15N5O10P2 contradicts that m/z by 639 ppm as [M+H]+, so the
-# formula is not used and the 10 ppm mass window around 427.30272 holds no candidate ('no candidates').
-_LOW_RES = ("PS010904 (PrecursorMZ 428.31, two decimals) contradicts its FORMULA by 639 ppm: looked up by mass, "
-            "'no candidates'; a low-resolution precursor might better trust the FORMULA")
-CANDIDATE_XFAIL = {
-    ("metfrag/candidates_replica.psv", "identify"): _LOW_RES,
-    ("metfrag/candidates_replica.psv", "identifiers"): _LOW_RES,
-    ("mzmine/feature_table_replica.csv", "identify"): _LOW_RES,
-    ("sirius/structure_candidates_replica.tsv", "identify"): _LOW_RES,
-    ("metfrag/candidates_replica.sdf", "identify"): _LOW_RES,
-    ("metfrag/candidates_replica.sdf", "identifiers"): _LOW_RES,
-    ("gnps/library_search_results_replica.tsv", "identify"): _LOW_RES,
-    ("gnps/library_search_results_replica.tsv", "identifiers"): _LOW_RES,
-}
+# Every table below is queried with matchms/massbank_five_spectra.msp, whose PS010904 (ADP on a Waters TQD,
+# LC-ESI-QQ) gives PrecursorMZ 428.31 and peaks 135.0 / 136.0: its FORMULA C10H15N5O10P2 is 639 ppm (0.27 Da) from
+# that m/z as [M+H]+, within the nominal mass a unit-resolution record resolves, so the formula is the lookup (and
+# 'detail' says so; see iokr/apps/metabolites/_precursor_precision.py).
+CANDIDATE_XFAIL = {}
+
+
+def test_a_unit_resolution_record_is_looked_up_by_its_formula_and_says_so(work):
+    rc, (_, rows), _, _ = _identify(work, ROOT / "matchms/massbank_five_spectra.msp", work["db"], "--top-k", "3")
+    assert rc == 0
+    adp = next(r for r in rows if r["query_id"] == "PS010904")
+    assert adp["status"] == "ok" and adp["lookup"] == "formula C10H15N5O10P2", adp
+    assert "FORMULA C10H15N5O10P2 taken: precursor m/z 428.31 is 639 ppm" in adp["detail"], adp["detail"]
+    assert "unit-resolution record" in adp["detail"], adp["detail"]
 
 
 def _index(work, name):
@@ -261,11 +257,11 @@ def test_candidate_tables_written_by_other_tools(work, name, aspect, capsys):
 
 
 # -- training on other tools' libraries ------------------------------------------------------------------------------
-def _train(work, spectra, name):
+def _train(work, spectra, name, *extra):
     """``train`` on one or several spectra files (``--spectra A B``)."""
     out = work["root"] / f"{name}.npz"
     rc = main(["metabolites", "train", "--spectra", *map(str, spectra), "--output", str(out), "--alphas", "0.3",
-               "--folds", "2"])
+               "--folds", "2", *extra])
     return rc, out
 
 
@@ -282,24 +278,32 @@ def test_train_on_a_negative_gnps_library_records_negative_types(work):
             assert row["status"] in ("ok", "no candidates"), (e["id"], row["status"], row["detail"])
 
 
-@_xfail("the test reads '(N training structures)' from train's output, which now names them per sub-model "
-        "(AttributeError on the regex): the expectation must be rewritten")
+def _submodel_structures(out):
+    """``{precursor type: training structures}`` from train's per-sub-model lines ("  [M+H]+: 19 structures; ...")."""
+    return {t: int(n) for t, n in re.findall(r"^  (\S+): (\d+) structures;", out, flags=re.MULTILINE)}
+
+
 def test_train_on_a_gnps_library_with_quoted_inchis_keeps_every_structure(work, capsys):
+    # INCHI="InChI=..." values keep no quotes: every [M+H]+ structure the file's own text gives is trained on
     name = "matchms/gnps_library_mixed.mgf"
     capsys.readouterr()
     rc, _ = _train(work, [ROOT / name], "gnps_mixed")
     out = capsys.readouterr().out
     assert rc == 0, out
-    n = int(re.search(r"\((\d+) training structures\)", out).group(1))
-    assert n >= SPECTRA[name]["n_structures_by_adduct"]["[M+H]+"], out
+    per_type = _submodel_structures(out)
+    assert per_type["[M+H]+"] >= SPECTRA[name]["n_structures_by_adduct"]["[M+H]+"], out
 
 
-@_xfail("the positive file has 30 structures, below --min-structures 100: only the [M-H]- sub-model is trained "
-        "(by design); the test should pass --min-structures")
-def test_one_model_from_a_positive_and_a_negative_library_ranks_both(work):
+def test_one_model_from_a_positive_and_a_negative_library_ranks_both(work, capsys):
+    # the positive file has N_TRAIN structures: --min-structures at most that gives each polarity its sub-model
     pos, neg = work["root"] / "train.jsonl", ROOT / "matchms/gnps_pesticides_negative.mgf"
-    rc, model = _train(work, [pos, neg], "both")
-    assert rc == 0
+    capsys.readouterr()
+    rc, model = _train(work, [pos, neg], "both", "--min-structures", str(N_TRAIN))
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    per_type = _submodel_structures(out)
+    assert per_type["[M+H]+"] == N_TRAIN, out
+    assert per_type["[M-H]-"] == SPECTRA["matchms/gnps_pesticides_negative.mgf"]["n_structures_by_adduct"]["[M-H]-"]
     name = "matchms/gnps_pesticides_negative.mgf"
     rc, (_, rows), _, params = _identify(work, ROOT / name, work["db"], model=model)
     assert rc == 0
@@ -360,8 +364,6 @@ def _run(argv, capsys):
     return rc, captured.out, captured.err.strip().splitlines()
 
 
-@_xfail("a table with CR-only line ends (Excel 'CSV (Macintosh)') ends in 'internal error: Error: new-line "
-        "character seen in unquoted field - do you need to open the file in universal-newline mode?' (rc 1)")
 def test_index_of_a_table_with_cr_line_ends_reads_it_or_says_why(work, capsys):
     path = _variant(work, "sirius/structure_candidates_replica.tsv", cr_only, ".tsv")
     rc, out, err = _run(["metabolites", "index", str(path), "--output", str(work["root"] / "cr.sqlite")], capsys)
@@ -369,13 +371,13 @@ def test_index_of_a_table_with_cr_line_ends_reads_it_or_says_why(work, capsys):
         rc == 2 and path.name in err[-1] and "line end" in err[-1]), (rc, out, err)
 
 
-@_xfail("an unclosed quote swallows the rest of the table: '1 structures indexed from 1 rows' for 2 data lines, "
-        "nothing said")
 def test_index_of_a_table_with_an_unclosed_quote_loses_no_row_silently(work, capsys):
     path = work["root"] / "quote.csv"
     path.write_text('SMILES,Name\nCCO,"ethanol\nCCC,propane\n', encoding="utf-8")
     rc, out, err = _run(["metabolites", "index", str(path), "--output", str(work["root"] / "quote.sqlite")], capsys)
     assert (rc == 2 and "quote" in err[-1]) or (rc == 0 and "from 2 rows" in out), (rc, err)
+    if rc == 2:  # the error line names the file and the line where the quote opens
+        assert path.name in err[-1] and "line 2" in err[-1], err
 
 
 # -- --query-id-field on a real export ---------------------------------------------------------------------------------

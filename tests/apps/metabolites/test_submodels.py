@@ -16,6 +16,7 @@ import pytest
 from iokr.apps.metabolites import (
     Cleaning,
     Spectra,
+    _model,
     load_identifier,
     load_metabolite_model,
     read_spectra,
@@ -52,7 +53,8 @@ def _ion(adduct=None, ion_mode=None, charge=None, problem=""):
     (_ion(), BOTH, "refuse", "unknown ion mode", None, None),
     (_ion(), ("[M-H]-",), "refuse", "ok", "[M-H]-",
      "no adduct, ion mode or charge given: assumed [M-H]- (the model's only polarity)"),
-    (_ion(None, "negative", -1), ("[M+H]+",), "refuse", "unsupported adduct", None, "ion mode negative; model: [M+H]+"),
+    (_ion(None, "negative", -1), ("[M+H]+",), "refuse", "unsupported adduct", None,
+     "no adduct given: assumed [M-H]- (negative ion mode); model: [M+H]+"),
     (_ion(None, "positive", 2), BOTH, "refuse", "unsupported charge", None,
      "charge 2+; the model serves singly charged [M+H]+, [M-H]-"),
     (_ion(None, "positive", 2), BOTH, "assume", "unsupported charge", None,
@@ -78,6 +80,12 @@ def test_routing(ion, types, policy, status, submodel, detail):
         assert route.detail == detail
     if status == "ok":  # the neutral mass comes from the query's own (or assumed) adduct, with its charge
         assert route.adduct is not None and abs(route.adduct.charge) == abs(ion.charge or 1)
+    elif ion.adduct is not None and not ion.problem:  # refused as the type its file names
+        assert route.adduct == ion.adduct
+    elif "assumed" in (detail or ""):  # refused as the type assumed for it, which the detail names
+        assert route.adduct is not None and route.adduct.name in detail
+    else:
+        assert route.adduct is None
 
 
 def test_assume_mapping_is_canonical_and_maps_to_singly_charged_default_types():
@@ -281,3 +289,59 @@ def test_a_newer_submodel_layout_is_refused(mixed, tmp_path):
     path = save_model_file(tmp_path / "newer.npz", arrays, {**meta, "submodel_layout": 2}, kind="metabolites")
     with pytest.raises(ModelFileError, match="sub-model layout 2"):
         load_metabolite_model(path)
+
+
+def _without_stored_grams(path, out):
+    """The model file as written before the training Gram was stored (its ``train_gram`` arrays dropped)."""
+    arrays, meta = load_model_file(path, kind="metabolites")
+    meta = {k: v for k, v in meta.items() if k not in ("format", "format_version", "library_version", "kind",
+                                                        "sha256", "members")}
+    arrays = {k: v for k, v in arrays.items() if not k.endswith(("train_gram", "train_raw_diags"))}
+    return save_model_file(out, arrays, meta, kind="metabolites")
+
+
+def test_loading_a_model_reuses_its_stored_gram_with_the_same_scores(mixed, tmp_path, monkeypatch):
+    """A model file holds each sub-model's combined training Gram: loading evaluates no spectrum kernel on training
+    pairs, and scores equal, bit for bit, those of a file without the Gram (recomputed from the stored spectra, the
+    old way) and those of the model before saving."""
+    arrays, _ = load_model_file(mixed["model"], kind="metabolites")
+    for i in range(2):
+        K = arrays[f"s{i}_train_gram"]
+        assert K.dtype == np.float64 and K.shape[0] == K.shape[1] == arrays[f"s{i}_train_precursor_mz"].size
+    rng = np.random.default_rng(3)
+    old = load_metabolite_model(_without_stored_grams(mixed["model"], tmp_path / "old.npz"))
+    recomputed_models = {t: old.submodel(t) for t in BOTH}  # refitted (spectrum kernels on training pairs) here
+
+    def no_training_pairs(kernel, a, b=None, **kwargs):
+        assert b is not None, "a spectrum kernel was evaluated on the training pairs while loading"
+        return real(kernel, a, b, **kwargs)
+
+    real = _model.normalized_gram
+    monkeypatch.setattr(_model, "normalized_gram", no_training_pairs)
+    new = load_metabolite_model(mixed["model"])
+    for t in BOTH:
+        stored, recomputed = new.submodel(t), recomputed_models[t]
+        np.testing.assert_array_equal(stored.train_gram_, recomputed.train_gram_)
+        np.testing.assert_array_equal(stored.weights_, recomputed.weights_)
+        S = recomputed.train_spectra_
+        candidates = [(rng.random((9, new.fingerprinter.n_features)) < 0.3).astype(float) for _ in range(3)]
+        for a, b in zip(stored.score_sets(S[:3], candidates), recomputed.score_sets(S[:3], candidates), strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("damage", ["shape", "nan", "negative_diag"])
+def test_a_damaged_stored_gram_is_refused(mixed, tmp_path, damage):
+    arrays, meta = load_model_file(mixed["model"], kind="metabolites")
+    meta = {k: v for k, v in meta.items() if k not in ("format", "format_version", "library_version", "kind",
+                                                        "sha256", "members")}
+    arrays = dict(arrays)
+    if damage == "shape":
+        arrays["s0_train_gram"] = arrays["s0_train_gram"][:-1]
+    elif damage == "nan":
+        arrays["s0_train_gram"] = arrays["s0_train_gram"].copy()
+        arrays["s0_train_gram"][0, 0] = np.nan
+    else:
+        arrays["s0_train_raw_diags"] = -arrays["s0_train_raw_diags"]
+    path = save_model_file(tmp_path / "damaged.npz", arrays, meta, kind="metabolites")
+    with pytest.raises(ModelFileError, match="train_gram|train_raw_diags"):
+        load_metabolite_model(path).submodel("[M+H]+")

@@ -6,7 +6,9 @@ Rules (the same for every file of a format; exceptions are listed in OVERRIDES w
 - records: MGF BEGIN/END IONS blocks of MSLEVEL 2 (or none); MSP blank-line separated records with a peak count; mzML/mzXML spectra of
   MS level 2 (MS1 and MS3 scans are not queries); JSON list entries.
 - id: the first of FEATURE_ID, SCANS, TITLE present in every record with unique values; else SPECTRUMID (GNPS
-  library files repeat SCANS); MSP DB# else Name; mzML/mzXML the scan number; JSON spectrum_id; else the 1-based
+  library files repeat SCANS); MSP DB# else Name; mzML/mzXML the scan number; GNPS JSON spectrum_id; MZmine library
+  JSON the first of feature_id, scan_number, lib_id / entry_id (MZmine's ENTRY_ID: MSP DB#, MGF SPECTRUMID) unique
+  in every record, else compound_name (MZmine's NAME: MSP Name, as for MSP files without DB#); else the 1-based
   position.
 - ion mode: IONMODE / Ion_mode / polarity text when it says positive or negative, else the adduct's sign, else
   the charge's sign. charge: CHARGE / charge state with its sign (0 or missing: unknown).
@@ -234,10 +236,19 @@ def parse_gnps_json(path):
 
 
 def parse_mzmine_json(path):
-    r = json.loads(path.read_text(encoding="utf-8"))
-    adduct = r["adduct"].split(" (")[0]  # "[M+H]+ (1.0073)": the type and its mass difference
-    return [expectation("1", r.get("polarity"), str(r.get("charge")), adduct, None, None, r.get("smiles"),
-                        len(r["signals"]))], "position"
+    """MZmine 3 library JSON (one record per line); key names from mzmine3's DBEntryField.getMZmineJsonID and
+    MZmineJsonLibraryEntry (lib_id written, entry_id read)."""
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    id_field = next((k for k in ("feature_id", "scan_number", "lib_id", "entry_id", "compound_name")
+                     if all(r.get(k) not in (None, "") for r in records)
+                     and len({str(r[k]) for r in records}) == len(records)), "position")
+    out = []
+    for i, r in enumerate(records):
+        adduct = r["adduct"].split(" (")[0]  # "[M+H]+ (1.0073)": the type and its mass difference
+        rid = str(i + 1) if id_field == "position" else str(r[id_field])
+        out.append(expectation(rid, r.get("polarity"), str(r.get("charge")), adduct, None, None, r.get("smiles"),
+                               len(r["signals"])))
+    return out, id_field
 
 
 SPECTRA = {
@@ -327,7 +338,7 @@ def main():
     manifest["spectra"] = spectra
     manifest["unreadable"] = UNREADABLE
     manifest["candidates"] = CANDIDATES
-    (HERE / "expectations.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    (HERE / "expectations.json").write_text(json.dumps(manifest) + "\n")  # one line: diffs stay small
     for name, e in spectra.items():
         print(f"{name}: {e['n_records']} records, ids from {e['id_field']}")
 

@@ -1,0 +1,72 @@
+"""Exact Tanimoto of count fingerprints by float32 BLAS: bit for bit the float64 kernel, and refused where not exact."""
+
+import numpy as np
+import pytest
+
+from iokr import IOKR
+from iokr.decoding import CandidateSets, CountTanimotoIndex
+from iokr.decoding._count_tanimoto import MAX_EXACT_SQUARED_NORM, exact_count_norms
+from iokr.kernels import GaussianTanimoto, Tanimoto
+
+
+def _counts(rng, n, p, high=6, density=0.1):
+    return (rng.random((n, p)) < density) * rng.integers(1, high, size=(n, p))
+
+
+def test_similarities_equal_the_float64_kernel_bit_for_bit():
+    rng = np.random.default_rng(0)
+    Y = _counts(rng, 37, 300).astype(np.float64)
+    Y[3] = 0  # an empty fingerprint: T(0, 0) = 1, T(0, b) = 0
+    C = _counts(rng, 50, 300).astype(np.float32)
+    C[7] = 0
+    index = CountTanimotoIndex.build(Y)
+    assert index is not None
+    for budget in (None, 0.01):  # one block, and blocks of a few rows
+        T = index.similarities(C, working_memory=budget)
+        np.testing.assert_array_equal(T, Tanimoto().compute(C, Y))
+    assert T[7, 3] == 1.0 and T[7, 0] == 0.0
+
+
+@pytest.mark.parametrize("case", ["fraction", "negative", "nan", "large"])
+def test_rows_that_are_not_exact_in_float32_are_refused(case):
+    rng = np.random.default_rng(1)
+    A = _counts(rng, 5, 20).astype(np.float64)
+    if case == "fraction":
+        A[0, 0] = 0.5
+    elif case == "negative":
+        A[0, 0] = -1
+    elif case == "nan":
+        A[0, 0] = np.nan
+    else:  # one row whose squared norm reaches 2**24: partial sums could lose integers
+        A[0, 0] = np.sqrt(MAX_EXACT_SQUARED_NORM)
+    assert exact_count_norms(A) is None
+    assert CountTanimotoIndex.build(A) is None
+    index = CountTanimotoIndex.build(_counts(rng, 5, 20))
+    assert index.similarities(A) is None
+
+
+def test_the_largest_exact_norm_is_still_exact():
+    # two rows of squared norm 2**24 - 1 spread over many features: float64 and the float32 product agree exactly
+    p = 4096
+    a = np.zeros((1, p))
+    a[0, :4095] = 64.0  # 4095 * 64**2 = 2**24 - 4096
+    index = CountTanimotoIndex.build(a)
+    assert index is not None
+    np.testing.assert_array_equal(index.similarities(a.astype(np.float32)), Tanimoto().compute(a, a))
+
+
+@pytest.mark.parametrize("kernel", [Tanimoto(), GaussianTanimoto(gamma=0.7)])
+def test_iokr_on_counts_scores_like_the_general_kernel(kernel):
+    """The output side takes the count path for count outputs and gives the general kernel's scores exactly."""
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(30, 4))
+    Y = _counts(rng, 30, 120).astype(np.float64)
+    pool = _counts(rng, 200, 120).astype(np.float32)
+    model = IOKR(alpha=0.3, input_kernel="gaussian", output_kernel=kernel).fit(X, Y)
+    assert isinstance(model.output_.binary, CountTanimotoIndex)
+    sets = CandidateSets(pool, [np.arange(0, 200, 3), np.arange(5, 90), np.arange(150, 200)])
+    fast = [r.scores for r in model.rank(X[:3], sets)]
+    model.output_.binary = None  # brute force: the general float kernel on the same candidates
+    slow = [r.scores for r in model.rank(X[:3], sets)]
+    for a, b in zip(fast, slow, strict=True):
+        np.testing.assert_array_equal(a, b)
