@@ -109,6 +109,22 @@ def _cached_model_usable(path, log):
     return True
 
 
+def _sweep_if_free(path):
+    """Remove the temporaries of killed trainings of ``path`` when no live run is training it (cheap: one listing
+    of the cache folder; the claim is taken only when there is something to remove)."""
+    prefix = f".{path.name}.tmp-"
+    try:
+        if not any(name.startswith(prefix) for name in os.listdir(path.parent)):
+            return
+        claim(path)
+    except OSError:  # OutputInUseError: a training is under way (its temporary is live); or the folder is gone
+        return
+    try:
+        sweep_target(path)
+    finally:
+        release(path)
+
+
 def ensure_default_model(progress=None, log=print):
     """The ready model's path, training and caching it first when it is missing or damaged.
 
@@ -131,6 +147,7 @@ def ensure_default_model(progress=None, log=print):
     """
     path = default_model_path()
     if _cached_model_usable(path, log):
+        _sweep_if_free(path)
         return path
     check_cache_writable(path.parent)
     claim(path, wait=True)  # another run training it: wait for it, then use its model

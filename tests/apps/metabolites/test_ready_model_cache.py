@@ -73,7 +73,9 @@ def test_damaged_cached_model_is_trained_again_with_a_note(tmp_path, monkeypatch
     assert load_model_file(path, kind="metabolites")[1]["note"] == "fake"
     assert not killed.exists() and not list(path.parent.glob("*.iokr-lock"))
 
+    killed.write_bytes(b"half")  # a training killed while the model was already there (a concurrent old version)
     assert ensure_default_model(log=notes.append) == path and len(trainings) == 1  # verified once, then reused
+    assert not killed.exists()
 
     data = bytearray(path.read_bytes())  # damaged again after it was verified
     data[len(data) // 2] ^= 0xFF
