@@ -183,6 +183,9 @@ def check_outputs(outputs, inputs=(), *, overwrite=False, expect=None):
             claim(real)
         except OutputInUseError as exc:
             raise CommandError(f"{option} {exc}") from None
+        if not overwrite and _non_empty(path):  # written by a run that released its claim since the check above
+            release(real)
+            raise CommandError(f"{option} {path} already exists: pass --overwrite to replace it.")
         sweep_target(real)
         sweep_temporaries(real.parent)
 

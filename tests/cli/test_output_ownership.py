@@ -23,6 +23,7 @@ from process_helpers import (
     write_structure_table,
 )
 
+from iokr.cli import _output
 from iokr.cli._output import CommandError, check_outputs, release_outputs
 from iokr.cli.main import main
 from iokr.io._atomic import TEMPORARY_PATTERN, sweep_temporaries, temporary_path
@@ -168,3 +169,18 @@ def test_folder_outputs_refuse_a_file(tmp_path):
     with pytest.raises(CommandError, match="is a file: expected a folder"):
         check_outputs({"--output": target}, overwrite=True, expect="folder")
     assert not is_claimed(target)
+
+
+def test_output_written_while_waiting_for_the_claim_is_not_replaced(tmp_path, monkeypatch):
+    """The other run finished (and released) between the existence check and the claim: its result stays."""
+    out = tmp_path / "model.npz"
+    real_claim = _output.claim
+
+    def claim_after_the_other_run_finished(path):
+        out.write_text("the other run's model")
+        return real_claim(path)
+
+    monkeypatch.setattr(_output, "claim", claim_after_the_other_run_finished)
+    with pytest.raises(CommandError, match="already exists: pass --overwrite"):
+        check_outputs({"--output": out}, expect="file")
+    assert out.read_text() == "the other run's model" and not is_claimed(out)
