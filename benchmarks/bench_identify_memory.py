@@ -8,7 +8,14 @@ exit) next to the budget. Before the batched identify, the shared list's fingerp
 whose distinct candidates are fingerprinted once. Rows:
 
 - ``floor``: the same process up to the model load (imports, model refit), without the queries;
-- ``identify`` at budgets 64 and 1024 MiB.
+- ``identify`` at budgets 64 and 1024 MiB;
+- ``one query, huge window`` (issue #31: 205,000 candidates for one query at ``--working-memory 64`` under 1 GB):
+  one MGF query against an indexed structure database of ``HUGE_WINDOW`` structures, all inside its mass window
+  (``--ppm 900000``), at budgets 64 and 1024 MiB. The structures: the bundled PubChem lists' 65k structures and
+  variants of them (a carbon, an oxygen or a nitrogen atom prepended to their SMILES; those RDKit cannot read are
+  dropped by the indexing), until ``HUGE_WINDOW`` rows. The database is built once and kept in
+  ``$IOKR_BENCH_CACHE`` (default: the temporary folder). A window larger than half the budget allows is scored in
+  chunks (``iokr.apps.metabolites._score_batches``).
 """
 
 from __future__ import annotations
@@ -18,6 +25,8 @@ import gzip
 import io
 import itertools
 import json
+import os
+import sqlite3
 import subprocess
 import sys
 import tarfile
@@ -29,6 +38,7 @@ from iokr.apps.metabolites import Feedback, TrainingConfig, train_job
 from iokr.datasets import BUNDLED_METABOLITES as bundled
 
 N_QUERIES = 20_000
+HUGE_WINDOW = 205_000
 
 _CHILD = r"""
 import sys
@@ -81,6 +91,53 @@ def _peak(stderr):
     return float(line[-1].split()[1]) if line else float("nan")
 
 
+def _huge_window_database(work, model, n_structures):
+    """An indexed structure database of ``n_structures`` rows (cached), and how many it holds."""
+    from rdkit import Chem, RDLogger  # noqa: PLC0415 - the app's optional dependency
+
+    cache = Path(os.environ.get("IOKR_BENCH_CACHE") or tempfile.gettempdir()) / "iokr-bench-identify-memory"
+    db = cache / f"huge_window_{n_structures}.sqlite"
+    if not db.exists():
+        RDLogger.DisableLog("rdApp.*")
+        with tarfile.open(bundled["candidates"]) as tar:
+            inchis = [r["id1"] for m in tar.getmembers() if m.name.endswith(".csv")
+                      for r in csv.DictReader(io.StringIO(tar.extractfile(m).read().decode()))]
+        smiles = []
+        for inchi in dict.fromkeys(inchis):
+            mol = Chem.MolFromInchi(inchi)
+            if mol is not None:
+                smiles.append(Chem.MolToSmiles(mol))
+        rows = [prefix + s for prefix in ("", "C", "O", "N") for s in smiles][:n_structures]
+        table = work / "huge.csv"
+        with open(table, "w", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["Identifier", "SMILES"])
+            writer.writerows([f"S{i}", s] for i, s in enumerate(rows))
+        cache.mkdir(parents=True, exist_ok=True)
+        subprocess.run([sys.executable, "-m", "iokr", "--quiet", "metabolites", "index", str(table), "--output",
+                        str(db), "--model", str(model)], check=True, cwd=Path(__file__).resolve().parents[1])
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
+        return db, con.execute("SELECT COUNT(*) FROM structures").fetchone()[0]
+
+
+def _huge_window_rows(work, model, mgf, n_structures, root):
+    db, n_db = _huge_window_database(work, model, n_structures)
+    one = work / "one.mgf"
+    one.write_text(mgf.read_text().split("END IONS", 1)[0].replace("FORMULA=", "X_FORMULA=") + "END IONS\n")
+    rows = []
+    for budget in (64, 1024):
+        out = work / f"huge{budget}"
+        timing = measure_command([sys.executable, "-c", _CHILD, "--quiet", "--working-memory", str(budget),
+                                  "metabolites", "identify", "--model", str(model), "--spectra", str(one),
+                                  "--candidates", str(db), "--output", str(out), "--ppm", "900000"], cwd=root)
+        with open(out / "structure_identifications.tsv", newline="") as handle:
+            n_candidates = int(next(csv.DictReader(handle, delimiter="\t"))["n_candidates"])
+        rows.append({"run": "one query, huge window", "queries": 1, "candidates_per_query": n_candidates,
+                     "database_structures": n_db, "budget_mib": budget, "wall_s": timing.wall,
+                     "peak_rss_mib": _peak(timing.result.stderr)})
+    return rows
+
+
 def run(quick=False, data_dir=None):
     n_queries = 2_000 if quick else N_QUERIES
     rows = []
@@ -98,6 +155,7 @@ def run(quick=False, data_dir=None):
                                       "--candidates", str(table), "--output", str(work / f"out{budget}")], cwd=root)
             rows.append({"run": "identify", "queries": n_queries, "candidates_per_query": n_candidates,
                          "budget_mib": budget, "wall_s": timing.wall, "peak_rss_mib": _peak(timing.result.stderr)})
+        rows += _huge_window_rows(work, model, mgf, 5_000 if quick else HUGE_WINDOW, root)
     for row in rows[1:]:
         row["above_floor_mib"] = row["peak_rss_mib"] - rows[0]["peak_rss_mib"]
     return rows

@@ -17,8 +17,13 @@ candidate lists indexed once as a structure database; queries: spectra of the li
 [M+H]+ half [M-H]-, no adduct, CHARGE=1+ / 1-; lookup by mass, 10 ppm; targets: >= 100 spectra/s after
 start-up, 5 spectra including start-up <= 3 s):
 
-- ``identify 5``: start-up (imports, model checks, both sub-models' refits, store open) and 5 queries;
+- ``identify 5``: start-up (imports, model checks, both sub-models' factorizations of their stored Grams, store
+  open) and 5 queries;
 - ``identify N``: N queries; ``spectra_per_s_after_startup`` = (N - 5) / (wall N - wall 5).
+
+``IOKR_BENCH_POLARITIES=identify`` runs the identify rows only and keeps the training rows of the previous results
+file (``benchmarks/results/polarities.json``), marked with the date they were measured (the training rows take
+about 25 minutes on the shared files).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 from pathlib import Path
 
 from benchmarks._harness import measure_command
@@ -144,11 +150,24 @@ def _identify_rows(work, n_queries, cache_dir):
     return rows
 
 
+def _earlier_training_rows():
+    """The training rows of the previous full results file, each marked with when it was measured."""
+    previous = ROOT / "benchmarks" / "results" / "polarities.json"
+    if not previous.exists():
+        return []
+    data = json.loads(previous.read_text())
+    when = data.get("machine", {}).get("date") or f"file of {time.strftime('%Y-%m-%d', time.gmtime(previous.stat().st_mtime))}"
+    return [{**r, "run": r["run"] if "earlier run" in r["run"] else f"{r['run']} (earlier run, {when})"}
+            for r in data.get("rows", []) if r.get("run", "").startswith("train")]
+
+
 def run(quick=False, data_dir=None):
     cache_dir = os.environ.get("IOKR_BENCH_CACHE") or Path(tempfile.gettempdir()) / "iokr-bench-polarities"
     with tempfile.TemporaryDirectory(prefix="iokr-bench-polarities-") as tmp:
         work = Path(tmp)
         rows = _identify_rows(work, 200 if quick else N_QUERIES, cache_dir)
+        if os.environ.get("IOKR_BENCH_POLARITIES") == "identify":
+            return rows + _earlier_training_rows()
         if quick or data_dir is None:
             rows += _training_rows(work, [bundled["spectra"], bundled["negative_spectra"]], "bundled subsets")
         else:

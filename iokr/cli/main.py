@@ -157,9 +157,11 @@ def main(argv=None):
         if args.working_memory is not None:
             if not args.working_memory > 0:
                 raise CommandError(f"--working-memory must be a number of MiB > 0, got {args.working_memory!r}.")
-            from .._config import set_config
+            from .._config import config_context
 
-            set_config(working_memory=args.working_memory)
+            # for this command only: main() called in-process (tests, notebooks) leaves the caller's budget as it was
+            with config_context(working_memory=args.working_memory):
+                return int(args.func(args) or 0)
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         print(f"{name}: interrupted", file=sys.stderr)

@@ -169,8 +169,10 @@ class OutputSide:
         else:
             self.Y_train = Y
             self.kernel_transform = KernelTransform(self.center, self.normalize, parameter="normalize_output")
-            self.train_gram = self.kernel_transform.fit_transform(self.kernel(Y))
             self.binary = _binary_tanimoto_state(self.kernel, Y)
+            # the exact fast path gives the general kernel's values (see _cross_block), at half the cost for counts
+            gram = self.kernel(Y) if self.binary is None else self._cross_block(Y)
+            self.train_gram = self.kernel_transform.fit_transform(gram)
         return self
 
     def _cross_block(self, C):

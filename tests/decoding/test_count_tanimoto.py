@@ -64,6 +64,9 @@ def test_iokr_on_counts_scores_like_the_general_kernel(kernel):
     pool = _counts(rng, 200, 120).astype(np.float32)
     model = IOKR(alpha=0.3, input_kernel="gaussian", output_kernel=kernel).fit(X, Y)
     assert isinstance(model.output_.binary, CountTanimotoIndex)
+    # the training output Gram through the index equals the general kernel's
+    np.testing.assert_array_equal(model.output_.train_gram,
+                                  model.output_.kernel_transform.fit_transform(kernel(Y)))
     sets = CandidateSets(pool, [np.arange(0, 200, 3), np.arange(5, 90), np.arange(150, 200)])
     fast = [r.scores for r in model.rank(X[:3], sets)]
     model.output_.binary = None  # brute force: the general float kernel on the same candidates

@@ -29,6 +29,7 @@ from ._hypotheses import annotated_kernels, score_hypotheses
 from ._precursor_precision import check_formula
 from ._query_ids import QUERY_ID_FIELDS, QueryIds, query_ids  # noqa: F401 - QUERY_ID_FIELDS, QueryIds: public here
 from ._routing import route_query
+from ._score_batches import ScoredQuery, chunk_queries, merge_chunks, plan_batches, pool_row_limit
 
 #: A query's FORMULA is taken only when it agrees with the precursor m/z (given the adduct) within
 #: max(ppm, FORMULA_MIN_PPM) ppm: the formula is the better lookup within the mass window (by definition), and
@@ -243,35 +244,32 @@ def score_queries(model, cleaned, queries, source, fingerprinter, settings, prog
     for q in ok:
         groups.setdefault(q.submodel if hasattr(model, "submodel") else "", []).append(q)
     done = 0
+    max_rows = pool_row_limit(_n_features(model, fingerprinter))
     for key, group in groups.items():
         sub = model.submodel(key) if hasattr(model, "submodel") else model
-        for start in range(0, len(group), settings.batch_size):
-            batch = group[start:start + settings.batch_size]
-            yield from _score_batch(sub, cleaned, batch, source, fingerprinter, settings.top_k)
+        for batch, chunked in plan_batches(group, settings.batch_size, max_rows):
+            if not chunked:
+                yield from _score_batch(sub, cleaned, batch, source, fingerprinter, settings.top_k)
+            else:  # one query whose window exceeds a pool: its candidates in chunks, merged
+                q = batch[0]
+                parts = [next(_score_batch(sub, cleaned, [part], source, fingerprinter, settings.top_k))
+                         for part in chunk_queries(q, max_rows)]
+                scored = merge_chunks(q, parts, settings.top_k)
+                if q.hypotheses is not None:
+                    best = q.candidates[scored.top[:1]]
+                    q.annotation = q.hypotheses.summary(q.formula or candidate_formulas(source, best)[0])
+                yield scored
             done += len(batch)
             if progress is not None:
                 progress(done)
 
 
-@dataclass(frozen=True)
-class ScoredQuery:
-    """One ranked query: the scores of all its candidates and its top-k.
-
-    Attributes
-    ----------
-    query : Query
-    scores : ndarray of shape (n_candidates,)
-        In the order of ``query.candidates``; higher is better.
-    top : ndarray of int, shape (min(top_k, n_candidates),)
-        Positions of the best candidates, best first (ties by position, the stable tie policy).
-    top_prior : ndarray of shape (len(top),)
-        The structure prior of each of them (the score holds ``prior_weight`` times it).
-    """
-
-    query: object
-    scores: np.ndarray
-    top: np.ndarray
-    top_prior: np.ndarray
+def _n_features(model, fingerprinter):
+    """Fingerprint length, for the pool budget (the fingerprinter's, else the model's outputs')."""
+    if fingerprinter is not None:
+        return fingerprinter.n_features
+    sub = model.submodel(model.precursor_types[0]) if hasattr(model, "submodel") else model
+    return sub.n_output_features_
 
 
 def _score_batch(model, cleaned, batch, source, fingerprinter, top_k):
