@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 from input_guard import guard_cli_main
+from process_helpers import kill_all
 from threadpoolctl import threadpool_limits
 
 # Property-based tests (tests/properties): the "ci" profile is small and derandomized, so CI runs the same examples
@@ -65,3 +66,11 @@ def ready_model_cache(tmp_path_factory):
         else:
             os.environ["IOKR_CACHE_DIR"] = previous
     return cache
+
+
+@pytest.fixture
+def sessions():
+    """Process groups started by a test (``process_helpers.start``), all killed whatever the test's outcome."""
+    started = []
+    yield started
+    kill_all(started)

@@ -6,7 +6,11 @@ Nothing here imports numpy or the library's numerical layers, so subcommand modu
 Outputs never destroy inputs, and are complete or absent:
 
 - :func:`check_outputs` refuses, before any work, an output that is an input (same file, through links too) or a
-  folder containing one, and an existing output unless ``--overwrite`` is given;
+  folder containing one, an existing output unless ``--overwrite`` is given, and, ``--overwrite`` or not, a device,
+  FIFO, socket or other non-regular file, or a folder where a file is expected (and a file where a folder is); it then
+  claims each output for the run (:mod:`iokr.io._ownership`: a second run writing the same output, from any process
+  or container on the same file system, gets a one-line "in use by another iokr run" error) and sweeps the
+  temporaries previous owners left behind;
 - :func:`output_folder` writes a result folder under a temporary sibling name and renames it into place at the end;
   :func:`write_atomic` / :func:`write_json` do the same for one file. On any exception, Ctrl-C or SIGTERM the
   temporary is removed; the temporaries of a killed run (SIGKILL, power loss) are swept by the next run.
@@ -16,13 +20,15 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..io._atomic import atomic_folder, atomic_open, sweep_temporaries
+from ..io._atomic import atomic_folder, atomic_open, sweep_target, sweep_temporaries
+from ..io._ownership import OutputInUseError, claim, held, release, release_all
 
 
 class CommandError(Exception):
@@ -110,10 +116,29 @@ def _non_empty(path):
         return next(entries, None) is not None
 
 
-def check_outputs(outputs, inputs=(), *, overwrite=False):
-    """Refuse outputs that would destroy an input, or an existing result without ``--overwrite``.
+def _kind_problem(path, expect):
+    """Why ``path`` cannot be written as an output of kind ``expect`` ("file", "folder" or None), or None."""
+    try:
+        mode = os.stat(path).st_mode  # through links: what would be replaced or written into
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"cannot be inspected ({exc.strerror or exc})"
+    if stat.S_ISDIR(mode):
+        return "is a folder: expected a file" if expect == "file" else None
+    if not stat.S_ISREG(mode):
+        kind = ("a character device" if stat.S_ISCHR(mode) else "a block device" if stat.S_ISBLK(mode)
+                else "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+                else "not a regular file")
+        return f"is {kind}; iokr only writes regular files and folders and never replaces other files"
+    return "is a file: expected a folder" if expect == "folder" else None
 
-    Call it before any work; it also removes the stale temporaries of killed runs beside each output.
+
+def check_outputs(outputs, inputs=(), *, overwrite=False, expect=None):
+    """Refuse outputs that would destroy an input, or an existing result without ``--overwrite``; claim the others.
+
+    Call it before any work. Each output is then claimed for the run (released by :func:`release_outputs`, which
+    ``iokr`` calls when a command ends, or at exit), and the temporaries of killed runs beside it are removed.
 
     Parameters
     ----------
@@ -124,13 +149,16 @@ def check_outputs(outputs, inputs=(), *, overwrite=False):
         Option name -> input file or folder, as for ``outputs``.
     overwrite : bool, default=False
         Whether existing outputs may be replaced (``--overwrite``). Inputs are protected regardless.
+    expect : {"file", "folder"}, optional
+        What the outputs are; an existing folder where a file is expected (or a file where a folder is) is refused.
 
     Raises
     ------
     CommandError
         With a one-line message naming the option(s) and path(s): an output is an input (same file or folder,
         through symbolic or hard links too); an output folder contains an input or the current folder; an output
-        exists (a folder counts when not empty) and ``overwrite`` is False.
+        exists (a folder counts when not empty) and ``overwrite`` is False; an output is a device, FIFO, socket or
+        other non-regular file (always), or of the other ``expect`` kind; another live iokr run has claimed it.
     """
     inputs = _items(inputs)
     cwd, home = _resolved(os.getcwd()), _resolved("~")
@@ -146,9 +174,25 @@ def check_outputs(outputs, inputs=(), *, overwrite=False):
         if path.is_dir() and (_is_within(cwd, real) or real == home):
             raise CommandError(f"{option} {path} is the current folder, one of its parents or the home folder: "
                                "choose a folder for the results alone.")
+        problem = _kind_problem(path, expect)
+        if problem is not None:
+            raise CommandError(f"{option} {path} {problem}.")
         if not overwrite and _non_empty(path):
             raise CommandError(f"{option} {path} already exists: pass --overwrite to replace it.")
+        try:
+            claim(real)
+        except OutputInUseError as exc:
+            raise CommandError(f"{option} {exc}") from None
+        if not overwrite and _non_empty(path):  # written by a run that released its claim since the check above
+            release(real)
+            raise CommandError(f"{option} {path} already exists: pass --overwrite to replace it.")
+        sweep_target(real)
         sweep_temporaries(real.parent)
+
+
+def release_outputs():
+    """Release every output this process claimed through :func:`check_outputs` (their lock files are removed)."""
+    release_all()
 
 
 @contextmanager
@@ -182,13 +226,16 @@ def output_folder(path, *, overwrite=False, inputs=(), option="--output"):
         As :func:`check_outputs`, or when ``path`` is an existing file.
     """
     path = Path(path)
-    check_outputs({option: path}, inputs, overwrite=overwrite)
-    if path.exists() and not path.is_dir():
-        raise CommandError(f"{option} {path} is a file: expected a folder.")
-    if path.is_symlink():  # a link to the results' real place: replace the folder it points to, keep the link
-        path = Path(os.path.realpath(path))
-    with atomic_folder(path) as tmp:
-        yield tmp
+    claimed_before = set(held())
+    check_outputs({option: path}, inputs, overwrite=overwrite, expect="folder")
+    try:
+        if path.is_symlink():  # a link to the results' real place: replace the folder it points to, keep the link
+            path = Path(os.path.realpath(path))
+        with atomic_folder(path) as tmp:
+            yield tmp
+    finally:
+        for real in set(held()) - claimed_before:  # a claim made here ends here; the caller's claims stay
+            release(real)
 
 
 def write_atomic(path, text):

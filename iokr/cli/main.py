@@ -19,7 +19,7 @@ import threading
 
 from .. import __version__
 from ..exceptions import IOKRDataError
-from ._output import CommandError, set_quiet
+from ._output import CommandError, release_outputs, set_quiet
 
 __all__ = ["EXIT_CODES", "CommandError", "Terminated", "build_parser", "main"]
 
@@ -189,6 +189,7 @@ def main(argv=None):
               file=sys.stderr)
         return 1
     finally:
+        release_outputs()  # the outputs this command claimed (kill -9: the kernel releases them)
         if previous_quiet is not None:
             set_quiet(previous_quiet)
         restore_sigterm()

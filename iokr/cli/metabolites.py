@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import csv
 import io
 import math
 from pathlib import Path
 
+from ._cells import SafeDictWriter
 from ._output import check_outputs, format_table, log, output_folder, progress, write_atomic, write_json
 
 TOP_KEYS = ("top1", "top5", "top10", "top20")
@@ -248,7 +248,7 @@ def run_train(args):
     _check_common(args)
     check_outputs({"--output": args.output}, {**_spectra_inputs(args.spectra), "--exclude-candidates":
                                                args.exclude_candidates, "--store": args.store},
-                  overwrite=args.overwrite)
+                  overwrite=args.overwrite, expect="file")
     jobs = _load_app()
     out = jobs.train_job(args.spectra, args.output, _model_options(args, jobs),
                          exclude_candidates=args.exclude_candidates, feedback=jobs.Feedback(_progress, _log),
@@ -270,8 +270,9 @@ def _spectra_inputs(paths):
 
 
 def _table_writer(handle, columns):
-    """A TSV writer with Unix line endings; values holding tabs or newlines are quoted."""
-    return csv.DictWriter(handle, fieldnames=columns, delimiter="\t", extrasaction="ignore", lineterminator="\n")
+    """A TSV writer with Unix line endings; values holding tabs or newlines are quoted, text a spreadsheet would run
+    as a formula gets a leading ``'`` (see :mod:`._cells`)."""
+    return SafeDictWriter(handle, fieldnames=columns, delimiter="\t", extrasaction="ignore", lineterminator="\n")
 
 
 def _write_table(rows, columns):
@@ -318,7 +319,7 @@ def run_identify(args):
     if not args.ppm > 0:
         raise CommandError(f"--ppm must be > 0, got {args.ppm}.")
     inputs = {"--spectra": args.spectra, "--candidates": args.candidates, "--model": args.model, "--store": args.store}
-    check_outputs({"--output": args.output}, inputs, overwrite=args.overwrite)
+    check_outputs({"--output": args.output}, inputs, overwrite=args.overwrite, expect="folder")
     _check_identify_paths(args)
     jobs = _load_app()
     _check_prior(args)
@@ -346,7 +347,8 @@ def run_identify(args):
 def run_index(args):
 
     out = Path(args.output)
-    check_outputs({"--output": out}, {"DATABASE": args.database, "--model": args.model}, overwrite=args.overwrite)
+    check_outputs({"--output": out}, {"DATABASE": args.database, "--model": args.model}, overwrite=args.overwrite,
+                  expect="file")
     app = _load_app()
     fingerprinter = app.load_fingerprinter(args.model) if args.model else app.TrainingConfig().fingerprinter()
     with _progress(None, "indexing structures (rows read)") as bar:
@@ -381,7 +383,7 @@ def summary_table(summary):
 def run_evaluate(args):
     _check_common(args)
     inputs = {**_spectra_inputs(args.spectra), "--candidates": args.candidates, "--store": args.store}
-    check_outputs({"--output": args.output}, inputs, overwrite=args.overwrite)
+    check_outputs({"--output": args.output}, inputs, overwrite=args.overwrite, expect="folder")
     jobs = _load_app()
     out_dir = Path(args.output)
     with output_folder(out_dir, overwrite=args.overwrite, inputs=inputs) as tmp:

@@ -50,7 +50,7 @@ class InputSide:
 
     def __init__(self, kernel, center, normalize, owner=None):
         self.kernel = make_kernel(kernel, "input_kernel")
-        self.transform = KernelTransform(center, normalize)
+        self.transform = KernelTransform(center, normalize, parameter="normalize_input", owner=owner)
         self.precomputed = self.kernel == "precomputed"
         self.owner = owner
 
@@ -89,6 +89,10 @@ class InputSide:
                 if input_diag.shape != (X_test.shape[0],):
                     raise ValueError(f"'input_diag' must have shape ({X_test.shape[0]},), got {input_diag.shape}.")
                 check_finite(input_diag, "input_diag")
+                if (input_diag < 0).any():  # normalization would zero these points silently (constant scores)
+                    raise ValueError(f"'input_diag' must hold k(x, x) >= 0 (normalize_input=True divides by its square "
+                                     f"root), got {int((input_diag < 0).sum())} negative values (smallest "
+                                     f"{float(input_diag.min()):.3g}).")
         else:
             check_n_features(X_test, self.n_features_in, "X", getattr(self, "owner", None))
         return X_test, input_diag
@@ -164,7 +168,7 @@ class OutputSide:
             self.train_features = self.feature_transform.transform(features, dtype=np.float64)
         else:
             self.Y_train = Y
-            self.kernel_transform = KernelTransform(self.center, self.normalize)
+            self.kernel_transform = KernelTransform(self.center, self.normalize, parameter="normalize_output")
             self.binary = _binary_tanimoto_state(self.kernel, Y)
             # the exact fast path gives the general kernel's values (see _cross_block), at half the cost for counts
             gram = self.kernel(Y) if self.binary is None else self._cross_block(Y)

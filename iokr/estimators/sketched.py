@@ -360,7 +360,8 @@ class SketchedIOKR(IOKR):
         row_means = np.empty(n)
         for rows in row_slices(n, bytes_per_row, self.working_memory):
             row_means[rows] = np.asarray(kernel.compute(X[rows], X), dtype=np.float64).mean(axis=1)
-        transform = KernelTransform(self.center_input, self.normalize_input)
+        transform = KernelTransform(self.center_input, self.normalize_input, parameter="normalize_input",
+                                    owner=type(self).__name__)
         transform.diag_tol_ = 1e-10 * max(float(np.abs(diag).mean()) if n else 0.0, np.finfo(np.float64).tiny)
         centered_diag = diag.copy()
         if self.center_input:

@@ -7,6 +7,10 @@
 - :func:`read_npz`, :func:`save_model_file` / :func:`load_model_file`: arrays in ``.npz`` plus JSON metadata with the
   library version and SHA-256 checksums, streamed and checked member by member. No pickle is ever written or read.
 
+Private helpers of the command line and the applications: :mod:`._atomic` (outputs written whole or not at all,
+temporaries of killed runs swept), :mod:`._ownership` (one run owns an output: an ``flock`` claim beside it) and
+:mod:`._workers` (worker processes that die with their parent).
+
 Caps default to the values of :func:`iokr.get_config` (``max_line_bytes``, ``max_compression_ratio``). The public
 names are loaded on first access, so the command line can use :mod:`iokr.io._atomic` without importing numpy.
 """

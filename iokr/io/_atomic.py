@@ -3,7 +3,11 @@
 Every temporary is named ``.<target name>.tmp-<pid>-<8 hex digits>`` in the target's folder, whether it is a file
 (:func:`atomic_open`) or a folder (:func:`atomic_folder`). The name carries the writing process's id, so a later run
 can tell the temporaries of a killed run (its process is gone) from those of a run still going, and remove them
-(:func:`sweep_temporaries`).
+(:func:`sweep_temporaries`). SQLite's side files of a temporary (``-journal``, ``-wal``, ``-shm``) count as part of it.
+
+A temporary whose target is claimed by a live run (:mod:`._ownership`) is never stale, whatever its process id says
+(the writer may live in another PID namespace); the run holding the claim removes every temporary of its own target
+(:func:`sweep_target`), since their writers are gone.
 """
 
 from __future__ import annotations
@@ -15,7 +19,9 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-TEMPORARY_PATTERN = re.compile(r"^\.(?P<target>.+)\.tmp-(?P<pid>\d+)-(?P<token>[0-9a-f]{8})$")
+from ._ownership import is_claimed
+
+TEMPORARY_PATTERN = re.compile(r"^\.(?P<target>.+)\.tmp-(?P<pid>\d+)-(?P<token>[0-9a-f]{8})(?:-journal|-wal|-shm)?$")
 
 # Longest target name kept in a temporary's name (file names are limited to 255 bytes on common file systems).
 _MAX_NAME = 200
@@ -164,7 +170,7 @@ def is_stale(path, max_age=3600.0, now=None):
     if match is None:
         return False
     pid = int(match["pid"])
-    if pid == os.getpid():
+    if pid == os.getpid() or is_claimed(path.parent / match["target"]):
         return False
     if not _pid_running(pid):
         return True
@@ -203,4 +209,32 @@ def sweep_temporaries(folder, max_age=3600.0):
         if TEMPORARY_PATTERN.match(entry.name) and is_stale(path, max_age):
             _remove(path)
             removed.append(path)
+    return removed
+
+
+def sweep_target(path):
+    """Remove every temporary of the target ``path`` (call only while holding its claim, see :mod:`._ownership`).
+
+    Parameters
+    ----------
+    path : str or Path
+        The target; its temporaries are the entries ``.<name>.tmp-<pid>-<random>[-journal|-wal|-shm]`` beside it.
+
+    Returns
+    -------
+    removed : list of Path
+        The entries removed.
+    """
+    path = Path(path)
+    name = path.name[:_MAX_NAME]
+    removed = []
+    try:
+        entries = list(os.scandir(path.parent))
+    except OSError:
+        return removed
+    for entry in entries:
+        match = TEMPORARY_PATTERN.match(entry.name)
+        if match and match["target"] == name and int(match["pid"]) != os.getpid():
+            _remove(Path(entry.path))
+            removed.append(Path(entry.path))
     return removed

@@ -26,6 +26,10 @@ class KernelTransform:
     ----------
     center : bool, default=True
     normalize : bool, default=True
+    parameter : str, default="normalize"
+        The estimator parameter that asked for normalization, for the error a negative diagonal raises.
+    owner : str, optional
+        The estimator's name, for that error.
 
     Attributes
     ----------
@@ -37,9 +41,23 @@ class KernelTransform:
         Centered (not yet normalized) training diagonal.
     """
 
-    def __init__(self, center=True, normalize=True):
+    def __init__(self, center=True, normalize=True, parameter="normalize", owner=None):
         self.center = center
         self.normalize = normalize
+        self.parameter = parameter
+        self.owner = owner
+
+    def _check_normalizable(self, diag):
+        """Raise when the (centered) training diagonal has squared norms below zero beyond rounding: dividing by
+        their square root is impossible, and treating them as zero vectors would silently give constant scores."""
+        negative = diag < -self.diag_tol_
+        if self.normalize and negative.any():
+            owner = f" of {self.owner}" if self.owner else ""
+            raise ValueError(
+                f"The '{self.parameter}' parameter{owner} needs a kernel with a positive diagonal (normalization "
+                f"divides by sqrt(k(x, x)){' after centering' if self.center else ''}), but {int(negative.sum())} of "
+                f"{diag.size} training points have k(x, x) < 0 (smallest {float(diag.min()):.3g}): the kernel is not "
+                f"positive semidefinite. Check the kernel (e.g. its sign), or set {self.parameter}=False.")
 
     def fit_transform(self, gram):
         """Fit on the training Gram (n, n) and return its transform (float64, new array)."""
@@ -60,6 +78,7 @@ class KernelTransform:
             gram += self.train_mean_
             gram = 0.5 * (gram + gram.T)
         self.train_diag_ = np.diag(gram).copy()
+        self._check_normalizable(self.train_diag_)
         self.train_diag_[self.train_diag_ <= self.diag_tol_] = 0.0
         if self.normalize:
             inv = _inverse_sqrt(self.train_diag_)

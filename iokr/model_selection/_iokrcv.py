@@ -18,6 +18,7 @@ from ..linalg import (
     loo_squared_errors,
     sq_norms_in_kernel,
 )
+from ._duplicates import warn_duplicate_rows
 from ._scoring import (
     HoldoutResult,
     needs_candidates,
@@ -161,7 +162,11 @@ class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
         ``None``: exact leave-one-out (leave-one-group-out with groups); int: ``KFold`` (``GroupKFold`` with
         groups); or any scikit-learn splitter whose training side is the complement of the test side.
     groups : array-like of shape (n,), optional
-        Group labels (e.g. all spectra of one molecule). Give them here *or* to ``fit``, not both.
+        Group labels (e.g. all spectra of one molecule). Give them here *or* to ``fit``, not both. Exact duplicate
+        inputs must share a group (``np.unique(X, axis=0, return_inverse=True)[1]``): without groups a copy on the
+        training side predicts its held-out twin and the search favours the smallest alpha; ``fit`` warns when its
+        hold-out splits separate exact duplicate examples (equal rows of ``X``, features or precomputed Gram, with
+        equal rows of ``Y``).
     scoring : {"mse", "top1", "top10", "top<k>", "mrr"} or callable, default="mse"
         ``"mse"``: negated mean output-space squared error. Ranking scores rank every held-out example's own output
         in its candidate set (``candidate_sets`` of ``fit``) with the hold-out prediction. A callable receives a
@@ -290,6 +295,7 @@ class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
             sets = as_candidate_sets(candidate_sets, n, Y.shape[1])
             truth = true_positions(sets, Y, owner, required=needs_candidates(scoring))
         alphas, holdouts, scheme = self._setup(n, groups, None)
+        warn_duplicate_rows(X, Y, holdouts, owner)
         base = self._base_params()
         rows, scores, used, bounds, self.path_methods_, self.skeleton_alphas_ = [], [], [], [], [], []
         stored = [] if self.store_cv_results else None

@@ -226,3 +226,55 @@ def test_generic_model_file_is_not_an_identifier(model):
 
     with pytest.raises(ModelFileError, match="expected 'metabolites'"):
         load_identifier(model)
+
+
+def _resigned(path, tmp_path, edit):
+    arrays, meta = load_model_file(path, kind="metabolites")
+    meta = {k: v for k, v in meta.items() if k not in ("format", "format_version", "library_version", "kind",
+                                                        "sha256")}
+    edit(arrays, meta)
+    return save_model_file(tmp_path / "resigned.npz", arrays, meta, kind="metabolites")
+
+
+@pytest.fixture(scope="module")
+def two_kernel_identifier(identifier, tmp_path_factory):
+    _, _, S = identifier
+    Y = (np.random.default_rng(2).random((6, 32)) < 0.3).astype(float)
+    model = MetaboliteIdentifier(kernels=("ppk", "ppk_nl"), weights=(0.8, 0.2), alpha=0.5).fit(S, Y)
+    path = tmp_path_factory.mktemp("two_kernels") / "ident.npz"
+    save_identifier(path, model, Fingerprinter(kind="morgan_bits", n_bits=32, radius=1), Cleaning())
+    return path
+
+
+def _permute_kernels(arrays, meta):
+    meta["model_params"] = {**meta["model_params"], "kernels": meta["model_params"]["kernels"][::-1]}
+
+
+def _permute_weights(arrays, meta):
+    meta["model_params"] = {**meta["model_params"], "weights": meta["model_params"]["weights"][::-1]}
+
+
+@pytest.mark.parametrize("edit, match", [
+    (_permute_kernels, r"kernel list of 'model_params' \['ppk_nl', 'ppk'\] is not the stored list 'kernels'"),
+    (_permute_weights, r"MKL weights of 'model_params' \[0.2, 0.8\] are not the stored array 'weights'"),
+    (lambda arrays, meta: arrays.update(kernels=np.array(["ppk_nl", "ppk", "ppk"])), "kernel list"),
+])
+def test_resigned_identifier_with_permuted_kernels_is_refused(two_kernel_identifier, tmp_path, edit, match):
+    assert load_identifier(two_kernel_identifier)[0].kernels == ("ppk", "ppk_nl")
+    with pytest.raises(ModelFileError, match=match):
+        load_identifier(_resigned(two_kernel_identifier, tmp_path, edit))
+
+
+def test_permuting_kernels_with_their_weights_everywhere_is_the_same_model(two_kernel_identifier, identifier,
+                                                                          tmp_path):
+    def permute_all(arrays, meta):
+        _permute_kernels(arrays, meta)
+        _permute_weights(arrays, meta)
+        arrays["kernels"], arrays["weights"] = arrays["kernels"][::-1].copy(), arrays["weights"][::-1].copy()
+
+    S = identifier[2]
+    original = load_identifier(two_kernel_identifier)[0]
+    permuted = load_identifier(_resigned(two_kernel_identifier, tmp_path, permute_all))[0]
+    candidates = [(np.random.default_rng(1).random((7, 32)) < 0.3).astype(float)] * 2
+    np.testing.assert_allclose(permuted.score_sets(S[:2], candidates)[0], original.score_sets(S[:2], candidates)[0],
+                               rtol=1e-10, atol=1e-12)

@@ -19,7 +19,6 @@ import json
 import os
 import sqlite3
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from urllib.parse import quote
 
@@ -27,6 +26,8 @@ import numpy as np
 
 from ...decoding import CountFeatures, PackedBinaryFeatures
 from ...exceptions import IOKRDataError
+from ...io._atomic import temporary_path
+from ...io._workers import worker_pool
 from ._fingerprints import Fingerprinter
 from ._structure_tables import IDENTIFIER_COLUMNS, clean_value, name_column, pick, read_structure_rows, structure_texts
 from ._structures import parent_of
@@ -177,7 +178,7 @@ class StructureDatabase:
         else:
             output = Path(output)
             output.parent.mkdir(parents=True, exist_ok=True)
-            tmp = output.with_name(f".{output.name}.tmp-{time.time_ns()}")
+            tmp = temporary_path(output)  # named so the next run writing `output` sweeps it (and its journal)
             try:
                 connection = sqlite3.connect(tmp)
             except sqlite3.Error as exc:
@@ -361,7 +362,7 @@ def _parsed_chunks(rows, structure_columns, fingerprinter, n_jobs):
             yield chunk, _parse_texts(texts_of(chunk), fingerprinter.params())
         return
 
-    with ProcessPoolExecutor(max_workers=n_jobs) as pool:
+    with worker_pool(n_jobs) as pool:  # workers die with this process, even on kill -9
         pending = []
         for chunk in chunks:
             pending.append((chunk, pool.submit(_parse_texts, texts_of(chunk), fingerprinter.params())))

@@ -42,6 +42,8 @@ def submodel_arrays(model, fingerprinter, prefix=""):
                                       for m in S.metadata]),
         "train_licenses": np.array([(m.get("license") or "") for m in S.metadata]),
         "weights": model.weights_,
+        # the kernel list beside its weights, under the members' SHA-256: see _check_kernel_binding
+        "kernels": np.array([str(k) for k in model.kernels]),
         "train_gram": np.asarray(model.train_gram_, dtype=np.float64),
         "train_raw_diags": np.asarray(model.train_raw_diags_, dtype=np.float64).reshape(len(model.weights_), len(S)),
         "Y_packed" if binary else "Y_counts": np.packbits(Y > 0, axis=1) if binary else
@@ -132,6 +134,22 @@ def rebuild_cleaning(meta, path):
         raise _inconsistent(path, exc) from None
 
 
+def _check_kernel_binding(a, params, prefix):
+    """The metadata's kernel list and MKL weights must be the arrays ``kernels`` and ``weights`` (each bound by its
+    member SHA-256): a list permuted or edited in the metadata alone would apply each weight to another kernel.
+    Files written before the ``kernels`` member existed are checked on the weights alone."""
+    weights = np.asarray(a["weights"])
+    declared = np.asarray(params["weights"], dtype=np.float64)
+    if weights.dtype.kind != "f" or weights.shape != declared.shape or not np.array_equal(weights, declared):
+        raise ValueError(f"the MKL weights of 'model_params' {declared.tolist()} are not the stored array "
+                         f"{prefix + 'weights'!r} ({weights.dtype} of shape {weights.shape})")
+    if "kernels" in a:
+        stored = [str(k) for k in a["kernels"].ravel()] if a["kernels"].dtype.kind == "U" else None
+        if a["kernels"].ndim != 1 or stored != [str(k) for k in params["kernels"]]:
+            raise ValueError(f"the kernel list of 'model_params' {list(params['kernels'])} is not the stored list "
+                             f"{prefix + 'kernels'!r} {stored}: the weights would apply to the wrong kernels")
+
+
 def _stored_training_gram(a, prefix, params, n_train):
     """``(K, weights, raw_diags)`` of a sub-model's stored arrays, checked (shapes, dtype, finite, non-negative
     diagonals) before the fit reads them."""
@@ -161,6 +179,7 @@ def rebuild_submodel(path, arrays, meta, fingerprinter, cleaning, prefix=""):
         if n_feat != fingerprinter.n_features:
             raise ValueError(f"'n_output_features' is {n_feat} but the fingerprint has {fingerprinter.n_features}")
         a = {name[len(prefix):]: value for name, value in arrays.items() if name.startswith(prefix)}
+        _check_kernel_binding(a, params, prefix)
         if "Y_packed" in a:
             Y = np.unpackbits(a["Y_packed"], axis=1, count=n_feat).astype(np.float64)
         else:
