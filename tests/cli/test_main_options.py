@@ -4,16 +4,16 @@ import iokr
 from iokr.cli.main import main
 
 
-def test_working_memory_option_sets_the_budget_for_the_command(tmp_path, capsys):
-    before = iokr.get_config()["working_memory"]
-    try:
-        # The command itself fails (no data there) after the option has been applied.
-        code = main(["--working-memory", "64", "retrieval", "evaluate", "--data", str(tmp_path / "absent"),
-                     "--output", str(tmp_path / "out")])
-        assert code != 0
-        assert iokr.get_config()["working_memory"] == 64
-    finally:
-        iokr.set_config(working_memory=before)
+def test_working_memory_option_sets_the_budget_for_the_command(tmp_path, monkeypatch):
+    """The budget holds while the command runs and the caller's is back afterwards (main() called in-process)."""
+    from iokr.cli import retrieval  # noqa: PLC0415 - the command module whose handler is replaced
+
+    before, seen = iokr.get_config()["working_memory"], []
+    monkeypatch.setattr(retrieval, "run_evaluate", lambda args: seen.append(iokr.get_config()["working_memory"]))
+    assert main(["--working-memory", "64", "retrieval", "evaluate", "--data", str(tmp_path / "absent"),
+                 "--output", str(tmp_path / "out")]) == 0
+    assert seen == [64]
+    assert iokr.get_config()["working_memory"] == before
 
 
 def test_working_memory_option_rejects_non_positive_values(capsys):
