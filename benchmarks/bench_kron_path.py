@@ -14,7 +14,7 @@ Floors measured in the same process: ``eigh_floor_s`` = the ``n`` eigendecomposi
 while every alpha has its own exact products: it is at most 3 only if the ``n`` eigendecompositions cost at least
 ``28 n`` such products (14 times one alpha's). ``*_cpu``: the same in process CPU seconds (the floors' CPU seconds
 as well), the steadier measure on a loaded machine. ``skeleton_alphas_*``: how many of the 31 alphas
-:class:`iokr.linalg.AlphaSkeleton` needs to reproduce ``1 / (s1'_a s2_b + alpha)`` over all products of the first
+:class:`iokr.linalg.developer.AlphaSkeleton` needs to reproduce ``1 / (s1'_a s2_b + alpha)`` over all products of the first
 row's eigenvalues to a relative ``1e-12`` (and ``1e-6``); sharing the products through skeleton alphas, as IOKR's
 leave-one-out path does, would need that many alphas' products instead of 31, so it saves nothing here (the
 products of the two spectra fill the grid's six decades densely).
@@ -36,7 +36,8 @@ import numpy as np
 from benchmarks._harness import best_time, eigh_seconds, measure, one_blas_thread
 from iokr import KronRLS
 from iokr.kernels import Gaussian
-from iokr.linalg import AlphaSkeleton, EigenPath
+from iokr.linalg import EigenPath
+from iokr.linalg.developer import AlphaSkeleton
 
 TARGET = 3.0
 

@@ -19,6 +19,7 @@ import importlib
 STUDIES = {
     "core": "cross-lingual retrieval (IOKR vs LSA+CCA) and bibtex multi-label (issue 2)",
     "formula_hypotheses": "metabolites: comparing candidates of different formulas without a query formula",
+    "ion_modes": "metabolites: ion modes and precursor types, separate or joint sub-models, rare types (issue 28)",
     "metabolite_baseline": "metabolites: IOKR vs a CSI:FingerID-style baseline on the same folds and lists",
     "model_selection": "alpha and kernel chosen by closed-form CV (retrieval, bibtex, Boston housing)",
     "mpiokr": "cross-lingual retrieval, IOKR vs MP-IOKR (Brouard et al. 2017)",

@@ -55,7 +55,8 @@ from iokr.apps.metabolites import (
     training_set,
 )
 from iokr.kernels import Kernel
-from iokr.linalg import nystrom_whitening, row_slices
+from iokr.linalg import nystrom_whitening
+from iokr.linalg.developer import row_slices
 
 #: The app's model settings at the cross-validated defaults (alpha, output kernel and sigma_mz of DEFAULT_GRID).
 #: No structure prior: the committed report predates it, and the prior needs the kernel output side that the sketched

@@ -6,6 +6,19 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import kendalltau
 
+__all__ = [
+    "TIE_POLICIES",
+    "auc",
+    "concordance_index",
+    "example_f1",
+    "hamming_loss",
+    "kendall_tau_b",
+    "mean_reciprocal_rank",
+    "pairwise_rank_loss",
+    "top_k_accuracy",
+    "true_candidate_rank",
+]
+
 TIE_POLICIES = ("optimistic", "pessimistic", "average")
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._config import working_memory_bytes
-from ..linalg import chunk_rows
+from ..linalg.developer import chunk_rows
 
 COUNT_METHODS = ("popcount", "blas")
 #: Intersection-count method the output side uses for binary candidates (see the module docstring).

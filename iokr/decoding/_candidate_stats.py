@@ -28,7 +28,7 @@ from scipy import sparse
 from scipy.linalg import blas
 from sklearn.utils import check_random_state
 
-from ..linalg import chunk_rows
+from ..linalg.developer import chunk_rows
 from ._candidates import CandidateSets
 
 

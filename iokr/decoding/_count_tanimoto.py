@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..linalg import chunk_rows
+from ..linalg.developer import chunk_rows
 from ._bits import tanimoto_from_counts
 
 #: Squared row norms below this make float32 inner products of non-negative integer rows exact.

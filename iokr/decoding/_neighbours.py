@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..linalg import row_slices
+from ..linalg.developer import row_slices
 
 
 def top_mean(block, n_neighbors):

@@ -13,7 +13,7 @@ cosine        ``h / ||h||``                ``psi(c) / ||psi(c)||``              
 
 ``-||h - psi(c)||^2 + ||h||^2 = 2 <h, psi(c)> - ||psi(c)||^2``: the distance rule ranks exactly like the pre-image
 distance. Zero vectors have zero cosine with everything (their inverse norm is taken as 0). Each rule also gives the
-affine form of its candidate transform for bit-packed 0/1 candidates (:class:`~iokr.decoding.BinaryRule`), so the
+affine form of its candidate transform for bit-packed 0/1 candidates (:class:`~iokr.decoding.developer.BinaryRule`), so the
 fused scoring path applies the same rule without forming ``R``.
 
 The output sides of the estimators compute ``h``, ``psi(c)`` and the norms (from explicit features or kernel

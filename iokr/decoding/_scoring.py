@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._config import working_memory_bytes
-from ..linalg import chunk_rows
+from ..linalg.developer import chunk_rows
 from . import _bits
 from ._candidates import PackedBinaryFeatures
 from ._disk import CandidateFile

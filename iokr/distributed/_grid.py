@@ -10,7 +10,7 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.model_selection import ParameterGrid, check_cv
 
-from ..decoding import order_by_score
+from ..decoding.developer import order_by_score
 from ._cluster import gather_all, hold
 
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._config import get_config
-from ..decoding import CandidateFile, QueryRanking, merge_top_k, packed_reader, plan_blocks, top_k_scores
+from ..decoding import CandidateFile, QueryRanking, top_k_scores
+from ..decoding.developer import merge_top_k, packed_reader, plan_blocks
 from ._cluster import DistributedRunError, gather_all, hold
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import sparse
 
-from ..decoding import decoding_rule, inverse_norms
+from ..decoding import decoding_rule
+from ..decoding.developer import inverse_norms
 from ..kernels import KernelTransform, TransformedBasis
 from ._sides import gram_norms
 

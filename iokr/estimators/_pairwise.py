@@ -19,7 +19,6 @@ from .._config import working_memory_bytes
 from .._validation import check_array_2d, check_finite, check_square_gram
 from ..kernels import make_kernel
 from ..linalg import (
-    BlockCentering,
     EigenPath,
     NystromPreconditioner,
     SampledKroneckerOperator,
@@ -31,6 +30,7 @@ from ..linalg import (
     sampled_kron_features,
 )
 from ..linalg._pairwise_splits import check_setting
+from ..linalg.developer import BlockCentering
 from ._pairwise_retrain import retrain_holdout
 from ._pairwise_scores import pairwise_cv_scores
 

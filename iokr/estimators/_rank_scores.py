@@ -8,7 +8,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_array_2d, check_n_features, check_positive_scalar, check_square_gram
 from ..kernels import make_kernel
-from ..linalg import row_slices
+from ..linalg.developer import row_slices
 
 
 def check_fit_inputs(estimator, X):

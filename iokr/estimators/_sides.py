@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_array_2d, check_finite, check_n_features, check_square_gram
-from ..decoding import BinaryTanimotoIndex, CountTanimotoIndex, decoding_rule, row_norms
+from ..decoding import BinaryTanimotoIndex, CountTanimotoIndex, decoding_rule
+from ..decoding.developer import row_norms
 from ..kernels import FeatureTransform, GaussianTanimoto, KernelTransform, Linear, Tanimoto, make_kernel
 
 
@@ -222,7 +223,7 @@ class OutputSide:
         return R, offset
 
     def binary_rule(self, decoding):
-        """:meth:`candidate_block` for 0/1 candidates in affine form (a :class:`~iokr.decoding.BinaryRule`).
+        """:meth:`candidate_block` for 0/1 candidates in affine form (a :class:`~iokr.decoding.developer.BinaryRule`).
 
         Applies when the candidate representation is the candidate itself up to centering and a per-candidate
         factor, i.e. a plain linear output kernel; ``None`` otherwise. The rule's factors reproduce

@@ -9,19 +9,8 @@ from sklearn.utils.validation import check_is_fitted
 from .._config import working_memory_bytes
 from .._docstrings import fill_doc
 from .._validation import check_positive_scalar
-from ..decoding import (
-    QueryRanking,
-    Scorer,
-    as_candidate_sets,
-    check_decoding,
-    decoding_rule,
-    dense_scores,
-    rankings_from_scores,
-    row_norms,
-    set_scores,
-    top_k_scores,
-    warn_empty,
-)
+from ..decoding import QueryRanking, decoding_rule, dense_scores, rankings_from_scores, set_scores, top_k_scores
+from ..decoding.developer import Scorer, as_candidate_sets, check_decoding, row_norms, warn_empty
 from ..linalg import cholesky_shifted
 from ._sides import InputSide, OutputSide, check_output_features
 
@@ -252,7 +241,7 @@ class IOKR(BaseEstimator):
         -------
         scorer : Scorer
             Query and candidate representations under the model's decoding rule (see
-            :class:`iokr.decoding.Scorer`).
+            :class:`iokr.decoding.developer.Scorer`).
         """
         return self._scorer(X, input_diag, candidates_name, candidate_term)
 

@@ -11,7 +11,8 @@ import warnings
 import numpy as np
 
 from .._validation import check_positive_scalar
-from ..decoding import CandidateSets, CandidateStatistics, set_layout, stream_statistics, subsample_sets
+from ..decoding import CandidateSets, subsample_sets
+from ..decoding.developer import CandidateStatistics, set_layout, stream_statistics
 from ..exceptions import EmptyCandidateSetWarning
 from ..kernels import WeightedSum, make_kernel
 from ..linalg import ProductShiftPath, cholesky_shifted

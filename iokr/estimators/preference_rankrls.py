@@ -9,15 +9,8 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_finite, check_positive_scalar
-from ..linalg import (
-    EigenPath,
-    EigenShift,
-    check_holdouts,
-    check_pairs,
-    cholesky_shifted,
-    holdout_predictions,
-    loo_residuals,
-)
+from ..linalg import EigenPath, cholesky_shifted, holdout_predictions, loo_residuals
+from ..linalg.developer import EigenShift, check_holdouts, check_pairs
 from ._rank_scores import _RankScores, check_fit_inputs
 
 __all__ = ["PreferenceRankRLS"]

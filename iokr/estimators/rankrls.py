@@ -5,7 +5,7 @@ The loss ``sum over pairs (i, j) in the same query of ((y_i - y_j) - (f_i - f_j)
 ``L`` block diagonal, ``l_q I - 1 1^T`` per query of size ``l_q`` (the Laplacian of the complete preference graph;
 ``normalize_queries=True`` uses the centering matrix ``I - 1 1^T / l_q`` instead, as RLScore's ``QueryRankRLS``).
 Minimizing it plus ``alpha ||f||^2`` gives ``(L K + alpha I) a = L y``. With ``W = L^{1/2}`` (per query
-``sqrt(l_q) C_q`` or ``C_q``; :class:`~iokr.linalg.BlockCentering`) the solution is ``a = W (W K W + alpha I)^{-1} W y``:
+``sqrt(l_q) C_q`` or ``C_q``; :class:`~iokr.linalg.developer.BlockCentering`) the solution is ``a = W (W K W + alpha I)^{-1} W y``:
 one symmetric eigendecomposition of ``G = W K W`` serves every ``alpha`` (:class:`iokr.linalg.EigenPath`), and the
 hold-out values come from :mod:`iokr.linalg._ranking_holdout`.
 
@@ -21,15 +21,13 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_finite, check_positive_scalar
 from ..linalg import (
-    BlockCentering,
     EigenPath,
-    EigenShift,
-    check_pairs,
     cholesky_shifted,
     complete_graph_holdout,
     complete_graph_pair_holdout,
     query_holdout_predictions,
 )
+from ..linalg.developer import BlockCentering, EigenShift, check_pairs
 from ..metrics import concordance_index, pairwise_rank_loss
 from ._rank_scores import _RankScores, check_fit_inputs
 from .preference_rankrls import PreferenceRankRLS

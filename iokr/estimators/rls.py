@@ -7,7 +7,8 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_array_2d, check_positive_scalar
-from ..linalg import CholeskyShift, InterceptShift, cholesky_shifted, ridge_solution, row_slices
+from ..linalg import cholesky_shifted
+from ..linalg.developer import CholeskyShift, InterceptShift, ridge_solution, row_slices
 from ._sides import InputSide
 
 

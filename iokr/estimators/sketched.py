@@ -14,10 +14,9 @@ from ..linalg import (
     nystrom_whitening,
     pivoted_cholesky_landmarks,
     ridge_primal,
-    row_slices,
     sparse_sketch,
-    subsample_indices,
 )
+from ..linalg.developer import row_slices, subsample_indices
 from ._sides import InputSide, OutputSide
 from .iokr import IOKR
 

@@ -25,7 +25,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from .._validation import check_array_2d
-from ..linalg import row_slices
+from ..linalg.developer import row_slices
 
 
 class Kernel(BaseEstimator):

@@ -4,15 +4,16 @@ Every estimator solves its linear systems through these functions: shifted Chole
 eigendecomposition paths for many regularization values, closed-form hold-out and leave-one-out values (of kernel
 ridge regression, with or without intercept, of least-squares ranking, and of the Kronecker, conditional-ranking
 and two-step pairwise models in settings A-D), and block conjugate gradient on operators.
+
+Plumbing for code that extends iokr (chunking, argument checks, per-alpha shifted solvers) is in
+:mod:`iokr.linalg.developer`.
 """
 
+from . import developer
 from ._cg import CGInfo, block_cg
 from ._cholesky import CholeskyFactor, cholesky_shifted, solve_shifted
-from ._chunks import chunk_rows, row_slices
 from ._eigen import EigenPath
 from ._holdout import (
-    check_holdouts,
-    check_pairs,
     holdout_coefficients,
     holdout_predictions,
     holdout_residual_coefficients,
@@ -20,7 +21,6 @@ from ._holdout import (
     loo_coefficients,
     loo_residuals,
     pair_holdout_predictions,
-    sq_norms_in_kernel,
 )
 from ._kron_holdout import (
     kron_leverages,
@@ -41,31 +41,18 @@ from ._kronecker import (
     SampledKroneckerOperator,
     SymmetricKroneckerOperator,
     WeightedKroneckerSum,
-    commutation_matrix,
     sampled_kron_features,
 )
-from ._loo_path import AlphaSkeleton, LooErrorBounds, check_loo_tol, loo_squared_errors
+from ._loo_path import loo_squared_errors
 from ._minres import minres
 from ._path import (
-    EIGEN_MIN_ALPHAS,
-    PATH_METHODS,
-    CholeskyShift,
-    EigenShift,
-    InterceptShift,
     RegularizationPath,
-    check_alphas,
-    choose_path_method,
-    ridge_solution,
 )
 from ._product_path import (
-    PRODUCT_PATH_METHODS,
-    LUShift,
-    ProductEigenShift,
     ProductShiftPath,
     mixing_holdout_coefficients,
 )
 from ._ranking_holdout import (
-    BlockCentering,
     complete_graph_holdout,
     complete_graph_pair_holdout,
     query_holdout_predictions,
@@ -78,42 +65,23 @@ from ._sketch import (
     pivoted_cholesky_landmarks,
     ridge_primal,
     sparse_sketch,
-    subsample_indices,
 )
 from ._two_step import two_step_dual, two_step_holdout
 
 __all__ = [
-    "EIGEN_MIN_ALPHAS",
-    "PATH_METHODS",
-    "AlphaSkeleton",
-    "BlockCentering",
     "CGInfo",
     "CholeskyFactor",
-    "CholeskyShift",
     "EigenPath",
-    "EigenShift",
-    "InterceptShift",
     "KroneckerEigen",
     "KroneckerOperator",
     "RegularizationPath",
     "SampledKroneckerOperator",
     "SymmetricKroneckerOperator",
     "WeightedKroneckerSum",
-    "LUShift",
     "NystromPreconditioner",
-    "LooErrorBounds",
-    "check_loo_tol",
-    "PRODUCT_PATH_METHODS",
-    "ProductEigenShift",
     "ProductShiftPath",
     "block_cg",
-    "check_alphas",
-    "check_holdouts",
-    "check_pairs",
     "cholesky_shifted",
-    "choose_path_method",
-    "chunk_rows",
-    "commutation_matrix",
     "complete_graph_holdout",
     "complete_graph_pair_holdout",
     "falkon_solve",
@@ -140,14 +108,18 @@ __all__ = [
     "pivoted_cholesky_landmarks",
     "query_holdout_predictions",
     "ridge_primal",
-    "ridge_solution",
     "mixing_holdout_coefficients",
-    "row_slices",
     "sampled_kron_features",
     "solve_shifted",
     "sparse_sketch",
-    "sq_norms_in_kernel",
-    "subsample_indices",
     "two_step_dual",
     "two_step_holdout",
 ]
+
+
+def __getattr__(name):
+    # The plumbing moved to iokr.linalg.developer (issue #29) still resolves here, outside __all__ and dir(), for code
+    # written before the move (the metabolite app, rewritten by another session, imports row_slices this way).
+    if name in developer.__all__:
+        return getattr(developer, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -43,7 +43,7 @@ class EigenPath:
         ``(K + t 1 1^T + alpha I)^{-1} -> V (V^T K V + alpha I)^{-1} V^T`` as ``t -> inf``, with ``V`` an orthonormal
         basis of the complement of the constant vector. ``V^T K V`` is decomposed (``V`` from one Householder
         reflection), so the constant direction never enters the solves and no cancellation of its ``1 / alpha``
-        component occurs (the Sherman-Morrison form of :class:`~iokr.linalg.InterceptShift` subtracts it).
+        component occurs (the Sherman-Morrison form of :class:`~iokr.linalg.developer.InterceptShift` subtracts it).
 
     Attributes
     ----------

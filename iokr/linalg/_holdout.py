@@ -20,8 +20,8 @@ Leave-pair-out (``|H| = 2`` for many pairs ``H = {i, j}``) solves the ``2 x 2`` 
 over the pairs (:func:`pair_holdout_predictions`); with an intercept solver it is the leave-pair-out of ridge with
 an unpenalized intercept, which is what global RankRLS needs (:mod:`iokr.linalg._ranking_holdout`).
 
-Every function takes a *shifted solver* for one alpha (:class:`~iokr.linalg.EigenShift` or
-:class:`~iokr.linalg.CholeskyShift`, from a :class:`~iokr.linalg.RegularizationPath`), so the same code serves
+Every function takes a *shifted solver* for one alpha (:class:`~iokr.linalg.developer.EigenShift` or
+:class:`~iokr.linalg.developer.CholeskyShift`, from a :class:`~iokr.linalg.RegularizationPath`), so the same code serves
 both routes. ``(G_HH)^{-1}`` is applied by a Cholesky solve of the small SPD block, never formed.
 """
 

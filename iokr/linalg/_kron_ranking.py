@@ -1,7 +1,7 @@
 """Conditional ranking with Kronecker kernels: the per-row centered loss, its closed form and hold-out predictions.
 
 The ranking loss of Pahikkala et al. (2013, eq. 30-33) centers the labels of every conditioning (row) node. On
-labelled pairs this is the projection :class:`~iokr.linalg.BlockCentering` with one group per row and unit scales
+labelled pairs this is the projection :class:`~iokr.linalg.developer.BlockCentering` with one group per row and unit scales
 (used by the conjugate-gradient route of the estimator); on complete labels ``Y`` of shape (n1, n2) it is
 ``Y C`` with ``C`` the n2 x n2 centering matrix, and the model is Kronecker ridge regression on the factors ``K1``
 and ``C K2 C`` (:func:`kron_ranking_factors`, Corollary 2).

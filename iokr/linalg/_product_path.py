@@ -11,7 +11,7 @@ similar to a symmetric one: with ``B = R R^T`` (``R`` of shape (n, r), from an e
 so two symmetric eigendecompositions serve every alpha (route ``"eigen"``); route ``"lu"`` forms the product
 ``K B`` once and factors ``alpha I + K B`` by LU per alpha, cheaper for short grids (an eigendecomposition costs
 several LU factorizations). ``"auto"`` takes the eigen route for grids of at least
-:data:`~iokr.linalg.EIGEN_MIN_ALPHAS` values, as :class:`~iokr.linalg.RegularizationPath` does.
+:data:`~iokr.linalg.developer.EIGEN_MIN_ALPHAS` values, as :class:`~iokr.linalg.RegularizationPath` does.
 
 Hold-out (:func:`mixing_holdout_coefficients`). Let ``B = sum_i B_i`` with ``B_i = P_i P_i^T`` the block of
 training example ``i`` (its pseudo-examples, the columns ``P_i``). Leaving the examples ``H`` out removes their

@@ -15,7 +15,7 @@ Examples held out of one global query (k-fold, leave-pair-out). The complete-gra
 ``c_m min_b ||y - f - b 1||^2`` (``c_m = m``, or 1 when normalized): ridge regression with an unpenalized intercept at
 regularization ``lambda / c_m``. The model trained on the ``m - h`` remaining examples is therefore the intercept-ridge
 model at ``lambda / c_{m-h}``, whose hold-out values are the ridge formula with the intercept solver
-``G_inf = lim_{t -> inf} (K + t 1 1^T + mu I)^{-1}`` (:class:`~iokr.linalg.InterceptShift`; on the eigen route the
+``G_inf = lim_{t -> inf} (K + t 1 1^T + mu I)^{-1}`` (:class:`~iokr.linalg.developer.InterceptShift`; on the eigen route the
 constant-deflated :class:`~iokr.linalg.EigenPath`). Only the regularization depends on the hold-out size ``h``: one
 shift per distinct size, all from one decomposition (:func:`complete_graph_holdout`, :func:`complete_graph_pair_holdout`).
 The predictions are those of the intercept model: equal to the retrained ranker's scores up to one offset per hold-out
@@ -136,7 +136,7 @@ def complete_graph_holdout(eigen, y, holdouts, alpha, *, normalized=False):
     y : ndarray of shape (n,)
         Training scores.
     holdouts : list of ndarray of int
-        Hold-out sets (validated with :func:`~iokr.linalg.check_holdouts`).
+        Hold-out sets (validated with :func:`~iokr.linalg.developer.check_holdouts`).
     alpha : float
         Regularization ``lambda`` of the ranking loss.
     normalized : bool, default=False
@@ -166,7 +166,7 @@ def complete_graph_pair_holdout(eigen, y, first, second, alpha, *, normalized=Fa
         As in :func:`complete_graph_holdout`.
     y : ndarray of shape (n,)
     first, second : ndarray of int, shape (p,)
-        Pairs of distinct examples (validated with :func:`~iokr.linalg.check_pairs`).
+        Pairs of distinct examples (validated with :func:`~iokr.linalg.developer.check_pairs`).
     alpha : float
     normalized : bool, default=False
 

@@ -8,7 +8,8 @@ from sklearn.base import BaseEstimator
 
 from .._config import working_memory_bytes
 from .._docstrings import fill_doc, parameters
-from ..decoding import CandidateSets, as_candidate_sets, decoding_rule
+from ..decoding import CandidateSets, decoding_rule
+from ..decoding.developer import as_candidate_sets
 from ..estimators import IOKR, InputSide, OutputSide, gram_norms
 from ..linalg import (
     RegularizationPath,
@@ -16,8 +17,8 @@ from ..linalg import (
     holdout_residuals,
     loo_residuals,
     loo_squared_errors,
-    sq_norms_in_kernel,
 )
+from ..linalg.developer import sq_norms_in_kernel
 from ._duplicates import warn_duplicate_rows
 from ._scoring import (
     HoldoutResult,
@@ -224,7 +225,7 @@ class IOKRCV(PathSearchMixin, BestEstimatorMixin, BaseEstimator):
     training set. Used naively, global centering leaks the held-out outputs: centered features sum to zero, so
     ``psi_c(y_i) = -sum_{j != i} psi_c(y_j)`` and, with small alphas, leave-one-out "predicts" the held-out output
     exactly. When both sides are centered (the default), the closed form therefore uses the model with an
-    unpenalized intercept (:class:`~iokr.linalg.InterceptShift`), which is exactly what refitting the centering on
+    unpenalized intercept (:class:`~iokr.linalg.developer.InterceptShift`), which is exactly what refitting the centering on
     each training side gives: with ``normalize_input=normalize_output=False`` every hold-out value equals that of an
     IOKR refitted on the training side (output-space errors, and candidate ranks under ``decoding="distance"``).
     Normalization statistics stay those of the whole training set (each example's norm after global centering),

@@ -7,7 +7,8 @@ from scipy import sparse
 from sklearn.base import BaseEstimator
 
 from .._docstrings import fill_doc, parameters
-from ..decoding import CandidateSets, as_candidate_sets
+from ..decoding import CandidateSets
+from ..decoding.developer import as_candidate_sets
 from ..estimators import MPIOKR
 from ..linalg import mixing_holdout_coefficients
 from ._scoring import HoldoutResult, needs_candidates, ranking_score, true_positions

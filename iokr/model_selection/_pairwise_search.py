@@ -17,8 +17,8 @@ from sklearn.utils.validation import check_is_fitted
 from .._docstrings import fill_doc, parameters
 from ..estimators._pairwise_scores import pairwise_cv_scores, resolve_pair_scoring
 from ..estimators.kron import KronRLS
-from ..linalg import check_alphas
 from ..linalg._pairwise_splits import check_setting, count_pairwise_splits, scheme_name
+from ..linalg.developer import check_alphas
 from ._search import DEFAULT_ALPHAS, SEARCH_DOCS, PathSearchMixin, apply_setting, expand_grid
 
 #: The estimator's own parameters a search forwards to it (documented by the estimator, shown again by the search).

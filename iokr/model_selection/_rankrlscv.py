@@ -17,7 +17,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._docstrings import fill_doc, parameters
 from ..estimators import RankRLS
 from ..estimators.rankrls import comparable_pairs, pair_accuracy
-from ..linalg import check_alphas
+from ..linalg.developer import check_alphas
 from ._scoring import check_scoring
 from ._search import DEFAULT_ALPHAS, SEARCH_DOCS, PathSearchMixin, apply_setting, expand_grid, per_example
 from ._splits import holdout_splits

@@ -15,19 +15,13 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .._docstrings import fill_doc, parameters
-from ..decoding import Scorer, check_decoding, set_scores
+from ..decoding import set_scores
+from ..decoding.developer import Scorer, check_decoding
 from ..estimators import IOKR, check_output_features
 from ..estimators.rls import RLS, check_targets, check_y_given, n_samples
 from ..kernels import make_kernel
-from ..linalg import (
-    PATH_METHODS,
-    RegularizationPath,
-    check_alphas,
-    check_loo_tol,
-    holdout_residuals,
-    loo_residuals,
-    loo_squared_errors,
-)
+from ..linalg import RegularizationPath, holdout_residuals, loo_residuals, loo_squared_errors
+from ..linalg.developer import PATH_METHODS, check_alphas, check_loo_tol
 from ._scoring import check_scoring, ranks_of_truth
 from ._splits import holdout_splits, resolve_groups
 
@@ -222,7 +216,7 @@ def truth_ranks(queries, subsets, candidate_block, bytes_per_row, truth, working
     """Rank of each query's true candidate (position ``truth``) in its set, and its best-scoring pool row.
 
     ``queries`` are the hold-out predictions in the decoding's query form, one row per set of ``subsets``; scoring is
-    the memory-budgeted :class:`~iokr.decoding.Scorer` (ties averaged, ``-1`` as best row for an empty set).
+    the memory-budgeted :class:`~iokr.decoding.developer.Scorer` (ties averaged, ``-1`` as best row for an empty set).
     """
     scorer = Scorer(queries.shape[0], queries.shape[1], lambda block: queries[block], candidate_block, bytes_per_row)
     scores = set_scores(scorer, subsets, working_memory)

@@ -14,7 +14,7 @@ import numbers
 import numpy as np
 from sklearn.model_selection import GroupKFold, KFold, LeaveOneGroupOut
 
-from ..linalg import check_holdouts
+from ..linalg.developer import check_holdouts
 
 
 def resolve_groups(init_groups, fit_groups, n, owner):

@@ -9,8 +9,8 @@ from sklearn.utils.validation import check_is_fitted
 from .._docstrings import fill_doc, parameters
 from ..estimators._pairwise_scores import pooled_score
 from ..estimators.two_step import TwoStepRLS
-from ..linalg import check_alphas
 from ..linalg._pairwise_splits import count_pairwise_splits, scheme_name
+from ..linalg.developer import check_alphas
 from ._pairwise_search import check_pair_search, kernel_settings
 from ._search import DEFAULT_ALPHAS, SEARCH_DOCS, PathSearchMixin, apply_setting
 

@@ -18,7 +18,7 @@ from scipy import sparse
 
 from .._validation import check_finite, check_positive_scalar
 from ..kernels import Kernel
-from ..linalg import row_slices
+from ..linalg.developer import row_slices
 from ._ngrams import NgramVectorizer, check_order, check_orders, check_strings
 
 

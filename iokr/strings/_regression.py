@@ -12,7 +12,8 @@ import numpy as np
 
 from .._validation import check_array_2d, check_positive_scalar
 from ..kernels import make_kernel
-from ..linalg import EigenPath, EigenShift, cholesky_shifted, loo_residuals, row_slices
+from ..linalg import EigenPath, cholesky_shifted, loo_residuals
+from ..linalg.developer import EigenShift, row_slices
 from ._basis import BASIS_METHODS, KernelColumns, fit_subset, select_basis, take
 
 

@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 import iokr
-from iokr.decoding import CandidateSets, CountFeatures, PackedBinaryFeatures, as_candidate_sets
+from iokr.decoding import CandidateSets, CountFeatures, PackedBinaryFeatures
 from iokr.decoding._candidates import unique_rows
+from iokr.decoding.developer import as_candidate_sets
 from iokr.estimators import IOKR
 from iokr.kernels import Tanimoto
 

@@ -14,14 +14,13 @@ from iokr.decoding import (
     TIE_POLICY,
     CandidateSets,
     PackedBinaryFeatures,
-    Scorer,
     _scoring,
     dense_scores,
-    order_by_score,
     rankings_from_scores,
     set_scores,
     top_k_scores,
 )
+from iokr.decoding.developer import Scorer, order_by_score
 from iokr.exceptions import EmptyCandidateSetWarning
 
 

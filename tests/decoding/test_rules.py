@@ -10,11 +10,10 @@ from iokr.decoding import (
     DistanceDecoding,
     InnerDecoding,
     PackedBinaryFeatures,
-    Scorer,
-    check_decoding,
     decoding_rule,
     dense_scores,
 )
+from iokr.decoding.developer import Scorer, check_decoding
 
 
 def _naive(decoding, h, c):

@@ -8,7 +8,8 @@ import iokr
 from iokr.estimators import ConditionalRankRLS, KronRLS, TwoStepRLS, kron
 from iokr.exceptions import ConvergenceWarning
 from iokr.kernels import Gaussian, Linear
-from iokr.linalg import commutation_matrix, sampled_kron_features
+from iokr.linalg import sampled_kron_features
+from iokr.linalg.developer import commutation_matrix
 from iokr.metrics import concordance_index
 from iokr.model_selection import pairwise_splits as _scheme_splits
 

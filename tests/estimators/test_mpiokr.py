@@ -15,7 +15,8 @@ from scipy import optimize
 from scipy.linalg import block_diag
 from sklearn.base import clone
 
-from iokr.decoding import CandidateSets, PackedBinaryFeatures, set_layout, stream_statistics, subsample_sets
+from iokr.decoding import CandidateSets, PackedBinaryFeatures, subsample_sets
+from iokr.decoding.developer import set_layout, stream_statistics
 from iokr.estimators._mp_sides import _BlockDiagonal
 from iokr.estimators.iokr import IOKR
 from iokr.estimators.mpiokr import MPIOKR

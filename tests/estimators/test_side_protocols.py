@@ -13,7 +13,8 @@ bilinear score ``<Q, R> + offset`` is checked against the rule written out (``-|
 import numpy as np
 import pytest
 
-from iokr.decoding import DECODINGS, CandidateSets, PackedBinaryFeatures, Scorer, decoding_rule, dense_scores
+from iokr.decoding import DECODINGS, CandidateSets, PackedBinaryFeatures, decoding_rule, dense_scores
+from iokr.decoding.developer import Scorer
 from iokr.estimators import InputSideProtocol, OutputSide, OutputSideProtocol
 from iokr.estimators.iokr import IOKR
 from iokr.estimators.mpiokr import MPIOKR

@@ -3,7 +3,8 @@
 Built from the bundled subsets (``iokr/datasets/data``: MassBank spectra and PubChem candidate lists, Bible
 chapters, Taskar's OCR words; sources and licences in their READMEs), cut down further so that every study's quick
 run takes seconds, and from tiny synthetic files where a study's real data is not bundled (a Mulan-style ARFF pair
-for ``multilabel/flags``). Nothing here reads /work/shared.
+for ``multilabel/flags``; an ``[M+Na]+`` file of relabelled ``[M+H]+`` spectra for ``ion_modes``). Nothing here reads
+/work/shared.
 """
 
 import gzip
@@ -23,6 +24,10 @@ from iokr.datasets import BUNDLED_METABOLITES, BUNDLED_PARALLEL_TEXT
 OCR_SUBSET = Path(__file__).resolve().parents[2] / "iokr" / "datasets" / "data" / "ocr_letters_subset"
 #: Candidate lists kept, candidates per list, and training structures (up to 3 spectra each) of the smoke data.
 N_LISTS, LIST_SIZE, N_TRAIN_STRUCTURES = 3, 25, 70
+#: Negative-mode training structures (up to 3 spectra each) and structures of the synthetic rare type.
+N_NEGATIVE_STRUCTURES, N_RARE_STRUCTURES = 60, 12
+#: ``[M+Na]+`` minus ``[M+H]+`` (Na - H), the precursor shift of the relabelled spectra.
+NA_MINUS_H = 22.989218 - 1.007276
 
 
 def _write_jsonl_gz(path, records):
@@ -67,6 +72,31 @@ def _metabolites(folder):
     kept = [r for k in sorted(list_keys) for r in per_structure.get(k, [])[:4]]
     kept += [r for k in train for r in per_structure[k][:3]]
     _write_jsonl_gz(folder / "massbank_ms2_posMH_permissive.jsonl.gz", kept)
+    _negative(folder, list_keys)
+    unused = others[N_TRAIN_STRUCTURES:N_TRAIN_STRUCTURES + N_RARE_STRUCTURES]
+    _write_jsonl_gz(folder / "massbank_ms2_other_permissive.jsonl.gz",
+                    [_as_sodium_adduct(per_structure[k][0]) for k in unused])
+
+
+def _negative(folder, list_keys):
+    """The bundled negative subset cut down like the positive one (for ``ion_modes``)."""
+    with gzip.open(BUNDLED_METABOLITES["negative_spectra"], "rt", encoding="utf-8") as handle:
+        records = [json.loads(line) for line in handle]
+    per_structure = {}
+    for r in records:
+        per_structure.setdefault(r["inchikey_rdkit"][:14], []).append(r)
+    train = [k for k in per_structure if k not in list_keys][:N_NEGATIVE_STRUCTURES]
+    kept = [r for k in sorted(list_keys) for r in per_structure.get(k, [])[:4]]
+    kept += [r for k in train for r in per_structure[k][:3]]
+    _write_jsonl_gz(folder / "massbank_ms2_negMH_permissive.jsonl.gz", kept)
+
+
+def _as_sodium_adduct(record):
+    """A synthetic rare type for ``ion_modes``' smoke run: an ``[M+H]+`` spectrum relabelled ``[M+Na]+`` (precursor
+    shifted by Na - H; the peaks unchanged), so that the rare types' own sub-models and curves run."""
+    mz = record["precursor_mz"]
+    return {**record, "precursor_type": "[M+Na]+", "precursor_mz": None if mz is None else mz + NA_MINUS_H,
+            "accession": record["accession"] + "-as-Na"}
 
 
 def _parallel_text(folder, n_chapters=120):

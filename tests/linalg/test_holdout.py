@@ -12,19 +12,16 @@ from sklearn.model_selection import GroupKFold, KFold
 
 from iokr.exceptions import NumericalStabilityWarning
 from iokr.linalg import (
-    EIGEN_MIN_ALPHAS,
     RegularizationPath,
-    check_alphas,
-    check_holdouts,
     holdout_coefficients,
     holdout_predictions,
     holdout_residual_coefficients,
     holdout_residuals,
     loo_coefficients,
     loo_residuals,
-    sq_norms_in_kernel,
 )
 from iokr.linalg._holdout import _spd_solve
+from iokr.linalg.developer import EIGEN_MIN_ALPHAS, check_alphas, check_holdouts, sq_norms_in_kernel
 
 ALPHAS = [1e-2, 0.3, 10.0]
 

@@ -10,10 +10,10 @@ from iokr.linalg import (
     SymmetricKroneckerOperator,
     WeightedKroneckerSum,
     block_cg,
-    commutation_matrix,
     kron_leverages,
     kron_ridge_symmetric_dual,
 )
+from iokr.linalg.developer import commutation_matrix
 
 
 def _psd(rng, n, rank=None):

@@ -7,7 +7,8 @@ import pytest
 
 from iokr import config_context, get_config
 from iokr.exceptions import ConvergenceWarning, NumericalStabilityWarning
-from iokr.linalg import EigenPath, block_cg, cholesky_shifted, chunk_rows, row_slices, solve_shifted
+from iokr.linalg import EigenPath, block_cg, cholesky_shifted, solve_shifted
+from iokr.linalg.developer import chunk_rows, row_slices
 
 
 def _spd(rng, n, rank=None, dtype=np.float64):

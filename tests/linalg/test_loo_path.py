@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 from iokr import RLS, RLSCV, config_context
-from iokr.linalg import AlphaSkeleton, EigenPath, EigenShift, InterceptShift, loo_residuals, loo_squared_errors
+from iokr.linalg import EigenPath, loo_residuals, loo_squared_errors
 from iokr.linalg._loo_path import _combined_norms
+from iokr.linalg.developer import AlphaSkeleton, EigenShift, InterceptShift
 
 GRID = np.logspace(-6, 2, 31)
 

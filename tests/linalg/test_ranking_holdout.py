@@ -6,18 +6,15 @@ import pytest
 
 from iokr.exceptions import NumericalStabilityWarning
 from iokr.linalg import (
-    BlockCentering,
     EigenPath,
-    EigenShift,
     RegularizationPath,
-    check_pairs,
     complete_graph_holdout,
     complete_graph_pair_holdout,
     loo_residuals,
     pair_holdout_predictions,
     query_holdout_predictions,
-    ridge_solution,
 )
+from iokr.linalg.developer import BlockCentering, EigenShift, check_pairs, ridge_solution
 
 
 def _laplacian(groups, normalized):

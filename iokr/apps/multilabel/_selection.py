@@ -35,7 +35,7 @@ from ...decoding import CandidateSets
 from ...estimators import IOKR, OutputSide  # OutputSide: the output transform IOKRCV applies, for hold-out scoring
 from ...exceptions import GridEdgeWarning
 from ...kernels import Gaussian
-from ...linalg import check_alphas
+from ...linalg.developer import check_alphas
 from ...metrics import example_f1
 from ...model_selection import IOKRCV
 

@@ -1,6 +1,10 @@
 """Build the bundled subsets shipped in ``iokr/datasets/data/metabolites`` from the shared data (run once).
 
-``python -m iokr.apps.metabolites._bundle SHARED_DIR OUT_DIR [positive|negative|both]``: for each polarity, all
+A maintainer script, not part of the package (it imports nothing from ``iokr``)::
+
+    python tools/bundle_metabolites.py SHARED_DIR OUT_DIR [positive|negative|both]
+
+``SHARED_DIR`` is the shared data's ``metabolites`` folder. For each polarity, all
 MassBank spectra of the candidate lists' true structures (``[M+H]+`` from ``massbank_ms2_posMH_permissive``,
 ``[M-H]-`` from ``massbank_ms2_negMH_permissive``), plus up to ``per_structure`` spectra of ``n_train`` other
 structures drawn at random (seeded); every record keeps its accession and licence. The candidate lists are copied
@@ -9,10 +13,10 @@ unchanged. The positive subset (1,600 training structures) predates the negative
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import json
 import shutil
-import sys
 import tarfile
 from pathlib import Path
 
@@ -62,8 +66,17 @@ def build(shared_dir, out_dir, n_train=None, per_structure=4, seed=0, polarity=P
     return len(keep), len(true & set(records)), len(chosen)
 
 
-if __name__ == "__main__":  # pragma: no cover
-    which = sys.argv[3] if len(sys.argv) > 3 else "both"
+def main(argv=None):
+    """Command line: ``SHARED_DIR OUT_DIR [positive|negative|both]`` (default both); prints each subset's counts."""
+    parser = argparse.ArgumentParser(prog="python tools/bundle_metabolites.py", description=__doc__.splitlines()[0])
+    parser.add_argument("shared_dir", help="the shared data's metabolites folder (MassBank files, candidate lists)")
+    parser.add_argument("out_dir", help="where the subsets are written (iokr/datasets/data/metabolites)")
+    parser.add_argument("polarity", nargs="?", default="both", choices=("positive", "negative", "both"))
+    args = parser.parse_args(argv)
     for name, spec in (("positive", POSITIVE), ("negative", NEGATIVE)):
-        if which in (name, "both"):
-            print(name, build(sys.argv[1], sys.argv[2], polarity=spec))
+        if args.polarity in (name, "both"):
+            print(name, build(args.shared_dir, args.out_dir, polarity=spec))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
