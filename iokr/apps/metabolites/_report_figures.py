@@ -251,7 +251,7 @@ def spectrum_svg(mz, intensity, precursor_mz, explained, width=640, height=230):
     def y_of(r):
         return base - r * scale_y
 
-    plain = "".join(f"M{x_of(m):.1f} {base}V{y_of(r):.1f}" for j, (m, r) in enumerate(zip(mz, relative))
+    plain = "".join(f"M{x_of(m):.1f} {base}V{y_of(r):.1f}" for j, (m, r) in enumerate(zip(mz, relative, strict=True))
                     if j not in explained)
     parts = [f'<path class="axis" d="M{left} {top - 4}V{base}H{width - right}"/>']
     for tick in (0, 50, 100):
