@@ -23,10 +23,11 @@ from ._adducts import AdductError, parse_adduct
 from ._annotation import annotate, key_to_formula
 from ._spectra import Spectra
 
-#: Distinct structures drawn per report (about 2.5 ms and 2.5 kB each): candidates beyond it are listed without a
-#: drawing, and the page says so. 5,000 keep a 10,000-query report's drawings under ~15 s and ~15 MB.
+#: Distinct structures drawn per report (about 3.5 ms and 2.2 kB each): candidates beyond it are listed without a
+#: drawing, and the page says so. 5,000 keep a 10,000-query report's drawings to ~20 s and ~11 MB
+#: (``benchmarks/bench_report.py``).
 MAX_DRAWN_STRUCTURES = 5000
-#: Explained peaks labelled in a spectrum plot (the most intense); every explained peak has a tooltip.
+#: Explained peaks labelled in a spectrum plot (the most intense that find room); every one has a tooltip.
 MAX_PEAK_LABELS = 8
 
 #: Why a spectrum's peaks carry no fragment formulas (the annotation's fallback codes, for a reader).
@@ -103,7 +104,9 @@ def _rdkit_svg(smiles, width, height):
         mol = Chem.MolFromSmiles(Chem.MolToSmiles(mol)) if mol is not None else None
         if mol is None:
             return None
-        drawer = rdMolDraw2D.MolDraw2DSVG(width, height)
+        # atom labels as <text> rather than FreeType glyph outlines: less than half the bytes, and faster
+        drawer = rdMolDraw2D.MolDraw2DSVG(width, height, -1, -1, True)
+        drawer.drawOptions().minFontSize = 10  # atom labels of large molecules stay legible
         drawer.DrawMolecule(mol)
         drawer.FinishDrawing()
         return drawer.GetDrawingText()
@@ -159,7 +162,7 @@ def safe_svg(text, classes):
             if name != last_class:
                 flush()
                 last_class = name
-            last_d.append(" ".join(attributes["d"].split()))
+            last_d.append(_compact_path(attributes["d"]))
             continue
         flush()
         last_class = None
@@ -168,6 +171,11 @@ def safe_svg(text, classes):
         parts.append(f'<{tag} class="{name}"{geometry}>{body}</{tag}>')
     flush()
     return f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="{view_box}" class="mol">{"".join(parts)}</svg>'
+
+
+def _compact_path(d):
+    """Path data without the spaces around commands (``M 1.0,2.0 L 3.0,4.0`` -> ``M1.0,2.0L3.0,4.0``)."""
+    return re.sub(r"\s*([MLHVCSQTAZmlhvcsqtaz])\s*", r"\1", " ".join(d.split()))
 
 
 def annotate_top_hits(spectra, formulas, adducts):
@@ -235,7 +243,7 @@ def spectrum_svg(mz, intensity, precursor_mz, explained, width=640, height=230):
     mz, intensity = np.asarray(mz, dtype=float), np.asarray(intensity, dtype=float)
     if mz.size == 0 or not np.any(intensity > 0):
         return ""
-    left, right, top, bottom = 44, 10, 22, 28
+    left, right, top, bottom = 44, 10, 30, 28
     low = float(mz.min())
     high = float(max(mz.max(), precursor_mz if np.isfinite(precursor_mz) else -np.inf))
     pad = max(0.05 * (high - low), 5.0)
@@ -269,8 +277,21 @@ def spectrum_svg(mz, intensity, precursor_mz, explained, width=640, height=230):
         tip = f"m/z {mz[j]:.4f}, {relative[j]:.1f} %: {formula} ({error:+.1f} ppm)"
         parts.append(f'<path class="explained" d="M{x_of(mz[j]):.1f} {base}V{y_of(relative[j]):.1f}">'
                      f"<title>{html.escape(tip)}</title></path>")
-    for j in labelled:
-        parts.append(f'<text class="label" x="{x_of(mz[j]):.1f}" y="{y_of(relative[j]) - 3:.1f}" '
+    placed = []  # (x, y, half width) of the labels drawn: a label overlapping one is lifted, else left out
+    for j in labelled:  # kept inside the plot: a label is about 6 px per character wide
+        half = 3.2 * len(explained[j][0])
+        x = min(max(x_of(mz[j]), left + half + 2), width - right - half)
+        y = y_of(relative[j]) - 3
+        for _ in range(3):
+            if not any(abs(x - px) < half + ph + 2 and abs(y - py) < 11 for px, py, ph in placed):
+                break
+            y = min(y, min(py for px, py, ph in placed if abs(x - px) < half + ph + 2)) - 11
+        else:
+            continue
+        if y < 10:
+            continue
+        placed.append((x, y, half))
+        parts.append(f'<text class="label" x="{x:.1f}" y="{y:.1f}" '
                      f'text-anchor="middle">{html.escape(explained[j][0])}</text>')
     return (f'<svg xmlns="http://www.w3.org/2000/svg" class="spectrum" viewBox="0 0 {width} {height}" '
             f'width="{width}" height="{height}">{"".join(parts)}</svg>')

@@ -1,0 +1,168 @@
+"""``identify --report`` at scale (issue #30): size and build time of ``report.html`` for 1,000 and 10,000 queries
+(``--quick``: 100 and 1,000), and whether the page opens and filters without freezing in headless Chromium.
+
+The run is made of real data: the query spectra cycle through the bundled MassBank [M+H]+ subset (7,556 spectra),
+each ranked query's top hit is its own structure (so the spectrum plot's peaks are annotated under its formula) and
+its other 9 candidates come from the bundled PubChem isomer lists (about 30,000 distinct structures), as a run
+against a large structure database would look; 80 % of queries are ``ok``, the others ``no candidates`` or
+``unsupported adduct``. Measured: :func:`~iokr.apps.metabolites.report_html` wall time (one run, shared 2-core
+machine), the page's size and that of its drawings, and in Chromium (``--headless --dump-dom``, a script appended
+to a copy of the page): time from navigation to the end of the page's own script (HTML parsed, table and section
+headers laid out, script set up), the script's own setup (``data-ready-ms``), a status filter, a text filter,
+a column sort (each with the layout it causes), and the one-off parse of the drawings on the first scroll to a
+section. "Freezing" means a main-thread task over ~100 ms on an interaction (RAIL's response budget); the page's
+opening is a one-off load.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import re
+import shutil
+import subprocess
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from iokr.apps.metabolites import ReportCandidates, Spectra, report_html
+from iokr.datasets._metabolites import BUNDLED_METABOLITES
+
+N_CANDIDATES = 10
+BROWSER = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
+#: Appended to a copy of the page: the interactions, timed in the page (synchronous, no timers: headless virtual
+#: time would distort them), written onto <body> for --dump-dom.
+DRIVER = """<script>
+(function () {
+  var out = {to_script_end_ms: performance.now(), ready_ms: +document.body.getAttribute('data-ready-ms')};
+  var pick = document.getElementById('f-status'), text = document.getElementById('f-text');
+  pick.value = 'ok'; pick.dispatchEvent(new Event('change'));
+  out.filter_status_ms = +document.body.getAttribute('data-filter-ms');
+  text.value = '12'; pick.dispatchEvent(new Event('change'));
+  out.filter_text_ms = +document.body.getAttribute('data-filter-ms');
+  out.shown_after_filters = document.getElementById('count').textContent;
+  text.value = ''; pick.value = ''; pick.dispatchEvent(new Event('change'));
+  out.filter_clear_ms = +document.body.getAttribute('data-filter-ms');
+  var t = performance.now();
+  document.querySelector('#queries th[data-key=confidence]').click(); void document.body.offsetHeight;
+  out.sort_ms = performance.now() - t;
+  t = performance.now();
+  JSON.parse(document.getElementById('report-figures').textContent);
+  out.figures_parse_ms = performance.now() - t;
+  out.n_sections = document.querySelectorAll('section.query').length;
+  document.body.setAttribute('data-bench', JSON.stringify(out));
+})();
+</script></body>"""
+
+
+def _structures(limit):
+    """SMILES of up to ``limit`` structures of the bundled candidate lists (InChI there)."""
+    from rdkit import Chem, RDLogger  # noqa: PLC0415 - RDKit is the optional 'chem' extra
+
+    RDLogger.DisableLog("rdApp.*")
+    out = []
+    with tarfile.open(BUNDLED_METABOLITES["candidates"]) as tar:
+        for member in tar.getmembers():
+            if not member.name.endswith(".csv"):
+                continue
+            for row in csv.DictReader(io.TextIOWrapper(tar.extractfile(member), encoding="utf-8")):
+                mol = Chem.MolFromInchi(row["id1"])
+                if mol is not None:
+                    out.append(Chem.MolToSmiles(mol))
+                if len(out) >= limit:
+                    return out
+    return out
+
+
+def _run_data(n, records, pool, rng):
+    """Identification rows, candidate rows and spectra of ``n`` queries."""
+    from rdkit import Chem  # noqa: PLC0415
+
+    ident, candidates, peak_lists, precursors = [], [], [], []
+    statuses = rng.choice(["ok", "no candidates", "unsupported adduct"], size=n, p=[0.8, 0.1, 0.1])
+    next_candidate = 0
+    for i in range(n):
+        rec = records[i % len(records)]
+        peak_lists.append(np.asarray(rec["peaks"], dtype=float))
+        precursors.append(rec["precursor_mz"])
+        row = {"query_id": f"F{i}", "precursor_mz": f"{rec['precursor_mz']:.5f}", "adduct": "[M+H]+",
+               "query_formula": "", "lookup": "mass", "n_candidates": 0, "status": str(statuses[i]), "detail": "",
+               "annotation": ""}
+        if statuses[i] == "ok":
+            true = Chem.MolToSmiles(Chem.MolFromInchi(rec["inchi"])) if rec["inchi"] not in pool["cache"] else \
+                pool["cache"][rec["inchi"]]
+            pool["cache"][rec["inchi"]] = true
+            smiles = [true] + [pool["smiles"][(next_candidate + k) % len(pool["smiles"])]
+                               for k in range(N_CANDIDATES - 1)]
+            next_candidate += N_CANDIDATES - 1
+            scores = np.sort(rng.normal(size=N_CANDIDATES))[::-1]
+            for rank, (s, score) in enumerate(zip(smiles, scores, strict=True), 1):
+                candidates.append({"query_id": f"F{i}", "rank": rank, "identifier": f"CID{i}-{rank}",
+                                   "name": f"{rec['name']} candidate {rank}" if rank == 1 else f"isomer {rank}",
+                                   "smiles": s, "formula": rec["formula_rdkit"] if rank == 1 else "",
+                                   "score": f"{score:.6g}", "structure_prior": f"{rng.uniform():.4f}"})
+            row.update({"n_candidates": N_CANDIDATES, "identifier": f"CID{i}-1", "name": rec["name"],
+                        "score": f"{scores[0]:.6g}", "confidence": f"{rng.uniform():.3f}"})
+        else:
+            row["detail"] = "synthetic"
+        ident.append(row)
+    return ident, candidates, Spectra.from_peak_lists(peak_lists, np.array(precursors))
+
+
+def _in_browser(page, workdir):
+    if BROWSER is None:
+        return {"browser": "skipped: no chromium"}
+    driven = workdir / "driven.html"
+    driven.write_text(page.replace("</body>", DRIVER, 1), encoding="utf-8")
+    command = [BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+               "--disable-component-update", "--no-first-run", f"--user-data-dir={workdir / 'profile'}",
+               "--dump-dom", driven.as_uri()]
+    t0 = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    wall = time.perf_counter() - t0
+    found = re.search(r'data-bench="([^"]*)"', done.stdout)
+    if found is None:
+        return {"browser": f"failed: {done.stderr[-300:]}"}
+    measured = json.loads(found.group(1).replace("&quot;", '"'))
+    return {"chromium_wall_s": wall, **measured}
+
+
+def run(quick=False, data_dir=None):
+    sizes = (100, 1000) if quick else (1000, 10000)
+    records = []
+    with gzip.open(BUNDLED_METABOLITES["spectra"], "rt") as handle:
+        records = [json.loads(line) for line in handle]
+    records = [r for r in records if r.get("inchi") and r.get("precursor_type") == "[M+H]+"]
+    pool = {"smiles": _structures(3000 if quick else 30000), "cache": {}}
+    rng = np.random.default_rng(0)
+    rows = []
+    for n in sizes:
+        ident, cands, spectra = _run_data(n, records, pool, rng)
+        t0 = time.perf_counter()
+        page = report_html(ident, ReportCandidates.of(cands), spectra, {"spectra": "benchmark"})
+        build = time.perf_counter() - t0
+        figures = re.search(r'id="report-figures">(.*?)</script>', page, re.S).group(1)
+        drawn = len(json.loads(figures)["structures"])
+        row = {"queries": n, "candidates": len(cands), "structures_drawn": drawn, "build_s": build,
+               "html_MB": len(page.encode()) / 1e6, "figures_MB": len(figures.encode()) / 1e6}
+        with tempfile.TemporaryDirectory() as tmp:
+            row.update(_in_browser(page, Path(tmp)))
+        rows.append(row)
+        print(row, flush=True)
+    return rows
+
+
+def summary(rows):
+    lines = []
+    for r in rows:
+        if "filter_status_ms" in r:
+            lines.append(f"- {r['queries']:,} queries: {r['html_MB']:.1f} MB, built in {r['build_s']:.1f} s; "
+                         f"opened (to the end of the page's script) in {r['to_script_end_ms'] / 1000:.2f} s, "
+                         f"filters {r['filter_status_ms']:.0f} / {r['filter_text_ms']:.0f} ms, "
+                         f"sort {r['sort_ms']:.0f} ms, first figure parse {r['figures_parse_ms']:.0f} ms.")
+    return "\n".join(lines)
