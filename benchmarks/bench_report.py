@@ -49,7 +49,7 @@ DRIVER = """<script>
   text.value = ''; pick.value = ''; pick.dispatchEvent(new Event('change'));
   out.filter_clear_ms = +document.body.getAttribute('data-filter-ms');
   var t = performance.now();
-  document.querySelector('#queries th[data-key=confidence]').click(); void document.body.offsetHeight;
+  document.querySelector('#queries .head [data-key=confidence]').click(); void document.body.offsetHeight;
   out.sort_ms = performance.now() - t;
   t = performance.now();
   JSON.parse(document.getElementById('report-figures').textContent);
@@ -137,7 +137,7 @@ def run(quick=False, data_dir=None):
     records = []
     with gzip.open(BUNDLED_METABOLITES["spectra"], "rt") as handle:
         records = [json.loads(line) for line in handle]
-    records = [r for r in records if r.get("inchi") and r.get("precursor_type") == "[M+H]+"]
+    records = [r for r in records if r.get("inchi") and r.get("precursor_mz") and r.get("precursor_type") == "[M+H]+"]
     pool = {"smiles": _structures(3000 if quick else 30000), "cache": {}}
     rng = np.random.default_rng(0)
     rows = []

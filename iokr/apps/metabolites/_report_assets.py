@@ -20,12 +20,14 @@ border:1px solid #d8dce2;border-radius:6px;position:sticky;top:0;z-index:2}
 .controls input[type=text]{width:220px}.controls input[type=number]{width:70px}
 #count{color:#555;margin-left:auto}
 .table-box{max-height:42vh;overflow:auto;background:#fff;border:1px solid #d8dce2;border-radius:6px}
-table{border-collapse:collapse;width:100%}
-th,td{padding:3px 8px;border-bottom:1px solid #eceef1;text-align:left;vertical-align:top}
-th{position:sticky;top:0;background:#eef1f5;cursor:pointer;user-select:none;white-space:nowrap}
-th[aria-sort=ascending]::after{content:" \\25B2"}th[aria-sort=descending]::after{content:" \\25BC"}
-td.num{text-align:right;font-variant-numeric:tabular-nums}
-td.name{max-width:340px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+.row{display:grid;grid-template-columns:minmax(0,13fr) 9fr 8fr 12fr 9fr minmax(0,31fr) 8fr 9fr;gap:0 10px;
+padding:3px 8px;border-bottom:1px solid #eceef1;content-visibility:auto;contain-intrinsic-size:auto 25px}
+[hidden]{display:none!important}
+.row>span{overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+.row.head{position:sticky;top:0;z-index:1;background:#eef1f5;font-weight:600;content-visibility:visible}
+.head span{cursor:pointer;user-select:none}
+.head [aria-sort=ascending]::after{content:" \\25B2"}.head [aria-sort=descending]::after{content:" \\25BC"}
+.row .num{text-align:right;font-variant-numeric:tabular-nums}
 .status{display:inline-block;padding:0 6px;border-radius:8px;background:#e3e6ea;font-size:12px}
 .status.ok{background:#d3f0da}
 section.query{background:#fff;border:1px solid #d8dce2;border-radius:6px;margin:14px 0;padding:10px 12px;
@@ -60,8 +62,8 @@ SCRIPT = r"""
   var F = {};
   data.fields.forEach(function (name, k) { F[name] = k; });
   var rows = data.rows, n = rows.length;
-  var tbody = document.querySelector("#queries tbody");
-  var trs = Array.prototype.slice.call(tbody.rows);
+  var tbody = document.querySelector("#queries .rows");
+  var trs = Array.prototype.slice.call(tbody.children);
   var sections = Array.prototype.slice.call(document.querySelectorAll("section.query"));
   var haystack = rows.map(function (r) {
     return (r[F.query_id] + "\u0000" + r[F.identifier] + "\u0000" + r[F.name]).toLowerCase();
@@ -103,7 +105,7 @@ SCRIPT = r"""
 
   var numeric = {precursor_mz: 1, score: 1, confidence: 1, n_candidates: 1};
   var order = rows.map(function (_, i) { return i; });
-  Array.prototype.forEach.call(document.querySelectorAll("#queries th"), function (th) {
+  Array.prototype.forEach.call(document.querySelectorAll("#queries .head [data-key]"), function (th) {
     th.addEventListener("click", function () {
       var key = F[th.getAttribute("data-key")], isNum = numeric[th.getAttribute("data-key")];
       var dir = th.getAttribute("aria-sort") === "ascending" ? -1 : 1;

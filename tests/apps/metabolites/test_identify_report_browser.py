@@ -134,8 +134,8 @@ def test_page_in_a_real_browser(run, tmp_path):
 def test_filters_in_a_real_browser(run, tmp_path):
     """The status and text filters, driven by a script added to a copy of the page."""
     driver = """<script>
-      function shown() { return Array.prototype.filter.call(document.querySelectorAll('#queries tbody tr'),
-        function (tr) { return !tr.hidden; }).map(function (tr) { return tr.cells[0].textContent; }).join(','); }
+      function shown() { return Array.prototype.filter.call(document.querySelectorAll('#queries .rows .row'),
+        function (tr) { return !tr.hidden; }).map(function (tr) { return tr.firstChild.textContent; }).join(','); }
       var pick = document.getElementById('f-status'), text = document.getElementById('f-text');
       var out = [];
       pick.value = 'ok'; pick.dispatchEvent(new Event('change')); out.push(shown());
