@@ -94,11 +94,11 @@ class StructureDrawer:
 
 
 def _rdkit_svg(smiles, width, height):
-    from rdkit import Chem, RDLogger  # noqa: PLC0415 - RDKit is the optional 'chem' extra
+    from rdkit import Chem  # noqa: PLC0415 - RDKit is the optional 'chem' extra
     from rdkit.Chem.Draw import rdMolDraw2D  # noqa: PLC0415
+    from rdkit.rdBase import BlockLogs  # noqa: PLC0415
 
-    RDLogger.DisableLog("rdApp.*")
-    try:
+    with BlockLogs():  # an unparsable SMILES is counted (n_unparsable), not logged; the log state is restored
         mol = Chem.MolFromSmiles(smiles)
         # written back and read again: canonical SMILES carry no CXSMILES atom labels, which RDKit would draw
         mol = Chem.MolFromSmiles(Chem.MolToSmiles(mol)) if mol is not None else None
@@ -110,8 +110,6 @@ def _rdkit_svg(smiles, width, height):
         drawer.DrawMolecule(mol)
         drawer.FinishDrawing()
         return drawer.GetDrawingText()
-    finally:
-        RDLogger.EnableLog("rdApp.*")
 
 
 def _css_of(key):

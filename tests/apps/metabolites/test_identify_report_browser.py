@@ -8,14 +8,13 @@ when no Chromium binary exists.
 """
 
 import csv
-import json
 import re
 import shutil
 import struct
 import subprocess
 
 import pytest
-from metab_helpers import bundled_lists_and_training
+from metab_helpers import bundled_lists_and_training, train_small_model
 
 from iokr.cli.main import main
 
@@ -34,11 +33,7 @@ def run(tmp_path_factory):
     ``identify --report`` run on them."""
     root = tmp_path_factory.mktemp("report_run")
     lists, (a, b), train = bundled_lists_and_training(2, N_TRAIN)
-    train_path = root / "train.jsonl"
-    train_path.write_text("\n".join(json.dumps(r) for r in train) + "\n")
-    model = root / "model.npz"
-    assert main(["metabolites", "train", "--spectra", str(train_path), "--output", str(model),
-                 "--alphas", "0.3", "--folds", "2"]) == 0
+    model = train_small_model(root, train)
     table = root / "structures.csv"
     with open(table, "w", encoding="utf-8", newline="") as handle:
         writer = csv.writer(handle)
