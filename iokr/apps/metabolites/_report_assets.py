@@ -54,10 +54,8 @@ SCRIPT = r"""
   "use strict";
   var start = performance.now();
   var data = JSON.parse(document.getElementById("report-data").textContent);
-  var figures = null;
-  function figs() {  // parsed on first use: the drawings are most of the page's bytes
-    if (!figures) figures = JSON.parse(document.getElementById("report-figures").textContent);
-    return figures;
+  function block(id) {  // a section's candidates and spectrum, or a drawing: parsed when a section is filled
+    return JSON.parse(document.getElementById(id).textContent);
   }
   var F = {};
   data.fields.forEach(function (name, k) { F[name] = k; });
@@ -128,7 +126,7 @@ SCRIPT = r"""
   function card(c, top, confidence) {
     var box = el("div", top ? "card top" : "card");
     var pic = el("div", "structure");
-    if (c[7] >= 0) pic.innerHTML = figs().structures[c[7]];  // whitelisted SVG (see _report_figures.safe_svg)
+    if (c[7] >= 0) pic.innerHTML = block("s" + c[7]);  // whitelisted SVG (see _report_figures.safe_svg)
     else pic.textContent = c[4] ? data.not_drawn : "no structure";
     box.appendChild(pic);
     box.appendChild(el("div", "ident", "#" + c[0] + " " + c[1]));
@@ -145,8 +143,7 @@ SCRIPT = r"""
     if (section.hasAttribute("data-filled")) return;
     section.setAttribute("data-filled", "");
     var i = +section.getAttribute("data-row"), r = rows[i], body = section.querySelector(".body");
-    var cands = data.candidates[i] || [];
-    var spectrum = figs().spectra[i];
+    var own = block("q" + i), cands = own.candidates, spectrum = own.spectrum;
     if (spectrum) {
       var fig = el("figure");
       fig.innerHTML = spectrum;  // drawn by _report_figures.spectrum_svg, its text escaped

@@ -257,7 +257,7 @@ def spectrum_svg(mz, intensity, precursor_mz, explained, width=640, height=230):
     def y_of(r):
         return base - r * scale_y
 
-    plain = "".join(f"M{x_of(m):.1f} {base}V{y_of(r):.1f}" for j, (m, r) in enumerate(zip(mz, relative, strict=True))
+    plain = "".join(f"M{x_of(m):.1f} {base}V{y_of(r):.0f}" for j, (m, r) in enumerate(zip(mz, relative, strict=True))
                     if j not in explained)
     parts = [f'<path class="axis" d="M{left} {top - 4}V{base}H{width - right}"/>']
     for tick in (0, 50, 100):
@@ -271,10 +271,14 @@ def spectrum_svg(mz, intensity, precursor_mz, explained, width=640, height=230):
                      f"<title>precursor m/z {precursor_mz:.4f}</title></path>")
     parts.append(f'<path class="peak" d="{plain}"/>')
     labelled = sorted(explained, key=lambda j: -relative[j])[:MAX_PEAK_LABELS]
+    # one group of explained peaks, each with its tooltip (m/z, fragment formula, error, relative intensity): the
+    # bulk of a plot's bytes, so written tersely
+    parts.append('<g class="explained">')
     for j, (formula, error) in sorted(explained.items()):
-        tip = f"m/z {mz[j]:.4f}, {relative[j]:.1f} %: {formula} ({error:+.1f} ppm)"
-        parts.append(f'<path class="explained" d="M{x_of(mz[j]):.1f} {base}V{y_of(relative[j]):.1f}">'
-                     f"<title>{html.escape(tip)}</title></path>")
+        tip = f"{mz[j]:.4f} {formula} {error:+.1f} ppm, {relative[j]:.0f} %"
+        parts.append(f'<path d="M{x_of(mz[j]):.1f} {base}V{y_of(relative[j]):.0f}"><title>{html.escape(tip)}</title>'
+                     "</path>")
+    parts.append("</g>")
     placed = []  # (x, y, half width) of the labels drawn: a label overlapping one is lifted, else left out
     for j in labelled:  # kept inside the plot: a label is about 6 px per character wide
         half = 3.2 * len(explained[j][0])

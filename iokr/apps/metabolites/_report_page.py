@@ -107,21 +107,23 @@ def report_html(identifications, candidates, spectra, parameters=None, *, drawer
     formulas = [cands[0][3] if cands else "" for cands in per_query]
     adducts = [row.get("adduct", "") if cands else "" for row, cands in zip(identifications, per_query, strict=True)]
     explained, reasons = annotate_top_hits(spectra, formulas, adducts)
-    rows, drawn, spectrum_figures = [], {}, []
+    rows, per_section = [], []
     for i, (row, cands) in enumerate(zip(identifications, per_query, strict=True)):
         mz, intensity = spectra.peaks(i)
-        spectrum_figures.append(spectrum_svg(mz, intensity, float(spectra.precursor_mz[i]), explained[i]))
         note = _spectrum_note(len(mz), explained[i], reasons[i], formulas[i], bool(cands))
         rows.append([_field(row, name) for name in ROW_FIELDS[:-1]] + [note])
-        if cands:
-            drawn[i] = [[rank, ident, name, formula, smiles, score, prior,
-                         -1 if (k := drawer.draw(smiles)) is None else k]
-                        for rank, ident, name, formula, smiles, score, prior in cands]
-    data = {"fields": list(ROW_FIELDS), "rows": rows, "candidates": drawn, "eager_sections": EAGER_SECTIONS,
+        drawn = [[rank, ident, name, formula, smiles, score, prior, -1 if (k := drawer.draw(smiles)) is None else k]
+                 for rank, ident, name, formula, smiles, score, prior in cands]
+        per_section.append({"candidates": drawn,
+                            "spectrum": spectrum_svg(mz, intensity, float(spectra.precursor_mz[i]), explained[i])})
+    data = {"fields": list(ROW_FIELDS), "rows": rows, "eager_sections": EAGER_SECTIONS,
             "not_drawn": f"not drawn (the report draws the first {drawer.max_structures:,} distinct structures; "
                          "this run has more)"}
-    figures = {"structures": drawer.svgs, "spectra": spectrum_figures}
-    return _page(identifications, rows, parameters or {}, drawer.css(), data, figures)
+    # each section's candidates and figures, and each drawing, in a block of its own: read when the section is
+    # filled, so the page never parses the tens of megabytes of a large run at once
+    blocks = [_json_block(f"q{i}", section) for i, section in enumerate(per_section)]
+    blocks += [_json_block(f"s{k}", svg) for k, svg in enumerate(drawer.svgs)]
+    return _page(rows, parameters or {}, drawer.css(), data, blocks)
 
 
 def _field(row, name):
@@ -138,7 +140,7 @@ def _spectrum_note(n_peaks, explained, reason, formula, ranked):
             "(red; hover for formula and error).")
 
 
-def _page(identifications, rows, parameters, structure_css, data, figures):
+def _page(rows, parameters, structure_css, data, blocks):
     statuses = sorted({row[3] for row in rows})
     title = f"iokr identify: {parameters.get('spectra', '')}"
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
@@ -177,8 +179,7 @@ def _page(identifications, rows, parameters, structure_css, data, figures):
     out.append("</div></div>")
     for i, row in enumerate(rows):
         out.append(_section_header(i, row, index))
-    out += ["</main>", _json_block("report-data", data), _json_block("report-figures", figures),
-            f"<script>{SCRIPT}</script></body></html>"]
+    out += ["</main>", _json_block("report-data", data), *blocks, f"<script>{SCRIPT}</script></body></html>"]
     return "\n".join(out)
 
 
