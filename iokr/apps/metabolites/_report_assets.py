@@ -54,8 +54,9 @@ SCRIPT = r"""
   "use strict";
   var start = performance.now();
   var data = JSON.parse(document.getElementById("report-data").textContent);
-  function block(id) {  // a section's candidates and spectrum, or a drawing: parsed when a section is filled
-    return JSON.parse(document.getElementById(id).textContent);
+  function text(id) {  // a section's candidates (JSON) or a figure (SVG): read when a section is filled
+    var e = document.getElementById(id);
+    return e ? e.textContent : "";
   }
   var F = {};
   data.fields.forEach(function (name, k) { F[name] = k; });
@@ -126,7 +127,7 @@ SCRIPT = r"""
   function card(c, top, confidence) {
     var box = el("div", top ? "card top" : "card");
     var pic = el("div", "structure");
-    if (c[7] >= 0) pic.innerHTML = block("s" + c[7]);  // whitelisted SVG (see _report_figures.safe_svg)
+    if (c[7] >= 0) pic.innerHTML = text("s" + c[7]);  // whitelisted SVG (see _report_figures.safe_svg)
     else pic.textContent = c[4] ? data.not_drawn : "no structure";
     box.appendChild(pic);
     box.appendChild(el("div", "ident", "#" + c[0] + " " + c[1]));
@@ -143,7 +144,7 @@ SCRIPT = r"""
     if (section.hasAttribute("data-filled")) return;
     section.setAttribute("data-filled", "");
     var i = +section.getAttribute("data-row"), r = rows[i], body = section.querySelector(".body");
-    var own = block("q" + i), cands = own.candidates, spectrum = own.spectrum;
+    var cands = JSON.parse(text("c" + i) || "[]"), spectrum = text("p" + i);
     if (spectrum) {
       var fig = el("figure");
       fig.innerHTML = spectrum;  // drawn by _report_figures.spectrum_svg, its text escaped
@@ -160,9 +161,11 @@ SCRIPT = r"""
     body.appendChild(grid);
   }
 
-  if (n <= data.eager_sections || !("IntersectionObserver" in window)) {
-    sections.forEach(fill);
-  } else {
+  function fillSections() {  // the sections' data blocks follow this script: fill once the page is parsed
+    if (n <= data.eager_sections || !("IntersectionObserver" in window)) {
+      sections.forEach(fill);
+      return;
+    }
     var observer = new IntersectionObserver(function (entries) {
       entries.forEach(function (e) {
         if (e.isIntersecting) { fill(e.target); observer.unobserve(e.target); }
@@ -170,7 +173,10 @@ SCRIPT = r"""
     }, {rootMargin: "600px 0px"});
     sections.forEach(function (s) { observer.observe(s); });
   }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", fillSections);
+  else fillSections();
   count.textContent = n + " of " + n + " queries shown";
   document.body.setAttribute("data-ready-ms", (performance.now() - start).toFixed(1));
+  document.body.setAttribute("data-interactive-at-ms", performance.now().toFixed(1));
 })();
 """

@@ -73,6 +73,17 @@ def _json_block(element_id, value):
     return f'<script type="application/json" id="{element_id}">{text}</script>'
 
 
+def _svg_block(element_id, svg):
+    """An SVG figure as raw text in a ``<script type="text/plain">`` (JSON would escape each ``<``, ``>`` and ``"``
+    of the markup: a third more bytes). The figures of :mod:`._report_figures` are built with escaped text and
+    whitelisted elements, so they hold no ``</script`` or ``<!--`` that would end or confuse the element;
+    checked here all the same."""
+    lowered = svg.lower()
+    if not lowered.startswith("<svg") or "</script" in lowered or "<!--" in lowered:
+        raise ValueError(f"report figure {element_id}: not a clean SVG drawing.")
+    return f'<script type="text/plain" id="{element_id}">{svg}</script>'
+
+
 def _text(value):
     return html.escape("" if value is None else str(value), quote=True)
 
@@ -114,15 +125,17 @@ def report_html(identifications, candidates, spectra, parameters=None, *, drawer
         rows.append([_field(row, name) for name in ROW_FIELDS[:-1]] + [note])
         drawn = [[rank, ident, name, formula, smiles, score, prior, -1 if (k := drawer.draw(smiles)) is None else k]
                  for rank, ident, name, formula, smiles, score, prior in cands]
-        per_section.append({"candidates": drawn,
-                            "spectrum": spectrum_svg(mz, intensity, float(spectra.precursor_mz[i]), explained[i])})
+        per_section.append((drawn, spectrum_svg(mz, intensity, float(spectra.precursor_mz[i]), explained[i])))
     data = {"fields": list(ROW_FIELDS), "rows": rows, "eager_sections": EAGER_SECTIONS,
             "not_drawn": f"not drawn (the report draws the first {drawer.max_structures:,} distinct structures; "
                          "this run has more)"}
-    # each section's candidates and figures, and each drawing, in a block of its own: read when the section is
-    # filled, so the page never parses the tens of megabytes of a large run at once
-    blocks = [_json_block(f"q{i}", section) for i, section in enumerate(per_section)]
-    blocks += [_json_block(f"s{k}", svg) for k, svg in enumerate(drawer.svgs)]
+    # each section's candidates (c<i>) and spectrum plot (p<i>), and each drawing (s<k>), in a block of its own at
+    # the end of the page: read when a section is filled, so the page never parses the tens of megabytes of a large
+    # run at once, and its controls work as soon as the table is in
+    blocks = []
+    for i, (drawn, plot) in enumerate(per_section):
+        blocks += [_json_block(f"c{i}", drawn)] + ([_svg_block(f"p{i}", plot)] if plot else [])
+    blocks += [_svg_block(f"s{k}", svg) for k, svg in enumerate(drawer.svgs)]
     return _page(rows, parameters or {}, drawer.css(), data, blocks)
 
 
@@ -179,7 +192,7 @@ def _page(rows, parameters, structure_css, data, blocks):
     out.append("</div></div>")
     for i, row in enumerate(rows):
         out.append(_section_header(i, row, index))
-    out += ["</main>", _json_block("report-data", data), *blocks, f"<script>{SCRIPT}</script></body></html>"]
+    out += ["</main>", _json_block("report-data", data), f"<script>{SCRIPT}</script>", *blocks, "</body></html>"]
     return "\n".join(out)
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from iokr.apps.metabolites import Spectra
 from iokr.apps.metabolites._report_figures import StructureDrawer, annotate_top_hits, safe_svg, spectrum_svg
-from iokr.apps.metabolites._report_page import ReportCandidates, report_html
+from iokr.apps.metabolites._report_page import ReportCandidates, _svg_block, report_html
 
 pytest.importorskip("rdkit")
 
@@ -94,11 +94,12 @@ def page():
     markup = _Markup()
     markup.feed(text)
     data = json.loads(next(body for attrs, body in markup.scripts if attrs.get("id") == "report-data"))
-    blocks = {attrs["id"]: json.loads(body) for attrs, body in markup.scripts if attrs.get("id")}
-    sections = [blocks[f"q{i}"] for i in range(len(markup.sections))]
-    data["candidates"] = {str(i): s["candidates"] for i, s in enumerate(sections) if s["candidates"]}
+    blocks = {attrs["id"]: json.loads(body) if attrs["type"] == "application/json" else body
+              for attrs, body in markup.scripts if attrs.get("id")}
+    n = len(markup.sections)
+    data["candidates"] = {str(i): blocks[f"c{i}"] for i in range(n) if blocks[f"c{i}"]}
     figures = {"structures": [blocks[f"s{k}"] for k in range(sum(key[0] == "s" for key in blocks))],
-               "spectra": [s["spectrum"] for s in sections]}
+               "spectra": [blocks.get(f"p{i}", "") for i in range(n)]}
     return {"text": text, "markup": markup, "data": data, "figures": figures, "ident": ident}
 
 
@@ -107,7 +108,10 @@ def test_names_and_ids_from_files_are_text_not_markup(page):
     # the only elements are the page's own: no <img>, and the scripts are the page's data and its one script
     assert "img" not in {tag for tag, _ in markup.tags}
     types = [attrs.get("type") for attrs, _ in markup.scripts]
-    assert types[-1] is None and set(types[:-1]) == {"application/json"}
+    assert types.count(None) == 1 and set(types) == {None, "application/json", "text/plain"}
+    for attrs, body in markup.scripts:  # the figures: SVG only, nothing that could end their element early
+        if attrs.get("type") == "text/plain":
+            assert body.startswith("<svg") and body.endswith("</svg>") and "script" not in body
     assert not any(name.startswith("on") for _, attrs in markup.tags for name in attrs)
     # ... and the hostile texts are shown as they are: in the table, the section headers and the title
     shown = "".join(markup.text)
@@ -203,9 +207,16 @@ def test_drawing_budget_leaves_later_structures_undrawn_and_says_so():
     ident, candidates, spectra = _rows()
     text = report_html(ident, candidates, spectra, drawer=StructureDrawer(max_structures=1))
     data = json.loads(re.search(r'id="report-data">(.*?)</script>', text, re.S).group(1))
-    first = json.loads(re.search(r'id="q0">(.*?)</script>', text, re.S).group(1))
-    assert [c[7] for c in first["candidates"]] == [0, -1] and 'id="s1"' not in text
+    first = json.loads(re.search(r'id="c0">(.*?)</script>', text, re.S).group(1))
+    assert [c[7] for c in first] == [0, -1] and 'id="s1"' not in text
     assert "first 1 distinct structures" in data["not_drawn"]
+
+
+def test_figure_blocks_refuse_markup_that_would_end_them():
+    assert _svg_block("s0", '<svg viewBox="0 0 1 1"></svg>').startswith('<script type="text/plain" id="s0"><svg')
+    for bad in ('<svg><text></script><script>alert(1)</text></svg>', "<svg><!-- x --></svg>", "<img src=x>"):
+        with pytest.raises(ValueError, match="not a clean SVG"):
+            _svg_block("s0", bad)
 
 
 def test_spectrum_without_peaks_has_no_figure():
