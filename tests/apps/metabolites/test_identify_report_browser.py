@@ -127,7 +127,8 @@ def test_page_in_a_real_browser(run, tmp_path):
 @pytest.mark.skipif(BROWSER is None, reason=f"no Chromium binary ({', '.join(BROWSERS)} not on PATH): "
                                             "apt-get install chromium (.ci/run does)")
 def test_filters_in_a_real_browser(run, tmp_path):
-    """The status and text filters, driven by a script added to a copy of the page."""
+    """The status and text filters and a column sort (ascending, then descending; queries without a score last),
+    driven by a script added to a copy of the page."""
     driver = """<script>
       function shown() { return Array.prototype.filter.call(document.querySelectorAll('#queries .rows .row'),
         function (tr) { return !tr.hidden; }).map(function (tr) { return tr.firstChild.textContent; }).join(','); }
@@ -136,11 +137,20 @@ def test_filters_in_a_real_browser(run, tmp_path):
       pick.value = 'ok'; pick.dispatchEvent(new Event('change')); out.push(shown());
       pick.value = ''; pick.dispatchEvent(new Event('change'));
       text.value = '104'; text.dispatchEvent(new Event('input'));
-      setTimeout(function () { out.push(shown(), document.getElementById('count').textContent);
-        document.body.setAttribute('data-driver', out.join('|')); }, 50);
+      setTimeout(function () {
+        out.push(shown(), document.getElementById('count').textContent);
+        text.value = ''; text.dispatchEvent(new Event('input'));
+        setTimeout(function () {
+          var score = document.querySelector('#queries .head [data-key=score]');
+          score.click(); out.push(shown());
+          score.click(); out.push(shown());
+          document.body.setAttribute('data-driver', out.join('|'));
+        }, 50);
+      }, 50);
     </script></body>"""
     copy = tmp_path / "driven.html"
     copy.write_text((run["out"] / "report.html").read_text(encoding="utf-8").replace("</body>", driver),
                     encoding="utf-8")
     dom = _chromium(copy.as_uri(), tmp_path, "--virtual-time-budget=5000", "--dump-dom")
-    assert re.search(r'data-driver="([^"]*)"', dom).group(1) == "101,102|104|1 of 5 queries shown"
+    assert re.search(r'data-driver="([^"]*)"', dom).group(1).split("|") == [
+        "101,102", "104", "1 of 5 queries shown", "102,101,103,104,105", "101,102,103,104,105"]
