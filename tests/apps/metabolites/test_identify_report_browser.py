@@ -130,8 +130,11 @@ def test_filters_in_a_real_browser(run, tmp_path):
     """The status and text filters and a column sort (ascending, then descending; queries without a score last),
     driven by a script added to a copy of the page."""
     driver = """<script>
-      function shown() { return Array.prototype.filter.call(document.querySelectorAll('#queries .rows .row'),
-        function (tr) { return !tr.hidden; }).map(function (tr) { return tr.firstChild.textContent; }).join(','); }
+      function shown() {  // the rows on screen, top to bottom
+        return Array.prototype.filter.call(document.querySelectorAll('#queries .rows .row'),
+          function (tr) { return !tr.hidden; }).sort(function (a, b) {
+            return a.getBoundingClientRect().top - b.getBoundingClientRect().top;
+          }).map(function (tr) { return tr.firstChild.textContent; }).join(','); }
       var pick = document.getElementById('f-status'), text = document.getElementById('f-text');
       var out = [];
       pick.value = 'ok'; pick.dispatchEvent(new Event('change')); out.push(shown());
