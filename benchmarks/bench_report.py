@@ -11,8 +11,8 @@ driven through the DevTools protocol (``Runtime.evaluate`` of :data:`DRIVER` onc
 from navigation to the end of the page's own script (table, section headers and their data parsed: the controls
 work from then on, ``interactive_at_ms``) and to the end of the whole page (``parsed_ms``: the sections' data
 blocks and drawings follow the script), the script's own setup (``ready_ms``), and for a status filter, a text
-filter, clearing both and a column sort: the time from the event to the last slice of rows changed, and the
-longest main-thread task meanwhile (tasks over 50 ms, from the Long Tasks API; 0: none). A page "freezes" when one
+filter, clearing both and a column sort: the page script's time for it, and the longest main-thread task
+meanwhile (script, style and layout) (tasks over 50 ms, from the Long Tasks API; 0: none). A page "freezes" when one
 task blocks input for long: RAIL's budget for a response is 100 ms. The machine's load average is recorded: other
 jobs share its 2 cores, which stretches every wall time.
 """
@@ -42,8 +42,8 @@ from iokr.datasets._metabolites import BUNDLED_METABOLITES
 N_CANDIDATES = 10
 BROWSER = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
 #: Run in the page once it has loaded (DevTools protocol, ``Runtime.evaluate``): each interaction timed by the page
-#: itself (``data-*-ms``: from the event to the last slice of rows changed) and the longest main-thread task meanwhile
-#: (Long Tasks API: tasks over 50 ms, rendering included; 0 when none).
+#: itself (``data-*-ms``: its script) and the longest main-thread task meanwhile (Long Tasks API: tasks over 50 ms;
+#: 0 when none).
 DRIVER = """(async function () {
   const sleep = ms => new Promise(r => setTimeout(r, ms));
   while (document.readyState !== 'complete') await sleep(50);
