@@ -43,3 +43,6 @@ def test_walkthrough_runs_as_written(tmp_path, monkeypatch, capsys, ready_model_
     assert len(ranked) == 4 and all(r["identifier"].startswith("EX") and r["CompoundName"] for r in ranked)
     assert all(r["lookup"].startswith("formula ") for r in ranked if r["query_id"] in truth)
     assert rows[3]["lookup"].startswith("mass ") and "assumed [M+H]+" in rows[3]["detail"]
+    # --report: the page beside the tables, one section per query
+    page = (tmp_path / "work" / "identified" / "report.html").read_text(encoding="utf-8")
+    assert page.count('<section class="query"') == len(rows) == 6

@@ -153,7 +153,7 @@ def register(subparsers):
                                "<query_id>.csv|.tsv|.psv|.sdf files, or one table with a query_id column")
     identify.add_argument("--output", required=True,
                           help="folder to write: structure_identifications.tsv, structure_candidates.tsv, "
-                               "parameters.json")
+                               "parameters.json (and report.html with --report)")
     identify.add_argument("--top-k", type=int, default=10, help="candidates written per query (default: 10)")
     identify.add_argument("--prior-weight", type=float, default=None,
                           help="weight of the structure prior instead of the model's (0: rank by the spectrum "
@@ -172,6 +172,10 @@ def register(subparsers):
                                "their own adduct; said in 'detail') (default: refuse)")
     identify.add_argument("--store", default=None,
                           help="SQLite cache of parsed structures for candidate lists (default: in memory)")
+    identify.add_argument("--report", action="store_true",
+                          help="also write report.html: one self-contained page (no network) with a sortable, "
+                               "filterable table of the queries and, per query, its top-k candidates drawn as "
+                               "structures and its spectrum with the peaks the top hit's formula explains")
     identify.set_defaults(func=run_identify)
 
     index = actions.add_parser("index", help="build a structure database for candidate lookup by formula or mass",
@@ -290,7 +294,7 @@ def _resolve_model(args):
 
 
 #: What ``identify`` writes into its output folder; --overwrite replaces only a folder holding nothing else.
-IDENTIFY_FILES = ("structure_identifications.tsv", "structure_candidates.tsv", "parameters.json")
+IDENTIFY_FILES = ("structure_identifications.tsv", "structure_candidates.tsv", "parameters.json", "report.html")
 
 
 def _check_identify_paths(args):
@@ -326,12 +330,19 @@ def run_identify(args):
     settings = jobs.IdentifySettings(top_k=args.top_k, ppm=args.ppm, query_id_field=args.query_id_field,
                                      adduct_policy=args.adduct_policy, prior_weight=args.prior_weight)
     model = _resolve_model(args)
+    report = jobs.ReportCandidates() if args.report else None  # the report's few fields of each candidate row
     with output_folder(args.output, overwrite=args.overwrite, inputs=inputs) as tmp:
         with open(tmp / "structure_candidates.tsv", "w", encoding="utf-8", newline="") as handle:
             def candidate_table(columns):  # rows written as they are ranked, not held until the end
                 writer = _table_writer(handle, ["query_id", "rank", *columns, "score", "structure_prior"])
                 writer.writeheader()
-                return writer.writerow
+                if report is None:
+                    return writer.writerow
+
+                def write_and_keep(row):
+                    writer.writerow(row)
+                    report.add(row)
+                return write_and_keep
 
             result = jobs.identify_job(model, args.spectra, args.candidates, settings, store_path=args.store,
                                        feedback=jobs.Feedback(_progress, _log), candidate_sink=candidate_table)
@@ -339,8 +350,12 @@ def run_identify(args):
                      _write_table(result["identifications"],
                                   [*jobs.QUERY_COLUMNS, *result["candidate_columns"], *jobs.RESULT_COLUMNS]))
         write_json(tmp / "parameters.json", result["parameters"])
+        if report is not None:
+            write_atomic(tmp / jobs.REPORT_FILE, jobs.report_html(result["identifications"], report,
+                                                                  result["spectra"], result["parameters"]))
     counts = ", ".join(f"{n} {status}" for status, n in sorted(result["statuses"].items(), key=lambda x: (-x[1], x[0])))
-    print(f"{len(result['identifications'])} queries: {counts}; tables written to {args.output}")
+    print(f"{len(result['identifications'])} queries: {counts}; tables written to {args.output}"
+          + (f"; report: {Path(args.output) / jobs.REPORT_FILE}" if report is not None else ""))
     return 0
 
 

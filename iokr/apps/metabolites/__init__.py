@@ -37,6 +37,7 @@ from ._pipeline import (
     training_set,
 )
 from ._readers import ReadReport, read_massbank_jsonl, read_spectra
+from ._report_page import REPORT_FILE, ReportCandidates, report_html
 from ._spectra import Spectra, clean_spectra, concatenate, merge_spectra
 from ._submodels import MetaboliteModel, load_metabolite_model, save_metabolite_model
 from ._training import DEFAULT_MIN_STRUCTURES
@@ -59,6 +60,9 @@ __all__ = [
     "FINGERPRINTS",
     "FINGERPRINT_PARTS",
     "QUERY_COLUMNS",
+    "REPORT_FILE",
+    "ReportCandidates",
+    "report_html",
     "RESULT_COLUMNS",
     "BinnedKernel",
     "CandidateList",

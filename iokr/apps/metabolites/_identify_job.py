@@ -43,7 +43,8 @@ def identify_job(model_path, spectra_path, candidates_path, settings=None, *, st
     -------
     result : dict
         ``identifications`` (one dict per query), ``candidates`` (top-k rows; empty with a ``candidate_sink``),
-        ``candidate_columns``, ``statuses`` (count per status), ``parameters`` (the run's settings and sources).
+        ``candidate_columns``, ``statuses`` (count per status), ``parameters`` (the run's settings and sources),
+        ``spectra`` (the queries as read, row ``i`` that of ``identifications[i]``; for ``identify --report``).
     """
     from threadpoolctl import threadpool_limits  # noqa: PLC0415 - threadpoolctl is optional
 
@@ -143,7 +144,7 @@ def identify_job(model_path, spectra_path, candidates_path, settings=None, *, st
             f"{totals['peaks_above_precursor_dropped_by_cleaning']} peaks above the precursor dropped by cleaning, "
             f"{totals['peaks_above_precursor']} left unannotated")
     return {"identifications": rows, "candidates": candidates, "candidate_columns": source.columns,
-            "statuses": statuses, "parameters": parameters}
+            "statuses": statuses, "parameters": parameters, "spectra": spectra}
 
 
 def _feedback(feedback):

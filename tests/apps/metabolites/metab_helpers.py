@@ -51,3 +51,18 @@ def bundled_lists_and_training(n_lists, n_train, skip=0):
             elif key not in records and (len(train) < n_train or key in train):
                 train.setdefault(key, []).append(rec)
     return lists, [records[k] for k in true], [r for recs in train.values() for r in recs]
+
+
+def train_small_model(root, train):
+    """``iokr metabolites train`` on training records (JSONL written under ``root``), one alpha, 2 folds: the
+    model file's path."""
+    import json  # noqa: PLC0415
+
+    from iokr.cli.main import main  # noqa: PLC0415
+
+    train_path = root / "train.jsonl"
+    train_path.write_text("\n".join(json.dumps(r) for r in train) + "\n")
+    model = root / "model.npz"
+    assert main(["metabolites", "train", "--spectra", str(train_path), "--output", str(model),
+                 "--alphas", "0.3", "--folds", "2"]) == 0
+    return model

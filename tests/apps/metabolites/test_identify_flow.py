@@ -11,7 +11,7 @@ import sqlite3
 
 import numpy as np
 import pytest
-from metab_helpers import bundled_lists_and_training
+from metab_helpers import bundled_lists_and_training, train_small_model
 
 from iokr.apps.metabolites import (
     Cleaning,
@@ -47,11 +47,7 @@ def lab(tmp_path_factory):
     root = tmp_path_factory.mktemp("lab")
     lists, (a, b), train = bundled_lists_and_training(2, N_TRAIN)
     true = [a["inchikey_rdkit"][:14], b["inchikey_rdkit"][:14]]
-    train_path = root / "train.jsonl"
-    train_path.write_text("\n".join(json.dumps(r) for r in train) + "\n")
-    model = root / "model.npz"
-    assert main(["metabolites", "train", "--spectra", str(train_path), "--output", str(model),
-                 "--alphas", "0.3", "--folds", "2"]) == 0
+    model = train_small_model(root, train)
     db = root / "structures.csv"
     with open(db, "w", encoding="utf-8-sig", newline="") as handle:
         writer = csv.writer(handle)
