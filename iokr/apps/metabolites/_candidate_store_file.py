@@ -13,7 +13,7 @@ import sqlite3
 
 from ... import __version__
 from ...exceptions import IOKRDataError
-from ._sqlite_files import connect_read_only, describe_error, inspect_path, is_private, read_meta
+from ._sqlite_files import connect, connect_read_only, describe_error, inspect_path, is_private, read_meta
 
 STORE_SCHEMA = "iokr-candidate-store"
 STORE_VERSION = 3
@@ -59,7 +59,7 @@ def open_store_file(path, params, label):
                 _check_meta(read_meta(reader), params, label)
             finally:
                 reader.close()
-        connection = sqlite3.connect(path)
+        connection = connect(path)
         meta = read_meta(connection)
         if meta == {}:  # a new file: the schema and its meta in one transaction
             connection.execute("BEGIN")  # the tables too: a store is created whole or not at all

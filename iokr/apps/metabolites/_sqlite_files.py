@@ -23,7 +23,9 @@ from urllib.parse import quote
 from ...exceptions import IOKRDataError
 
 SQLITE_HEADER = b"SQLite format 3\x00"
-_BUSY, _LOCKED, _FULL, _CORRUPT, _NOTADB, _IOERR = 5, 6, 13, 11, 26, 10
+_BUSY, _LOCKED, _FULL, _CORRUPT, _NOTADB = 5, 6, 13, 11, 26
+#: Seconds a connection waits for another process's lock before the file is reported in use.
+BUSY_TIMEOUT_S = 5.0
 
 
 def is_private(path):
@@ -62,7 +64,12 @@ def inspect_path(path, what):
 
 def connect_read_only(path):
     """A read-only connection (nothing is written, no journal created)."""
-    return sqlite3.connect(f"file:{quote(str(Path(path).resolve()))}?mode=ro", uri=True)
+    return sqlite3.connect(f"file:{quote(str(Path(path).resolve()))}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
+
+
+def connect(path):
+    """A read-write connection waiting :data:`BUSY_TIMEOUT_S` for other processes' locks."""
+    return sqlite3.connect(path, timeout=BUSY_TIMEOUT_S)
 
 
 def read_meta(connection):

@@ -57,7 +57,7 @@ def encode_compact(fp, binary):
 
 
 def _bad(where, ids, row, what):
-    name = f"row {int(ids[row])}" if ids is not None else f"row {row}"
+    name = f"row {ids[row]}" if ids is not None else f"row {row}"
     return IOKRDataError(f"{where} is damaged: {name} holds a fingerprint that {what}; rebuild it.")
 
 
@@ -186,5 +186,5 @@ def check_rows(rows, where, name_of=None):
                 except Exception:  # noqa: BLE001 - a damaged row may not even yield its name
                     name = ""
             named = f" (identifier {name!r})" if name else ""
-            raise IOKRDataError(f"{where} is damaged: row {row[0]}{named} does not match its checksum; rebuild it "
+            raise IOKRDataError(f"{where} is damaged: row {row[0]!r}{named} does not match its checksum; rebuild it "
                                 "with 'iokr metabolites index' (a candidate store: delete it).")
