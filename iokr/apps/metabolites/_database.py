@@ -277,20 +277,25 @@ class StructureDatabase:
         """Row ids of the structures with ``low <= monoisotopic mass <= high`` (in database order)."""
         return self._ids("SELECT id FROM structures WHERE mass BETWEEN ? AND ? ORDER BY id", (low, high))
 
-    def _rows(self, ids):
-        """Whole rows ``ids`` (each verified against its checksum) as dicts, in the order of ``ids``."""
+    def _rows(self, ids, column=None):
+        """Whole rows ``ids`` (each verified against its checksum) as dicts, in the order of ``ids``; with
+        ``column``, only that column's values (the rows are verified whole all the same)."""
         out = {}
         ids = [int(i) for i in ids]
         columns = _ROW if self.version >= 3 else _ROW_V2
+        names = columns.split(", ")
         for start in range(0, len(ids), 900):
             chunk = ids[start:start + 900]
             rows = self._read(f"SELECT {columns} FROM structures WHERE id IN ({','.join('?' * len(chunk))})", chunk)
             if self.version >= 3:
                 check_rows(rows, f"Structure database {self.path}", self._identifier_of)
-            for row in rows:
-                out[row[0]] = dict(zip(columns.split(", "), row, strict=True))
-        missing = [i for i in ids if i not in out]
-        if missing:
+            if column is None:
+                out.update((row[0], dict(zip(names, row, strict=True))) for row in rows)
+            else:
+                at = names.index(column)
+                out.update((row[0], row[at]) for row in rows)
+        if len(out) < len(set(ids)):
+            missing = [i for i in ids if i not in out]
             raise IOKRDataError(f"Structure database {self.path} lost rows {missing[:5]} while being read.")
         return [out[i] for i in ids]
 
@@ -302,18 +307,17 @@ class StructureDatabase:
     def fingerprints(self, ids, fingerprinter=None):
         """Fingerprints of rows ``ids``, shape (len(ids), n_features) float32; recomputed from the stored SMILES
         when ``fingerprinter`` has other parameters than the stored ones."""
-        rows = self._rows(ids)
         if fingerprinter is not None and fingerprinter.params() != self.fingerprint:
-            return fingerprinter.transform([r["smiles"] for r in rows])[0]
+            return fingerprinter.transform(self._rows(ids, "smiles"))[0]
         where = f"Structure database {self.path}"
-        blobs = [r["fp"] for r in rows]
+        blobs = self._rows(ids, "fp")
         if self.version >= 3:
             return decode_compact(blobs, self.fingerprinter.n_features, self.fingerprinter.binary, where, ids)
         return decode_fingerprints(blobs, self.fingerprinter.n_features, self.fingerprinter.binary, where)
 
     def formulas(self, ids):
         """Canonical molecular formula of rows ``ids``."""
-        return [r["formula"] for r in self._rows(ids)]
+        return self._rows(ids, "formula")
 
     def records(self, ids, names=None):
         """The output columns of rows ``ids``: :data:`CANDIDATE_COLUMNS`, then the user's columns under ``names``

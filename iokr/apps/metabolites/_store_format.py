@@ -105,22 +105,27 @@ def _decode_sparse(out, buf, starts, payload, rows, n_features, binary, where, i
     uneven = rows[payload[rows] % per_entry != 0]
     if uneven.size:
         raise _bad(where, ids, uneven[0], "is cut short")
-    nnz = payload[rows] // per_entry
-    row_of = np.repeat(np.arange(rows.size), nnz)
-    k = np.arange(row_of.size) - np.repeat(np.cumsum(nnz) - nnz, nnz)
-    base = starts[rows][row_of] + 1
-    columns = buf[base + 2 * k].astype(np.int64) | (buf[base + 2 * k + 1].astype(np.int64) << 8)
-    outside = columns >= n_features
-    # Columns ascend strictly within a row (one value per column): a repeated or unordered one is damage.
-    first = np.ones(row_of.size, dtype=bool)
-    first[1:] = row_of[1:] != row_of[:-1]
-    unordered = ~first & (columns <= np.concatenate(([-1], columns[:-1])))
-    wrong = np.flatnonzero(outside | unordered)
+    nnz = np.zeros(starts.size, dtype=np.int64)
+    nnz[rows] = payload[rows] // per_entry
+    # Label every byte of the block once (0: layout byte, 1: column bytes, 2: counts, 3: other layouts' payload)
+    # and read the columns and counts with two boolean masks: no per-entry index arithmetic.
+    segments = np.zeros((starts.size, 4), dtype=np.int64)
+    segments[:, 0] = 1
+    segments[:, 1] = 2 * nnz
+    segments[:, 2] = 0 if binary else nnz
+    segments[:, 3] = np.where(nnz > 0, 0, payload)
+    segments[rows, 3] = 0
+    labels = np.repeat(np.tile(np.arange(4, dtype=np.uint8), starts.size), segments.ravel())
+    columns = buf[labels == 1].view("<u2").astype(np.int64)
+    row_of = np.repeat(np.arange(starts.size), nnz)
+    flat = row_of * n_features + columns
+    # Columns ascend strictly within a row (one value per column), and stay below n_features.
+    wrong = np.flatnonzero((columns >= n_features)
+                           | np.concatenate(([False], (flat[1:] <= flat[:-1]) & (row_of[1:] == row_of[:-1]))))
     if wrong.size:
-        raise _bad(where, ids, rows[row_of[wrong[0]]], f"names column {int(columns[wrong[0]])} out of order or "
-                   f"beyond {n_features}")
-    values = 1 if binary else buf[base + 2 * nnz[row_of] + k]
-    out[rows[row_of], columns] = values
+        raise _bad(where, ids, row_of[wrong[0]], f"names column {int(columns[wrong[0]])} out of order or beyond "
+                   f"{n_features}")
+    out.reshape(-1)[flat] = 1 if binary else buf[labels == 2]
 
 
 def _decode_bitmap(out, buf, starts, payload, rows, n_features, binary, where, ids):
@@ -146,13 +151,11 @@ def _decode_bitmap(out, buf, starts, payload, rows, n_features, binary, where, i
     out[rows[r], c] = buf[starts[rows][r] + 1 + width + k]
 
 
-_PACKERS = {float: lambda v: struct.pack("<d", v), int: lambda v: struct.pack("<q", v),
-            str: lambda v: v.encode("utf-8", "surrogatepass"), bytes: lambda v: v, type(None): lambda v: b""}
-_TYPE_BYTES = {float: b"f", int: b"i", str: b"s", bytes: b"b", type(None): b"n"}
+_PACK_FLOAT, _PACK_INT = struct.Struct("<d").pack, struct.Struct("<q").pack
 
 
 def row_checksum(values):
-    """CRC32 of a row's stored values, each written as its type, its length and its bytes.
+    """CRC32 of a row's stored values, each written as its type, (texts and blobs) its length, and its bytes.
 
     Parameters
     ----------
@@ -162,12 +165,24 @@ def row_checksum(values):
     -------
     crc : int in [0, 2**32)
     """
-    crc = 0
+    parts = []
     for value in values:
         kind = type(value)
-        data = _PACKERS[kind](value)
-        crc = zlib.crc32(_TYPE_BYTES[kind] + struct.pack("<I", len(data)) + data, crc)
-    return crc
+        if kind is str:
+            data = value.encode("utf-8", "surrogatepass")
+            parts += (b"s", len(data).to_bytes(4, "little"), data)
+        elif kind is bytes:
+            parts += (b"b", len(value).to_bytes(4, "little"), value)
+        elif kind is float:
+            parts += (b"f", _PACK_FLOAT(value))
+        elif kind is int:
+            parts += (b"i", _PACK_INT(value))
+        elif value is None:
+            parts.append(b"n")
+        else:
+            raise TypeError(f"A stored value is a str, bytes, float, int or None, got {kind.__name__}.")
+    return zlib.crc32(b"".join(parts))
+
 
 
 def check_rows(rows, where, name_of=None):
@@ -177,8 +192,11 @@ def check_rows(rows, where, name_of=None):
     ``name_of(row)`` gives a readable name of the row (its identifier), tried on a damaged row only.
     """
     for row in rows:
-        values, crc = row[:-1], row[-1]
-        if any(type(v) not in _PACKERS for v in values) or row_checksum(values) != crc:
+        try:
+            intact = row_checksum(row[:-1]) == row[-1]
+        except TypeError:  # a value of a type iokr never stores
+            intact = False
+        if not intact:
             name = ""
             if name_of is not None:
                 try:
