@@ -133,7 +133,13 @@ class StructureDatabase:
         else:
             meta = read_meta(_connection)
         self.db = _connection
-        meta = meta or {}
+        try:
+            self._read_meta(meta or {})
+        except IOKRDataError:
+            _connection.close()
+            raise
+
+    def _read_meta(self, meta):
         if meta.get("schema") != SCHEMA:
             raise IOKRDataError(f"{self.path} is not an iokr structure database (no '{SCHEMA}' schema); build one "
                                 "from a CSV/TSV/SDF with 'iokr metabolites index'.")
@@ -142,6 +148,9 @@ class StructureDatabase:
                                 f"iokr reads versions {READABLE_VERSIONS}: re-index it with 'iokr metabolites "
                                 f"index' (iokr >= {__version__}).")
         self.version = int(meta["version"])
+        if self.version >= 3 and meta.get("checksum") != str(_meta_checksum(meta)):
+            raise IOKRDataError(f"Structure database {self.path} is damaged: its metadata (fingerprint, columns) do "
+                                "not match their checksum; rebuild it with 'iokr metabolites index'.")
         try:
             self.fingerprint = json.loads(meta["fingerprint"])
             self.user_columns = json.loads(meta["columns"])
@@ -205,6 +214,7 @@ class StructureDatabase:
                     "columns": json.dumps(columns), "n_structures": str(stats["n_structures"]),
                     "source": Path(source).name, **{k: json.dumps(v) for k, v in named.items()},
                     **{k: str(stats[k]) for k in BUILD_COUNTS}}
+            meta["checksum"] = str(_meta_checksum(meta))
             connection.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
             connection.execute("CREATE INDEX by_formula ON structures (formula)")
             connection.execute("CREATE INDEX by_mass ON structures (mass)")
@@ -361,6 +371,11 @@ class StructureDatabase:
 
     def close(self):
         self.db.close()
+
+
+def _meta_checksum(meta):
+    """The checksum of a database's metadata: every key and value but the checksum's own, in key order."""
+    return row_checksum([text for key in sorted(meta) if key != "checksum" for text in (key, meta[key])])
 
 
 def _connect_for_writing(path):

@@ -80,7 +80,13 @@ def read_meta(connection):
     tables = {r[0] for r in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     if "meta" not in tables:
         return None if tables else {}
-    return dict(connection.execute("SELECT key, value FROM meta").fetchall())
+    try:
+        return {key: value for key, value in connection.execute("SELECT key, value FROM meta")
+                if isinstance(key, str)}
+    except sqlite3.OperationalError as exc:
+        if error_kind(exc) != "other":
+            raise
+        return None  # a 'meta' table of another shape: another application's
 
 
 def error_kind(exc):

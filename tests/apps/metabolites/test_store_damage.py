@@ -82,6 +82,13 @@ def test_a_rewritten_database_value_is_named(database, column, value):
         db.fingerprints(ids)
 
 
+def test_rewritten_database_metadata_is_named(database):
+    with sqlite3.connect(database) as con:
+        con.execute("UPDATE meta SET value = replace(value, '64', '32') WHERE key = 'fingerprint'")
+    with pytest.raises(IOKRDataError, match="db.sqlite is damaged: its metadata"):
+        StructureDatabase(database)
+
+
 @pytest.mark.parametrize("column, value", [("key14", "'AAAAAAAAAAAAAA'"), ("fp", "x'00'"), ("formula", "'C2H6O'"),
                                            ("ok", "0")])
 def test_a_rewritten_store_value_is_named(tmp_path, column, value):
@@ -117,11 +124,14 @@ def _foreign(tmp_path):
     empty.touch()
     text = tmp_path / "text.sqlite"
     text.write_text("not a database\n" * 100)
-    with sqlite3.connect(tmp_path / "meta_only.sqlite") as con:  # a foreign 'meta' table
+    with sqlite3.connect(tmp_path / "meta_only.sqlite") as con:  # foreign 'meta' tables
         con.execute("CREATE TABLE meta (key, value)")
+    with sqlite3.connect(tmp_path / "meta_other.sqlite") as con:
+        con.execute("CREATE TABLE meta (a, b)")
     return {"foreign": (foreign, "another application|not an iokr"), "no tables": (empty_db, "another|not an iokr"),
             "empty": (empty, "empty file"), "text": (text, "not an SQLite file"),
-            "meta only": (tmp_path / "meta_only.sqlite", "another|not an iokr")}
+            "meta only": (tmp_path / "meta_only.sqlite", "another|not an iokr"),
+            "meta other": (tmp_path / "meta_other.sqlite", "another|not an iokr")}
 
 
 @pytest.mark.parametrize("opener", ["store", "database"])
