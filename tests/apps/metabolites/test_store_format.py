@@ -113,3 +113,16 @@ def test_checksum_catches_every_single_byte_flip_and_a_change_of_type():
     mass = list(row)
     mass[4] = float(np.nextafter(row[4], 100.0))  # the last bit of the mass
     assert row_checksum(mass) != crc
+
+
+@pytest.mark.parametrize("kind", ["morgan_counts+maccs", "maccs", "morgan_bits"])
+def test_store_pools_read_compact_equal_the_float_rows(kind):
+    pytest.importorskip("rdkit")
+    from iokr.apps.metabolites import CandidateStore  # noqa: PLC0415 - after the rdkit check
+
+    store = CandidateStore(":memory:", Fingerprinter(kind))
+    texts = ["CCO", "c1ccccc1O", "not a smiles", "C" * 300]
+    F = store.fingerprints(texts)
+    np.testing.assert_array_equal(F, stored_values(Fingerprinter(kind).transform(texts)[0], store.fingerprinter.binary))
+    pool = store.fingerprints(texts, compact=True)
+    np.testing.assert_array_equal(pool[0:4], F)
