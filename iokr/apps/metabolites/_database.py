@@ -229,7 +229,8 @@ class StructureDatabase:
             if tmp is not None:
                 remove_with_journal(tmp)
             if isinstance(exc, (sqlite3.Error, OSError)) and error_kind(exc) in ("full", "locked", "damaged"):
-                raise describe_error(exc, "Structure database", output, "writing") from None
+                label = "(SQLite's temporary file for this run)" if temporary else output
+                raise describe_error(exc, "Structure database", label, "writing") from None
             raise
         stats["seconds"] = time.perf_counter() - t0
         stats["structures_per_s"] = stats["n_rows"] / max(stats["seconds"], 1e-9)
