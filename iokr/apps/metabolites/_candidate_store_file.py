@@ -9,11 +9,17 @@ with the advice to delete them, as is any SQLite file that is not a store (left 
 
 from __future__ import annotations
 
-import sqlite3
-
 from ... import __version__
 from ...exceptions import IOKRDataError
-from ._sqlite_files import connect, connect_read_only, describe_error, inspect_path, is_private, read_meta
+from ._sqlite_files import (
+    READ_ERRORS,
+    connect,
+    connect_read_only,
+    describe_error,
+    inspect_path,
+    is_private,
+    read_meta,
+)
 
 STORE_SCHEMA = "iokr-candidate-store"
 STORE_VERSION = 3
@@ -71,6 +77,6 @@ def open_store_file(path, params, label):
             connection.commit()
         else:  # checked again through this connection: another process may have written it in between
             _check_meta(meta, params, label)
-    except sqlite3.Error as exc:
+    except READ_ERRORS as exc:
         raise describe_error(exc, "Candidate store", label, remedy="delete it to rebuild the cache") from None
     return connection

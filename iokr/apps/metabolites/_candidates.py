@@ -15,7 +15,6 @@ import csv
 import functools
 import io
 import re
-import sqlite3
 import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +32,7 @@ from ._fingerprint_cache import (
     export_fingerprint_cache,  # noqa: F401 - its public home since the cache existed
 )
 from ._fingerprints import Fingerprinter, _rdkit
-from ._sqlite_files import describe_error
+from ._sqlite_files import READ_ERRORS, describe_error
 from ._store_format import check_rows, decode_compact, encode_compact, row_checksum
 from ._structure_tables import SDF_REJECTED, clean_value
 from ._structures import may_need_parent, parent_of
@@ -282,7 +281,7 @@ def _store_errors(method):
     def wrapper(self, *args, **kwargs):
         try:
             return method(self, *args, **kwargs)
-        except sqlite3.Error as exc:
+        except READ_ERRORS as exc:
             if self.db.in_transaction:
                 self.db.rollback()
             raise describe_error(exc, "Candidate store", self.label, remedy="delete it to rebuild the cache") \

@@ -31,6 +31,7 @@ from ... import __version__
 from ...exceptions import IOKRDataError
 from ._fingerprints import Fingerprinter
 from ._sqlite_files import (
+    READ_ERRORS,
     connect_read_only,
     describe_error,
     error_kind,
@@ -128,7 +129,7 @@ class StructureDatabase:
             try:
                 _connection = connect_read_only(path)
                 meta = read_meta(_connection)
-            except sqlite3.Error as exc:
+            except READ_ERRORS as exc:
                 raise describe_error(exc, "Structure database", path) from None
         else:
             meta = read_meta(_connection)
@@ -274,7 +275,7 @@ class StructureDatabase:
     def _read(self, sql, args):
         try:
             return self.db.execute(sql, args).fetchall()
-        except sqlite3.Error as exc:
+        except READ_ERRORS as exc:
             raise describe_error(exc, "Structure database", self.path) from None
 
     def _ids(self, sql, args):

@@ -24,6 +24,9 @@ from ...exceptions import IOKRDataError
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 _BUSY, _LOCKED, _FULL, _CORRUPT, _NOTADB = 5, 6, 13, 11, 26
+#: What reading a damaged file can raise: SQLite's errors, and a text that is not UTF-8 (Python's sqlite3 raises
+#: UnicodeDecodeError for it, even in SQLite's own schema table).
+READ_ERRORS = (sqlite3.Error, UnicodeDecodeError)
 #: Seconds a connection waits for another process's lock before the file is reported in use.
 BUSY_TIMEOUT_S = 5.0
 
@@ -90,9 +93,11 @@ def read_meta(connection):
 
 
 def error_kind(exc):
-    """``"locked"``, ``"full"``, ``"damaged"`` or ``"other"`` for an ``sqlite3.Error`` or an ``OSError``."""
+    """``"locked"``, ``"full"``, ``"damaged"`` or ``"other"`` for one of :data:`READ_ERRORS` or an ``OSError``."""
     if isinstance(exc, OSError):
         return "full" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else "other"
+    if isinstance(exc, UnicodeDecodeError):
+        return "damaged"
     code = getattr(exc, "sqlite_errorcode", None)
     primary = code & 0xFF if isinstance(code, int) else None
     text = str(exc).lower()

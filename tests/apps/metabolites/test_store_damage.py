@@ -273,3 +273,16 @@ def test_a_really_full_disk_while_indexing(table, tmp_path, capsys):
         assert list(disk.iterdir()) == []
     finally:
         subprocess.run(["umount", str(disk)], check=True)
+
+
+@pytest.mark.parametrize("opener", ["store", "database"])
+def test_text_that_is_not_utf8_in_the_schema_is_damage_not_a_crash(tmp_path, database, opener):
+    path = database
+    if opener == "store":
+        path = tmp_path / "store.sqlite"
+        CandidateStore(path, FP).close()
+    data = bytearray(path.read_bytes())
+    data[data.index(b"CREATE TABLE structures") + 13] = 0xFF  # SQLite's own schema text, in page 1
+    path.write_bytes(bytes(data))
+    with pytest.raises(IOKRDataError, match=f"{path.name} is damaged"):
+        CandidateStore(path, FP) if opener == "store" else StructureDatabase(path)
