@@ -286,3 +286,19 @@ def test_text_that_is_not_utf8_in_the_schema_is_damage_not_a_crash(tmp_path, dat
     path.write_bytes(bytes(data))
     with pytest.raises(IOKRDataError, match=f"{path.name} is damaged"):
         CandidateStore(path, FP) if opener == "store" else StructureDatabase(path)
+
+
+def test_an_index_entry_pointing_at_another_row_is_named(database):
+    with sqlite3.connect(database) as con:
+        root = con.execute("SELECT rootpage FROM sqlite_master WHERE name = 'by_formula'").fetchone()[0]
+        page_size = con.execute("PRAGMA page_size").fetchone()[0]
+        phenol = con.execute("SELECT id FROM structures WHERE formula = 'C6H6O'").fetchone()[0]
+        ethanol = con.execute("SELECT id FROM structures WHERE formula = 'C2H6O' ORDER BY id").fetchone()[0]
+    data = bytearray(database.read_bytes())
+    page = slice((root - 1) * page_size, root * page_size)
+    entry = data[page].index(b"C6H6O" + bytes([phenol]))  # an index record: the formula, then the row id
+    data[(root - 1) * page_size + entry + 5] = ethanol  # the entry now names ethanol's row
+    database.write_bytes(bytes(data))
+    db = StructureDatabase(database)
+    with pytest.raises(IOKRDataError, match=f"db.sqlite is damaged: its index on formula lists row {ethanol}, whose"):
+        db.by_formula("C6H6O")
