@@ -26,7 +26,8 @@ from iokr.exceptions import IOKRDataError
 FIXTURES = Path(__file__).parents[1] / "tests" / "apps" / "metabolites" / "data" / "store_v2"
 
 
-def _everything(path):
+def reader_view(path):
+    """What readers see: every record and fingerprint, every formula lookup, a mass lookup around each row."""
     db = StructureDatabase(path)
     try:
         ids = np.arange(1, db.n_structures + 1)
@@ -50,7 +51,7 @@ def _regions(path):
 
 
 def _trials(path, n, seed):
-    intact, data = _everything(path), path.read_bytes()
+    intact, data = reader_view(path), path.read_bytes()
     page_size = len(data) // len(_regions(path))
     regions = _regions(path)
     counts = {}
@@ -61,7 +62,7 @@ def _trials(path, n, seed):
         damaged[position] ^= 1 << rng.randrange(8)
         scratch.write_bytes(bytes(damaged))
         try:
-            outcome = "harmless" if _everything(scratch) == intact else "silent"
+            outcome = "harmless" if reader_view(scratch) == intact else "silent"
         except IOKRDataError:
             outcome = "detected"
         except Exception as exc:  # noqa: BLE001 - an untyped error is an outcome to count, not to stop on

@@ -7,29 +7,15 @@ import random
 import sqlite3
 from pathlib import Path
 
-import numpy as np
 import pytest
 
+from benchmarks.bench_store_damage import reader_view
 from iokr.apps.metabolites import Fingerprinter
 from iokr.apps.metabolites._database import StructureDatabase
 from iokr.exceptions import IOKRDataError
 
 pytest.importorskip("rdkit")
 TABLE = Path(__file__).parents[1] / "apps" / "metabolites" / "data" / "store_v2" / "structures.csv"
-
-
-def _everything(path):
-    """What readers can see: every record and fingerprint, every formula lookup, a mass lookup around each row."""
-    db = StructureDatabase(path)
-    try:
-        ids = np.arange(1, db.n_structures + 1)
-        records = db.records(ids)
-        masses = [float(r["monoisotopic_mass"]) for r in records]
-        return (records, db.fingerprints(ids).tobytes(),
-                {f: db.by_formula(f).tolist() for f in sorted({r["formula"] for r in records})},
-                [db.by_mass(m - 0.01, m + 0.01).tolist() for m in masses])
-    finally:
-        db.close()
 
 
 def test_flips_in_the_rows_are_detected_or_harmless(tmp_path):
@@ -41,7 +27,7 @@ def test_flips_in_the_rows_are_detected_or_harmless(tmp_path):
     # The indexes are created after the rows are written: the table's pages come before the first index's root.
     first, last = roots["structures"], min(roots["by_formula"], roots["by_mass"]) - 1
     assert last >= first
-    intact = _everything(path)
+    intact = reader_view(path)
     data = path.read_bytes()
     rng = random.Random(0)
     outcomes = {"detected": 0, "harmless": 0}
@@ -50,7 +36,7 @@ def test_flips_in_the_rows_are_detected_or_harmless(tmp_path):
         damaged[position] ^= 1 << rng.randrange(8)
         path.write_bytes(bytes(damaged))
         try:
-            seen = _everything(path)
+            seen = reader_view(path)
         except IOKRDataError:
             outcomes["detected"] += 1
             continue
