@@ -451,7 +451,12 @@ class CandidateStore:
     @_store_errors
     def by_formula(self, formula):
         """Unique structures (by first InChIKey block) with this formula: ``(keys, texts, fingerprints)``."""
-        rows = [(r[2], r[0], r[5]) for r in self._select("formula = ? AND ok = 1", (formula,), "ORDER BY key14, text")]
+        found = self._select("formula = ? AND ok = 1", (formula,), "ORDER BY key14, text")
+        strays = [r[0] for r in found if r[4] != formula or r[1] != 1]  # brought by a damaged index entry
+        if strays:
+            raise IOKRDataError(f"Candidate store {self.label} is damaged: its formula index lists {strays[0]!r} "
+                                f"under {formula}; delete it to rebuild the cache.")
+        rows = [(r[2], r[0], r[5]) for r in found]
         seen, keep = set(), []
         for r in rows:
             if r[0] not in seen:

@@ -302,3 +302,21 @@ def test_an_index_entry_pointing_at_another_row_is_named(database):
     db = StructureDatabase(database)
     with pytest.raises(IOKRDataError, match=f"db.sqlite is damaged: its index on formula lists row {ethanol}, whose"):
         db.by_formula("C6H6O")
+
+
+def test_a_store_index_entry_pointing_at_another_row_is_named(tmp_path):
+    path = tmp_path / "store.sqlite"
+    store = CandidateStore(path, FP)
+    store.add(["CCO", "c1ccccc1O"])
+    store.close()
+    with sqlite3.connect(path) as con:
+        root = con.execute("SELECT rootpage FROM sqlite_master WHERE name = 'by_formula'").fetchone()[0]
+        page_size = con.execute("PRAGMA page_size").fetchone()[0]
+        rowids = dict(con.execute("SELECT text, rowid FROM structures"))
+    data = bytearray(path.read_bytes())
+    start = (root - 1) * page_size
+    entry = data[start:start + page_size].index(b"C6H6O" + bytes([rowids["c1ccccc1O"]]))
+    data[start + entry + 5] = rowids["CCO"]
+    path.write_bytes(bytes(data))
+    with pytest.raises(IOKRDataError, match="store.sqlite is damaged: its formula index lists 'CCO' under C6H6O"):
+        CandidateStore(path, FP).by_formula("C6H6O")
