@@ -284,27 +284,31 @@ class StructureDatabase:
     def by_formula(self, formula):
         """Row ids of the structures of one canonical formula (in database order)."""
         ids = self._ids("SELECT id FROM structures WHERE formula = ? ORDER BY id", (formula,))
-        return self._check_lookup(ids, "formula", lambda value: value == formula)
+        return self._check_lookup(ids, "formula", "formula = ?", (formula,))
 
     def by_mass(self, low, high):
         """Row ids of the structures with ``low <= monoisotopic mass <= high`` (in database order)."""
         ids = self._ids("SELECT id FROM structures WHERE mass BETWEEN ? AND ? ORDER BY id", (low, high))
-        return self._check_lookup(ids, "mass", lambda value: isinstance(value, float) and low <= value <= high)
+        return self._check_lookup(ids, "mass", "typeof(mass) = 'real' AND mass BETWEEN ? AND ?", (low, high))
 
-    def _check_lookup(self, ids, column, fits):
-        """``ids`` found through the index on ``column``, after checking each row's own value ``fits`` the lookup: a
-        damaged index entry (a flipped row id or key) never brings a row of another formula or mass."""
+    def _check_lookup(self, ids, column, condition, args):
+        """``ids`` found through the index on ``column``, after counting the rows whose own value (read from the
+        table, not the index) meets ``condition``: a damaged index entry (a flipped row id or key) never brings a row
+        of another formula or mass."""
         if self.version < 3 or ids.size == 0:
             return ids
         for start in range(0, ids.size, 900):
             chunk = ids[start:start + 900].tolist()
-            values = self._read(f"SELECT id, {column} FROM structures NOT INDEXED WHERE id IN "
-                                f"({','.join('?' * len(chunk))})", chunk)
-            wrong = [i for i, value in values if not fits(value)]
-            if wrong or len(values) != len(chunk):
+            marks = ",".join("?" * len(chunk))
+            (fitting,), = self._read(f"SELECT count(*) FROM structures NOT INDEXED WHERE id IN ({marks}) AND "
+                                     f"{condition}", (*chunk, *args))
+            if fitting != len(chunk):
+                fit = {i for i, in self._read(f"SELECT id FROM structures NOT INDEXED WHERE id IN ({marks}) AND "
+                                              f"{condition}", (*chunk, *args))}
+                stray = next((i for i in chunk if i not in fit), "(none)")
                 raise IOKRDataError(f"Structure database {self.path} is damaged: its index on {column} lists row "
-                                    f"{(wrong or ['(missing)'])[0]}, whose {column} does not fit the lookup; rebuild it "
-                                    "with 'iokr metabolites index'.")
+                                    f"{stray}, whose {column} does not fit the lookup; rebuild it with 'iokr "
+                                    "metabolites index'.")
         return ids
 
     def _rows(self, ids, column=None):
