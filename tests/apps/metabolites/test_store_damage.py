@@ -240,7 +240,8 @@ def test_a_full_disk_while_indexing_is_named_and_leaves_nothing(table, tmp_path,
     assert main(["metabolites", "index", str(table), "--output", str(out)]) == 2  # a user error, not internal (1)
     err = capsys.readouterr().err
     assert f"No space left on device while writing structure database {out}" in err and "internal" not in err
-    assert list((tmp_path / "out").iterdir()) == []  # no temporary file, no journal
+    left = sorted(p.name for p in (tmp_path / "out").rglob("*")) if (tmp_path / "out").exists() else []
+    assert left == []  # no temporary file, no journal
 
 
 def test_a_full_disk_on_a_store_is_named_and_keeps_the_store(tmp_path):
