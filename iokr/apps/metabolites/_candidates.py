@@ -15,16 +15,16 @@ import csv
 import functools
 import io
 import re
-import sqlite3
 import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from ...decoding import CountFeatures, PackedBinaryFeatures
 from ...exceptions import IOKRDataError
 from ...io import check_expansion, read_npz
-from ._database import decode_fingerprints, encode_fingerprint
+from ._candidate_store_file import STORE_ROW, open_store_file
 from ._fingerprint_cache import (
     CACHE_MEMBERS,
     check_cache,
@@ -32,6 +32,8 @@ from ._fingerprint_cache import (
     export_fingerprint_cache,  # noqa: F401 - its public home since the cache existed
 )
 from ._fingerprints import Fingerprinter, _rdkit
+from ._sqlite_files import READ_ERRORS, describe_error
+from ._store_format import check_rows, decode_compact, encode_compact, row_checksum
 from ._structure_tables import SDF_REJECTED, clean_value
 from ._structures import may_need_parent, parent_of
 
@@ -272,20 +274,18 @@ def read_candidate_lists(path, store=None, progress=None, *, sources=None):
     return out
 
 
-#: How a store's structures are keyed, recorded in its ``meta`` table: the parent structure
-#: (:func:`~._structures.parent_of`), labelled formulas apart. Stores written before hold salts whole.
-STORE_STRUCTURES = "parent-v1"
-
-
 def _store_errors(method):
-    """Report a store file that SQLite cannot read (damaged pages, not a database) as IOKRDataError."""
+    """Report SQLite's errors on a store as IOKRDataError: locked by another process, disk full (the failed write
+    rolled back) or damaged, told apart (:func:`~._sqlite_files.describe_error`)."""
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
         try:
             return method(self, *args, **kwargs)
-        except sqlite3.DatabaseError as exc:
-            raise IOKRDataError(f"Candidate store {self.label} cannot be read ({exc}); the file is damaged: "
-                                "delete it to rebuild the cache.") from None
+        except READ_ERRORS as exc:
+            if self.db.in_transaction:
+                self.db.rollback()
+            raise describe_error(exc, "Candidate store", self.label, remedy="delete it to rebuild the cache") \
+                from None
     return wrapper
 
 
@@ -307,8 +307,9 @@ class CandidateStore:
     -----
     Table ``structures``: the input text (InChI/SMILES) as primary key, the parse status, and of its parent
     structure (:func:`~._structures.parent_of`: salts reduced, isotopes apart) the first InChIKey block, the
-    molecular formula and the fingerprint as a blob (bit-packed for binary kinds, uint8 counts
-    otherwise). Looking up cached structures costs one indexed query; only new texts are parsed.
+    molecular formula, the fingerprint as a compact blob and a checksum of the row, verified on every read
+    (:mod:`._store_format`, :mod:`._candidate_store_file`). Looking up cached structures costs one indexed query;
+    only new texts are parsed.
     """
 
     @property
@@ -319,30 +320,7 @@ class CandidateStore:
     def __init__(self, path="", fingerprinter=None):
         self.fingerprinter = Fingerprinter() if fingerprinter is None else fingerprinter
         self.path = str(path)
-        try:
-            self.db = sqlite3.connect(self.path)
-            self.db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
-            self.db.execute("CREATE TABLE IF NOT EXISTS structures (text TEXT PRIMARY KEY, ok INTEGER, "
-                            "key14 TEXT, inchikey TEXT, formula TEXT, fp BLOB)")
-            self.db.execute("CREATE INDEX IF NOT EXISTS by_formula ON structures (formula)")
-            params = repr(sorted(self.fingerprinter.params().items()))
-            row = self.db.execute("SELECT value FROM meta WHERE key='fingerprint'").fetchone()
-            if row is None:
-                self.db.execute("INSERT INTO meta VALUES ('fingerprint', ?)", (params,))
-                self.db.commit()
-            structures = self.db.execute("SELECT value FROM meta WHERE key='structures'").fetchone()
-            if structures is None and self.db.execute("SELECT COUNT(*) FROM structures").fetchone()[0] == 0:
-                self.db.execute("INSERT INTO meta VALUES ('structures', ?)", (STORE_STRUCTURES,))
-                self.db.commit()
-                structures = (STORE_STRUCTURES,)
-        except sqlite3.DatabaseError as exc:
-            raise IOKRDataError(f"Candidate store {self.label} is not a usable SQLite database ({exc}).") from None
-        if row is not None and row[0] != params:
-            raise IOKRDataError(f"Candidate store {self.label} caches fingerprints {row[0]}, not {params}; "
-                                "use another store file.")
-        if structures is None or structures[0] != STORE_STRUCTURES:
-            raise IOKRDataError(f"Candidate store {self.label} was written by an older iokr (structures stored "
-                                f"whole, not as their parent: {STORE_STRUCTURES}); delete it to rebuild the cache.")
+        self.db = open_store_file(self.path, repr(sorted(self.fingerprinter.params().items())), self.label)
         self.n_computed = 0
         self._cache = None
 
@@ -382,15 +360,26 @@ class CandidateStore:
         fp = np.zeros(c["n_features"], dtype=np.uint8)
         a, b = c["indptr"][i], c["indptr"][i + 1]
         fp[c["cols"][a:b]] = c["vals"][a:b]
-        blob = np.packbits(fp > 0).tobytes() if self.fingerprinter.binary else fp.tobytes()
-        return (text, 1, str(c["key14"][i]), None, str(c["formula"][i]), blob)
+        return _checked((text, 1, str(c["key14"][i]), None, str(c["formula"][i]), self._encode(fp)))
 
     def _encode(self, fp):
-        return encode_fingerprint(fp, self.fingerprinter.binary)
+        return encode_compact(fp, self.fingerprinter.binary)
 
     def _decode(self, blobs, compact=False):
-        return decode_fingerprints(blobs, self.fingerprinter.n_features, self.fingerprinter.binary,
-                                   f"Candidate store {self.label}", compact=compact)
+        """Float32 rows, or with ``compact`` the stored uint8 values as float32 row blocks."""
+        n, binary = self.fingerprinter.n_features, self.fingerprinter.binary
+        where = f"Candidate store {self.label}"
+        if not compact:
+            return decode_compact(blobs, n, binary, where)
+        values = decode_compact(blobs, n, binary, where, dtype=np.uint8)
+        return PackedBinaryFeatures.from_dense(values) if binary else CountFeatures(values)
+
+    def _select(self, where, args, order=""):
+        """Whole rows of the structures table (``STORE_ROW``) matching ``where``, each verified."""
+        rows = self.db.execute(f"SELECT {', '.join(STORE_ROW)} FROM structures WHERE {where} {order}",
+                               args).fetchall()
+        check_rows(rows, f"Candidate store {self.label}")
+        return rows
 
     @_store_errors
     def add(self, structures):
@@ -412,12 +401,13 @@ class CandidateStore:
                 continue
             parent = parent_of(s)
             if parent is None:
-                rows.append((s, 0, None, None, None, None))
+                rows.append(_checked((s, 0, None, None, None, None)))
                 continue
             fp, _ = self.fingerprinter.transform([parent.mol])
-            rows.append((s, 1, parent.key[:14], parent.key, parent.formula, self._encode(fp[0])))
+            rows.append(_checked((s, 1, parent.key[:14], parent.key, parent.formula, self._encode(fp[0]))))
         self.n_computed += sum(1 for r in rows if r[3] is not None or not r[1])
-        self.db.executemany("INSERT OR REPLACE INTO structures VALUES (?, ?, ?, ?, ?, ?)", rows)
+        self.db.executemany(f"INSERT OR REPLACE INTO structures ({', '.join(STORE_ROW)}) VALUES "
+                            f"({', '.join('?' * len(STORE_ROW))})", rows)
         self.db.commit()
 
     @_store_errors
@@ -427,25 +417,24 @@ class CandidateStore:
         texts = [s for s in structures if isinstance(s, str)]
         for start in range(0, len(texts), 900):
             chunk = texts[start:start + 900]
-            q = f"SELECT text, {columns} FROM structures WHERE text IN ({','.join('?' * len(chunk))})"
-            for row in self.db.execute(q, chunk):
-                found[row[0]] = row[1:]
+            for row in self._select(f"text IN ({','.join('?' * len(chunk))})", chunk):
+                found[row[0]] = tuple(row[STORE_ROW.index(c)] for c in columns)
         return [found.get(s) if isinstance(s, str) else None for s in structures]
 
     def keys_for(self, structures):
         """First InChIKey block and parse status per structure (``None`` / False when RDKit rejects it)."""
-        rows = self._fetch(structures, "ok, key14")
+        rows = self._fetch(structures, ("ok", "key14"))
         ok = np.array([bool(r and r[0]) for r in rows], dtype=bool)
         return [r[1] if r and r[0] else None for r in rows], ok
 
     def formula_of(self, structure):
-        rows = self._fetch([structure], "formula")
+        rows = self._fetch([structure], ("formula",))
         return rows[0][0] if rows[0] else None
 
     def formulas_for(self, structures):
         """Formula of each structure's parent (:func:`~._structures.parent_of`: salts reduced, labelled atoms apart,
         ``C4H8D3N5``); ``None`` when RDKit rejects it."""
-        rows = self._fetch(structures, "ok, formula")
+        rows = self._fetch(structures, ("ok", "formula"))
         return [r[1] if r and r[0] else None for r in rows]
 
     def fingerprints(self, structures, compact=False):
@@ -454,7 +443,7 @@ class CandidateStore:
         ``compact``: the stored bytes, read as float32 row blocks (:class:`~iokr.decoding.CountFeatures` or
         :class:`~iokr.decoding.PackedBinaryFeatures`), for candidate pools a quarter of the float32 size or less.
         """
-        rows = self._fetch(structures, "ok, fp")
+        rows = self._fetch(structures, ("ok", "fp"))
         n = self.fingerprinter.n_features
         blobs = [r[1] if r and r[0] else self._encode(np.zeros(n, dtype=np.float32)) for r in rows]
         return self._decode(blobs, compact=compact)
@@ -462,8 +451,12 @@ class CandidateStore:
     @_store_errors
     def by_formula(self, formula):
         """Unique structures (by first InChIKey block) with this formula: ``(keys, texts, fingerprints)``."""
-        rows = self.db.execute("SELECT key14, text, fp FROM structures WHERE formula = ? AND ok = 1 "
-                               "ORDER BY key14, text", (formula,)).fetchall()
+        found = self._select("formula = ? AND ok = 1", (formula,), "ORDER BY key14, text")
+        strays = [r[0] for r in found if r[4] != formula or r[1] != 1]  # brought by a damaged index entry
+        if strays:
+            raise IOKRDataError(f"Candidate store {self.label} is damaged: its formula index lists {strays[0]!r} "
+                                f"under {formula}; delete it to rebuild the cache.")
+        rows = [(r[2], r[0], r[5]) for r in found]
         seen, keep = set(), []
         for r in rows:
             if r[0] not in seen:
@@ -481,3 +474,8 @@ class CandidateStore:
 
     def close(self):
         self.db.close()
+
+
+def _checked(values):
+    """A store row with its checksum appended (:data:`STORE_ROW` order)."""
+    return (*values, row_checksum(values))
