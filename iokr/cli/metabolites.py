@@ -377,6 +377,8 @@ def run_index(args):
           f"neutralized, {stats['n_labelled']} isotope-labelled (indexed at their own formula and mass), "
           f"{stats['n_charged']} permanently charged (indexed at their neutral-equivalent mass, for [M]+ / [M]- "
           f"queries), {stats['n_structure_fallbacks']} read from a later structure column (the first unparsable)")
+    if stats.get("windows_1252_lines"):
+        print(f"{args.database}: {stats['windows_1252_lines']}")
     return 0
 
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 _LAZY = {
     "MAX_JSON_DEPTH": "_json", "MAX_JSON_FILE_BYTES": "_json", "JSONDataError": "_json", "load_json_file": "_json",
     "loads_json": "_json", "MAX_COMPRESSION_RATIO": "_lines", "MAX_LINE_BYTES": "_lines",
-    "RATIO_CHECK_BYTES": "_lines", "check_expansion": "_lines", "iter_lines": "_lines", "read_capped": "_lines",
+    "RATIO_CHECK_BYTES": "_lines", "check_expansion": "_lines", "iter_lines": "_lines", "LegacyLines": "_lines", "read_capped": "_lines",
     "FORMAT_VERSION": "_model_file", "ModelFileError": "_model_file", "load_model_file": "_model_file",
     "save_model_file": "_model_file", "read_npz": "_npz", "atomic_open": "_atomic",
 }
@@ -38,6 +38,7 @@ __all__ = [
     "atomic_open",
     "check_expansion",
     "iter_lines",
+    "LegacyLines",
     "load_json_file",
     "load_model_file",
     "loads_json",

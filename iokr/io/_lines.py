@@ -86,7 +86,41 @@ def _is_gzip(raw):
     return magic == _GZIP_MAGIC
 
 
-def iter_lines(source, *, what, max_line_bytes=None, max_compression_ratio=None, errors="strict"):
+#: Windows-1252 leaves five bytes undefined; they are read as the Latin-1 control characters of the same value.
+_CP1252_UNDEFINED = {0x81, 0x8D, 0x8F, 0x90, 0x9D}
+
+
+def _windows_1252(body):
+    return "".join(chr(b) if b in _CP1252_UNDEFINED else bytes([b]).decode("cp1252") for b in body) \
+        if any(b in _CP1252_UNDEFINED for b in body) else body.decode("cp1252")
+
+
+class LegacyLines:
+    """``on_legacy`` for :func:`iter_lines`: counts the lines read as Windows-1252, and keeps the first one's number.
+
+    Attributes
+    ----------
+    count : int
+    first : int or None
+    """
+
+    def __init__(self):
+        self.count, self.first = 0, None
+
+    def __call__(self, number):
+        self.count += 1
+        self.first = number if self.first is None else self.first
+
+    def note(self):
+        """``""``, or one phrase for a read's summary: how many lines were not UTF-8 and where the first one is."""
+        if not self.count:
+            return ""
+        return (f"{self.count} line{'s' * (self.count != 1)} not UTF-8, read as Windows-1252 (the first: line "
+                f"{self.first})")
+
+
+def iter_lines(source, *, what, max_line_bytes=None, max_compression_ratio=None, errors="strict",
+               on_legacy=None):
     """Yield ``(line_number, text)`` for each line of a plain or gzip-compressed UTF-8 text file.
 
     Parameters
@@ -101,9 +135,16 @@ def iter_lines(source, *, what, max_line_bytes=None, max_compression_ratio=None,
     max_compression_ratio : float, optional
         Largest decompressed/compressed ratio of a gzip file, checked once :data:`RATIO_CHECK_BYTES` have been
         decompressed; the configured ``max_compression_ratio`` (100 by default) when None.
-    errors : {"strict", "replace"}, default="strict"
-        Undecodable UTF-8: an error naming the line, or U+FFFD replacement characters (for formats where
-        text fields are not used as identifiers).
+    errors : {"strict", "replace", "windows-1252"}, default="strict"
+        Undecodable UTF-8: an error naming the line; U+FFFD replacement characters (for formats where text fields
+        are not used as identifiers); or the line read as Windows-1252 (the Latin-1 superset older Windows tools
+        write: ``°``, ``é``, ``µ`` keep their meaning) with ``on_legacy(line_number)`` called, so the reader can
+        say so.
+    on_legacy : callable, optional
+        Called with the line number of each line read as Windows-1252 (``errors="windows-1252"``).
+
+    Whatever ``errors``, a line holding a NUL byte stops the read: text formats never hold one, binary files and
+    UTF-16 text (Windows "Unicode text" exports) do; the message says which.
 
     Yields
     ------
@@ -127,8 +168,8 @@ def iter_lines(source, *, what, max_line_bytes=None, max_compression_ratio=None,
     >>> list(iter_lines(path, what="Example file"))
     [(1, 'one'), (2, 'two')]
     """
-    if errors not in ("strict", "replace"):
-        raise ValueError(f"'errors' must be 'strict' or 'replace', got {errors!r}.")
+    if errors not in ("strict", "replace", "windows-1252"):
+        raise ValueError(f"'errors' must be 'strict', 'replace' or 'windows-1252', got {errors!r}.")
     max_line, max_ratio = _caps(max_line_bytes, max_compression_ratio)
     if isinstance(source, (str, os.PathLike)):
         name = os.fspath(source)
@@ -168,11 +209,20 @@ def iter_lines(source, *, what, max_line_bytes=None, max_compression_ratio=None,
             if compressed and decompressed > RATIO_CHECK_BYTES:
                 check_expansion(decompressed, raw.tell() - start, where=f"{what} {name}: at line {number}",
                                 max_compression_ratio=max_ratio)
+            if b"\x00" in body:
+                utf16 = number == 1 and body[:2] in (b"\xff\xfe", b"\xfe\xff")
+                raise IOKRDataError(f"{what} {name}: " + ("is UTF-16 text; save it as UTF-8." if utf16 else
+                                    f"line {number} holds a NUL byte (byte {body.index(0)} of the line): not a text "
+                                    "file."))
             try:
-                text = body.decode("utf-8", errors=errors)
+                text = body.decode("utf-8", errors="strict" if errors == "windows-1252" else errors)
             except UnicodeDecodeError as exc:
-                raise IOKRDataError(f"{what} {name}: line {number} is not UTF-8 text (byte {exc.start} of the "
-                                    "line).") from None
+                if errors != "windows-1252":
+                    raise IOKRDataError(f"{what} {name}: line {number} is not UTF-8 text (byte {exc.start} of the "
+                                        "line).") from None
+                text = _windows_1252(body)
+                if on_legacy is not None:
+                    on_legacy(number)
             yield number, text
     finally:
         if owned:

@@ -28,6 +28,7 @@ import numpy as np
 
 from ... import __version__
 from ...exceptions import IOKRDataError
+from ...io import LegacyLines
 from ...io._atomic import temporary_path
 from ...io._workers import worker_pool
 from ._fingerprints import Fingerprinter
@@ -198,7 +199,8 @@ class StructureDatabase:
             raise IOKRDataError(f"Structure database {output}: fingerprints of {fingerprinter.n_features} columns do "
                                 f"not fit the compact format (at most {MAX_FEATURES}).")
         t0 = time.perf_counter()
-        columns, rows, structure_columns = read_structure_rows(source)
+        legacy = LegacyLines()
+        columns, rows, structure_columns = read_structure_rows(source, on_legacy=legacy)
         temporary = is_private(output)
         if temporary:
             connection, tmp = sqlite3.connect(str(output)), None
@@ -234,6 +236,7 @@ class StructureDatabase:
                 label = "(SQLite's temporary file for this run)" if temporary else output
                 raise describe_error(exc, "Structure database", label, "writing") from None
             raise
+        stats["windows_1252_lines"] = legacy.note()
         stats["seconds"] = time.perf_counter() - t0
         stats["structures_per_s"] = stats["n_rows"] / max(stats["seconds"], 1e-9)
         db = cls(str(output) or "(temporary file)", _connection=connection) if temporary else cls(output)

@@ -51,21 +51,22 @@ def open_text(path):
     return open(path, encoding="utf-8", errors="replace", newline=None)
 
 
-def _lines(path):
+def _lines(path, on_legacy=None):
     """Numbered lines of a spectrum file, stripped (the shared capped reader: line length and gzip ratio); lines
-    ended by a lone CR (classic Mac OS, 'CSV (Macintosh)' exports) are split too."""
-    for number, line in iter_lines(path, what="Spectra file", errors="replace"):
+    ended by a lone CR (classic Mac OS, 'CSV (Macintosh)' exports) are split too. A line that is not UTF-8 is read
+    as Windows-1252 and ``on_legacy(line_number)`` called (:func:`iokr.io.iter_lines`)."""
+    for number, line in iter_lines(path, what="Spectra file", errors="windows-1252", on_legacy=on_legacy):
         for part in line.split("\r") if "\r" in line else (line,):
             yield number, part.strip().lstrip("\ufeff")
 
 
-def iter_mgf(path):
+def iter_mgf(path, on_legacy=None):
     """Records of an MGF file: ``(index, fields, peaks)`` (see the module docstring).
 
     Global parameters before the first ``BEGIN IONS`` are defaults for every record (as in the MGF format).
     """
     defaults, fields, peaks, inside, index = {}, None, None, False, 0
-    for _, line in _lines(path):
+    for _, line in _lines(path, on_legacy):
         if not line or line.startswith(_COMMENT):
             continue
         upper = line.upper()
@@ -87,11 +88,11 @@ def iter_mgf(path):
         yield index, fields, peaks
 
 
-def iter_msp(path):
+def iter_msp(path, on_legacy=None):
     """Records of an MSP (NIST) file: ``(index, fields, peaks)``; records are separated by blank lines or start
     at each ``Name:`` line. Peak lines may hold several ``m/z intensity`` pairs separated by ``;``."""
     fields, peaks, index, in_peaks = None, [], 0, False
-    for _, line in _lines(path):
+    for _, line in _lines(path, on_legacy):
         if not line:
             if fields is not None:
                 yield index, fields, peaks
@@ -132,11 +133,11 @@ _MASSBANK_FIELDS = {("ACCESSION", None): "spectrum_id", ("LICENSE", None): "lice
                     ("MS$FOCUSED_ION", "PRECURSOR_TYPE"): "adduct"}
 
 
-def iter_massbank_records(path):
+def iter_massbank_records(path, on_legacy=None):
     """Records of a MassBank record file (``ACCESSION: ...`` ... ``PK$PEAK:`` ... ``//``, one or several per
     file): ``(index, fields, peaks)`` with harmonized field names (``MS_TYPE`` as ``ms_level``)."""
     fields, peaks, index, in_peaks = {}, [], 0, False
-    for _, line in _lines(path):
+    for _, line in _lines(path, on_legacy):
         if line == "//":
             yield index, fields, peaks
             fields, peaks, index, in_peaks = {}, [], index + 1, False

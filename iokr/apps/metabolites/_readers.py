@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ...exceptions import IOKRDataError
-from ...io import JSONDataError, check_expansion, iter_lines, loads_json
+from ...io import JSONDataError, LegacyLines, check_expansion, iter_lines, loads_json
 from ._fingerprints import inchikey, parse_structure
 from ._formats import check_supported, spectrum_format
 from ._msfiles import harmonize, harmonized_name, iter_massbank_records, iter_mgf, iter_msp
@@ -214,12 +214,12 @@ def _from_records(records, path, require_precursor, keep_empty=False, id_field=N
     return _finish(peak_lists, precursors, metadata, report, path, require_precursor)
 
 
-def _text_records(path, fmt):
+def _text_records(path, fmt, on_legacy=None):
     if fmt == "massbank":
-        yield from iter_massbank_records(path)
+        yield from iter_massbank_records(path, on_legacy)
         return
     reader = iter_mgf if fmt == "mgf" else iter_msp
-    for index, fields, peaks in reader(path):
+    for index, fields, peaks in reader(path, on_legacy):
         yield index, harmonize(fields), peaks
 
 
@@ -403,8 +403,11 @@ def read_spectra(path, *, require_precursor=True, require_structure=False, keep_
             spectra, report = read_massbank_jsonl(source, require_precursor=require_precursor and not keep_empty,
                                                   keep_empty=keep_empty)
         elif fmt in ("mgf", "msp", "massbank"):
-            spectra, report = _from_records(_text_records(source, fmt), path, require_precursor, keep_empty,
+            legacy = LegacyLines()
+            spectra, report = _from_records(_text_records(source, fmt, legacy), path, require_precursor, keep_empty,
                                             id_field)
+            if legacy.count:
+                report.note(f"lines not UTF-8, read as Windows-1252 (the first: line {legacy.first})", legacy.count)
             if fmt == "msp":
                 _check_msp_is_ms2(spectra, path)
         else:

@@ -115,6 +115,10 @@ def _dict_rows(lines, name, where):
     line end, an unclosed quote an error: see :mod:`._delimited_text`)."""
     lines = iter(lines)
     first = next(lines, "").lstrip("\ufeff")
+    control = next((c for c in first if ord(c) < 32 and c not in "\t\r"), None)
+    if control is not None:  # a binary file (random bytes, a spreadsheet's .xlsx renamed .csv) read as text
+        raise IOKRDataError(f"{where} is not a text table: its first line holds the control character "
+                            f"{control!r} (a binary file such as .xlsx? save it as CSV or TSV).")
     delimiter = _delimiter(name, first.split("\r", 1)[0])
     return delimited_rows(itertools.chain([first], lines), delimiter, where, MAX_FIELD_BYTES)
 
@@ -163,8 +167,9 @@ def _with_structures(columns, rows, kind, where):
     return columns, rows, found
 
 
-def read_structure_rows(path, what="Structure database"):
-    """``(columns, rows, structure_columns)`` of a structure table file (plain or ``.gz``), streamed."""
+def read_structure_rows(path, what="Structure database", on_legacy=None):
+    """``(columns, rows, structure_columns)`` of a structure table file (plain or ``.gz``), streamed. Lines that are
+    not UTF-8 are read as Windows-1252 (Excel's "CSV" on Windows), each reported to ``on_legacy(line_number)``."""
     path = Path(path)
     where = f"{what} {path}"
     if not path.exists():
@@ -179,7 +184,7 @@ def read_structure_rows(path, what="Structure database"):
         columns, rows = _sdf_records(handle)
     else:
         # Streamed through the capped line reader (iokr.io.iter_lines: line length, gzip ratio).
-        lines = (line for _, line in iter_lines(path, what=what, errors="replace"))
+        lines = (line for _, line in iter_lines(path, what=what, errors="windows-1252", on_legacy=on_legacy))
         columns, rows = _dict_rows(lines, path.name, where)
     return _with_structures(columns, rows, kind, where)
 
