@@ -188,6 +188,8 @@ def fit_training_set(train, config=None, feedback=None, timings=None, store=None
             params[key] = getattr(config, key)
     grid = DEFAULT_GRID if config.grid is None else config.grid
     n_points = int(np.prod([len(v) for v in grid.values()]))
+    # read before the cross-validation, so that a bad decoy file is reported before minutes of work
+    decoy_table = read_decoy_table(config.decoys) if config.decoys is not None and n_folds > 1 else None
     t0 = time.perf_counter()
     cache = {}  # the base Grams cross-validation computed, reused by the calibration and the final fit
     if n_points > 1 and n_folds > 1:
@@ -214,8 +216,8 @@ def fit_training_set(train, config=None, feedback=None, timings=None, store=None
     if n_folds > 1:
         try:
             decoys = None
-            if config.decoys is not None:
-                decoys = decoy_lists(train.formulas, train.keys, read_decoy_table(config.decoys),
+            if decoy_table is not None:
+                decoys = decoy_lists(train.formulas, train.keys, decoy_table,
                                      _store("", config.fingerprinter()) if store is None else store, seed=seed)
                 log(f"confidence: {decoys.record['n_decoys']} decoys from {config.decoys} "
                     f"({decoys.record['n_structures_with_decoy_isomers']} training structures have decoy isomers)")

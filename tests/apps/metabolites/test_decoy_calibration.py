@@ -188,6 +188,7 @@ def test_the_calibration_leaves_the_final_model_scores_unchanged(tmp_path):
             for decoys in (None, table)]
     assert fits[0].calibration_data["lists"].startswith("training structures only")
     assert fits[1].calibration_data["decoys"]["source"] == str(table)
+    assert fits[1].calibration_data["n_examples"] != fits[0].calibration_data["n_examples"]
     candidates = [fits[0].train.Y[:40]] * len(queries)
     a, b = (fit.model.score_sets(query_spectra, candidates) for fit in fits)
     for x, y in zip(a, b, strict=True):
@@ -196,7 +197,7 @@ def test_the_calibration_leaves_the_final_model_scores_unchanged(tmp_path):
 
 def _read(path, records):
     path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
-    return read_spectra(path, require_structure=True)
+    return read_spectra(path, require_structure=True)[0]
 
 
 def _isomers_of(formulas):
