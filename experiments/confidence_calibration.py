@@ -21,6 +21,7 @@ The evaluated candidate lists (the 60 shared lists) are read for their true stru
 
 from __future__ import annotations
 
+import tarfile
 import time
 from dataclasses import dataclass
 
@@ -34,7 +35,6 @@ from iokr.apps.metabolites import (
     Fingerprinter,
     MetaboliteIdentifier,
     fold_ids,
-    read_candidate_lists,
     read_spectra,
     training_set,
 )
@@ -147,8 +147,9 @@ def run(config, data, previous=None, checkpoint=None):
     t0 = time.perf_counter()
     store = CandidateStore(config.store, Fingerprinter(**DEFAULT_FINGERPRINT))
     spectra, _ = read_spectra(data / config.spectra, require_structure=True)
-    lists = read_candidate_lists(data / config.candidates, store)
-    train = training_set(spectra, store, Cleaning(), [lst.true_key for lst in lists])
+    with tarfile.open(data / config.candidates) as tar:  # the lists' names only: no candidate is read
+        true_keys = [m.name.rsplit("_id=", 1)[1][:14] for m in tar.getmembers() if "_id=" in m.name]
+    train = training_set(spectra, store, Cleaning(), true_keys)
     del spectra
     if config.max_structures and len(train.Y) > config.max_structures:
         keep = np.sort(np.random.default_rng(0).choice(len(train.Y), config.max_structures, replace=False))

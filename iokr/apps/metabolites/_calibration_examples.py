@@ -1,7 +1,8 @@
 """Calibration data of the top hit's confidence: hold-out ranked lists on training structures.
 
 The cross-validation loop described in :mod:`._confidence`'s docstring (one model per structure fold, its held-out
-structures ranked among their fold and among isomer-like formula lists). It sits above both :mod:`._pipeline` (the
+structures ranked among their training isomers and decoys (:mod:`._decoys`), or without decoys among their fold and
+among isomer-like formula lists). It sits above both :mod:`._pipeline` (the
 folds, the formula lists and the sliced test kernel it reuses) and :mod:`._confidence` (``top_margins``), so that
 ``_pipeline`` -> ``_evaluation`` -> ``_confidence`` stays one-way (issue #29).
 """
@@ -50,6 +51,7 @@ def calibration_examples(train, params, n_folds, seed, base_grams, progress=None
         formula_sets, scored = formula_candidate_sets(Y, train.formulas)
     else:
         formula_sets, scored = None, np.zeros(len(spectra), dtype=bool)
+    eligible = _has_isomer(train.formulas, decoys) if decoys is not None else None
     examples = []
     for f in range(n_folds):
         tr, te = np.flatnonzero(folds != f), np.flatnonzero(folds == f)
@@ -58,32 +60,36 @@ def calibration_examples(train, params, n_folds, seed, base_grams, progress=None
         model = MetaboliteIdentifier(**params).fit(spectra[tr], Y[tr], base_grams=grams.subset(tr))
         K, diag = _sliced_test_kernel(model, grams, te, tr)
         if decoys is not None:
-            mask = _has_isomer(train.formulas, decoys)[te]
+            mask = eligible[te]
             if mask.any():
                 scores, truth = decoy_list_scores(model, spectra[te[mask]], Y, train.formulas, te[mask], decoys,
                                                   (K[mask], diag[mask]))
                 examples.append(top_margins(scores, truth))
-            del model, K, diag
-            if progress is not None:
-                progress()
-            continue
-        fold_lists = CandidateSets(Y[te], [np.arange(te.size)] * te.size)
-        scores = model.score_sets(spectra[te], fold_lists, test_kernel=(K, diag))
-        examples.append(top_margins(scores, list(range(te.size))))
-        mask = scored[te]
-        if mask.any():
-            queries = te[mask]
-            lists = [formula_sets.indices[i] for i in queries]
-            truth = [int(np.flatnonzero(lst == i)[0]) for lst, i in zip(lists, queries, strict=True)]
-            scores = _training_list_scores(model, spectra[queries], Y, lists, tr, (K[mask], diag[mask]))
-            examples.append(top_margins(scores, truth))
-        del model, K, diag, scores  # one fold's model at a time (its fit and factor are n x n arrays)
+        else:
+            examples.extend(_training_list_examples(model, spectra, Y, tr, te, (K, diag), formula_sets, scored))
+        del model, K, diag  # one fold's model at a time (its fit and factor are n x n arrays)
         if progress is not None:
             progress()
     if not examples:
         raise ValueError("calibration needs at least two structures per fold" if decoys is None else
                          "calibration found no held-out training structure with an isomer (no decoy lists)")
     return tuple(np.concatenate([e[k] for e in examples]) for k in range(3))
+
+
+def _training_list_examples(model, spectra, Y, tr, te, test_kernel, formula_sets, scored):
+    """The examples of one fold without decoys: its held-out structures ranked among the fold's held-out structures,
+    and (those sharing a formula) among the training structures of their formula filled up by the nearest masses."""
+    K, diag = test_kernel
+    fold_lists = CandidateSets(Y[te], [np.arange(te.size)] * te.size)
+    out = [top_margins(model.score_sets(spectra[te], fold_lists, test_kernel=(K, diag)), list(range(te.size)))]
+    mask = scored[te]
+    if mask.any():
+        queries = te[mask]
+        lists = [formula_sets.indices[i] for i in queries]
+        truth = [int(np.flatnonzero(lst == i)[0]) for lst, i in zip(lists, queries, strict=True)]
+        out.append(top_margins(_training_list_scores(model, spectra[queries], Y, lists, tr, (K[mask], diag[mask])),
+                               truth))
+    return out
 
 
 def _training_list_scores(model, spectra, Y, lists, training_rows, test_kernel):
