@@ -17,18 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ._decoys import MAX_ISOMERS, read_decoy_table
-from ._formulas import FormulaError, canonical_formula
+from ._decoys import MAX_ISOMERS, _hill, read_decoy_table
 
 FILES = ("massbank_ms2_posMH_permissive.jsonl.gz", "massbank_ms2_negMH_permissive.jsonl.gz",
          "massbank_ms2_other_permissive.jsonl.gz")
-
-
-def _hill(formula):
-    try:
-        return canonical_formula(formula)
-    except FormulaError:
-        return None
 
 
 def build(moses_table, shared_dir, out_file, per_formula=MAX_ISOMERS, seed=0):
