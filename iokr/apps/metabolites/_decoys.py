@@ -27,7 +27,8 @@ from ...exceptions import IOKRDataError
 from ._formulas import FormulaError, canonical_formula
 from ._structures import formula_mass
 
-__all__ = ["BUNDLED_DECOYS", "DecoyLists", "DecoyTable", "decoy_lists", "read_decoy_table"]
+__all__ = ["BUNDLED_DECOYS", "DecoyLists", "DecoyTable", "decoy_lists", "decoy_store", "fingerprint_cache_of",
+           "read_decoy_table"]
 
 #: The decoy table shipped with the package: MOSES (ZINC, MIT licence) isomers of the MassBank training formulas.
 BUNDLED_DECOYS = Path(__file__).resolve().parents[2] / "datasets" / "data" / "metabolites" / "decoys_moses.tsv.gz"
@@ -37,6 +38,30 @@ MAX_ISOMERS = 100
 LIST_SIZE = 100
 #: Largest mass difference (Da) of a nearest-mass decoy from the training structure's formula.
 MAX_MASS_DIFFERENCE = 10.0
+
+
+def fingerprint_cache_of(table_path):
+    """Where a decoy table's fingerprint cache lives: ``decoys.tsv.gz`` -> ``decoys.fingerprints.npz`` beside it
+    (written by :func:`~._fingerprint_cache.export_fingerprint_cache`; the bundled table ships one)."""
+    path = Path(table_path)
+    name = path.name
+    for suffix in (".gz", ".tsv", ".csv", ".txt", ".smi"):
+        name = name.removesuffix(suffix)
+    return path.with_name(name + ".fingerprints.npz")
+
+
+def decoy_store(table_path, store, fingerprinter):
+    """The store that fingerprints a decoy table's structures: a temporary one reading the table's fingerprint cache
+    (:func:`fingerprint_cache_of`) when it exists and holds this fingerprint, else ``store`` (a temporary one when
+    None). The cache spares minutes of RDKit work on every training run with the bundled table."""
+    from ._candidates import CandidateStore  # noqa: PLC0415 - the store module reads candidate files, not decoys
+
+    cache = fingerprint_cache_of(table_path)
+    if cache.is_file():
+        cached = CandidateStore("", fingerprinter)
+        if cached.attach_cache(cache):
+            return cached
+    return CandidateStore("", fingerprinter) if store is None else store
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from ...exceptions import IOKRDataError
 from ._calibration_examples import calibration_data_record, calibration_examples
 from ._candidates import CandidateStore, read_candidate_lists
 from ._confidence import fit_calibration
-from ._decoys import BUNDLED_DECOYS, decoy_lists, read_decoy_table
+from ._decoys import BUNDLED_DECOYS, decoy_lists, decoy_store, read_decoy_table
 from ._feedback import Feedback
 from ._fingerprints import Fingerprinter
 from ._grams import TrainingGrams
@@ -218,7 +218,7 @@ def fit_training_set(train, config=None, feedback=None, timings=None, store=None
             decoys = None
             if decoy_table is not None:
                 decoys = decoy_lists(train.formulas, train.keys, decoy_table,
-                                     _store("", config.fingerprinter()) if store is None else store, seed=seed)
+                                     decoy_store(config.decoys, store, config.fingerprinter()), seed=seed)
                 log(f"confidence: {decoys.record['n_decoys']} decoys from {config.decoys} "
                     f"({decoys.record['n_structures_with_decoy_isomers']} training structures have decoy isomers)")
             data = calibration_data_record(decoys, n_folds)

@@ -211,3 +211,24 @@ def _isomers_of(formulas):
             texts.append(s)
             out.append(f)
     return texts, out
+
+
+def test_a_decoy_table_with_a_fingerprint_cache_is_fingerprinted_from_it(tmp_path):
+    from iokr.apps.metabolites._decoys import decoy_store, fingerprint_cache_of  # noqa: PLC0415
+    from iokr.apps.metabolites._fingerprint_cache import export_fingerprint_cache  # noqa: PLC0415
+
+    fingerprinter = Fingerprinter(kind="morgan_counts+maccs", n_bits=256, radius=2)
+    path = _write(tmp_path, [f"{s}\tC8H10O" for s in C8H10O])
+    assert fingerprint_cache_of(path) == tmp_path / "decoys.fingerprints.npz"
+    plain = CandidateStore("", fingerprinter)
+    assert decoy_store(path, plain, fingerprinter) is plain  # no cache yet
+    export_fingerprint_cache(plain, C8H10O, fingerprint_cache_of(path))
+    cached = decoy_store(path, plain, fingerprinter)
+    assert cached is not plain
+    table = read_decoy_table(path)
+    a = decoy_lists(["C8H10O"], set(), table, plain)
+    b = decoy_lists(["C8H10O"], set(), table, cached)
+    np.testing.assert_array_equal(a.pool[:], b.pool[:])
+    assert cached.n_computed == 0
+    other = Fingerprinter(kind="morgan_counts+maccs", n_bits=512, radius=2)  # a cache of other parameters: ignored
+    assert decoy_store(path, None, other)._cache is None
