@@ -144,11 +144,12 @@ def fit_calibration(margins, sizes, correct):
     margins = np.asarray(margins, dtype=np.float64)
     keep = ~np.isnan(margins)
     margins, sizes, correct = margins[keep], np.asarray(sizes)[keep], np.asarray(correct, dtype=bool)[keep]
+    # the count first: a handful of lists is the reason even when they also happen to be all right or all wrong
+    if correct.size < MIN_CALIBRATION_EXAMPLES:
+        raise ValueError(f"calibration needs at least {MIN_CALIBRATION_EXAMPLES} hold-out lists; got {correct.size}")
     if correct.all() or not correct.any():
         raise ValueError(f"calibration needs right and wrong top hits; got {int(correct.sum())} right of "
                          f"{correct.size}")
-    if correct.size < MIN_CALIBRATION_EXAMPLES:
-        raise ValueError(f"calibration needs at least {MIN_CALIBRATION_EXAMPLES} hold-out lists; got {correct.size}")
     finite = margins[np.isfinite(margins)]
     max_margin = float(finite.max()) if finite.size else 1.0
     scale = float(np.median(finite)) if finite.size and np.median(finite) > 0 else max(max_margin, 1e-12)
