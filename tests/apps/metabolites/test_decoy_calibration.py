@@ -232,3 +232,16 @@ def test_a_decoy_table_with_a_fingerprint_cache_is_fingerprinted_from_it(tmp_pat
     assert cached.n_computed == 0
     other = Fingerprinter(kind="morgan_counts+maccs", n_bits=512, radius=2)  # a cache of other parameters: ignored
     assert decoy_store(path, None, other)._cache is None
+
+
+def test_the_bundled_decoy_table_ships_the_default_fingerprints():
+    from iokr.apps.metabolites._decoys import decoy_store  # noqa: PLC0415
+    from iokr.apps.metabolites._jobs import DEFAULT_FINGERPRINT  # noqa: PLC0415
+
+    store = decoy_store(BUNDLED_DECOYS, None, Fingerprinter(**DEFAULT_FINGERPRINT))
+    table = read_decoy_table(BUNDLED_DECOYS)
+    assert store._cache is not None and len(store._cache["index"]) == len(table.structures) == 45373
+    picked = list(table.structures[::5000])
+    fresh = CandidateStore("", Fingerprinter(**DEFAULT_FINGERPRINT))
+    np.testing.assert_array_equal(store.fingerprints(picked), fresh.fingerprints(picked))
+    assert store.n_computed == 0
