@@ -245,3 +245,16 @@ def test_the_bundled_decoy_table_ships_the_default_fingerprints():
     fresh = CandidateStore("", Fingerprinter(**DEFAULT_FINGERPRINT))
     np.testing.assert_array_equal(store.fingerprints(picked), fresh.fingerprints(picked))
     assert store.n_computed == 0
+
+
+def test_train_names_a_missing_decoy_table_and_writes_no_model(tmp_path, capsys):
+    from iokr.cli.main import main  # noqa: PLC0415
+
+    _, _, records = bundled_lists_and_training(1, 40)
+    train = tmp_path / "train.jsonl"
+    train.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    missing = tmp_path / "no_such_decoys.tsv"
+    code = main(["metabolites", "train", "--spectra", str(train), "--output", str(tmp_path / "model.npz"),
+                 "--alphas", "0.3", "--folds", "2", "--calibration-decoys", str(missing)])
+    assert code != 0 and not (tmp_path / "model.npz").exists()
+    assert f"Decoy table {missing} does not exist" in capsys.readouterr().err
