@@ -17,8 +17,8 @@ import importlib
 
 #: Study name -> one line on what it measures (the module is ``experiments.<name>``).
 STUDIES = {
-    "confidence_calibration": "metabolites: features of the top hit's confidence chosen by CV on decoy lists",
     "core": "cross-lingual retrieval (IOKR vs LSA+CCA) and bibtex multi-label (issue 2)",
+    "confidence_calibration": "metabolites: features of the top hit's confidence chosen by CV on decoy lists",
     "formula_hypotheses": "metabolites: comparing candidates of different formulas without a query formula",
     "metabolite_baseline": "metabolites: IOKR vs a CSI:FingerID-style baseline on the same folds and lists",
     "model_selection": "alpha and kernel chosen by closed-form CV (retrieval, bibtex, Boston housing)",
