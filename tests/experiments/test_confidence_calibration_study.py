@@ -1,30 +1,26 @@
 """``experiments/confidence_calibration.py``: the features of each ranked list against a brute-force recomputation
 from refitted fold models, and the feature-set comparison's choice rule."""
 
+import dataclasses
+
 import numpy as np
+from test_structure_prior_study import _train as structure_prior_training
 
 from experiments import confidence_calibration as study
-from iokr.apps.metabolites import MetaboliteIdentifier, Spectra
+from iokr.apps.metabolites import MetaboliteIdentifier
 from iokr.apps.metabolites._decoys import DecoyLists
-from iokr.apps.metabolites._pipeline import TrainingSet, fold_ids
+from iokr.apps.metabolites._pipeline import fold_ids
 
 PARAMS = {"kernels": ("ppk", "binned"), "output_kernel": "tanimoto", "alpha": 0.1, "prior_weight": 0.3}
 
 
 def _train(n=30, p=20, seed=0):
+    """The structure-prior study's training set with four formulas, and three random decoys per structure."""
+    train = dataclasses.replace(structure_prior_training(n, p, seed), formulas=[f"C{i % 4 + 1}" for i in range(n)])
     rng = np.random.default_rng(seed)
-    Y = rng.integers(0, 3, size=(n, p)).astype(np.float64)
-    Y[:, 0] = 1.0
-    peaks = []
-    for i in range(n):
-        mz = 60.0 + 7.0 * np.flatnonzero(Y[i]) + rng.normal(scale=0.002, size=np.count_nonzero(Y[i]))
-        peaks.append(np.column_stack([mz, rng.uniform(0.2, 1.0, size=mz.size)]))
-    spectra = Spectra.from_peak_lists(peaks, np.full(n, 400.0), [{"accession": f"A{i}"} for i in range(n)])
-    formulas = [f"C{i % 4 + 1}" for i in range(n)]
     pool = rng.integers(0, 3, size=(10, p)).astype(np.float64)
     indices = [rng.choice(10, size=3, replace=False) for _ in range(n)]
-    return (TrainingSet(spectra, [f"K{i}" for i in range(n)], Y, n, 0, 0, formulas=formulas),
-            DecoyLists(pool, indices, np.full(n, 3), {}))
+    return train, DecoyLists(pool, indices, np.full(n, 3), {})
 
 
 def test_features_equal_a_brute_force_recomputation(monkeypatch):
