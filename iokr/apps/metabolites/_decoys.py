@@ -135,7 +135,9 @@ def read_decoy_table(path):
                 formulas[i] = parent.formula if parent is not None else ""
         n_missing = sum(not f for f in formulas)
     keep = np.array([bool(f) for f in formulas])
-    return DecoyTable(np.array(structures, dtype=object)[keep], np.array(formulas, dtype=object)[keep], str(path),
+    # the bundled table by its name in the package, not this machine's path (the source goes into model files)
+    source = f"bundled {BUNDLED_DECOYS.name} (MOSES, MIT)" if path.resolve() == BUNDLED_DECOYS else str(path)
+    return DecoyTable(np.array(structures, dtype=object)[keep], np.array(formulas, dtype=object)[keep], source,
                       n_missing)
 
 
