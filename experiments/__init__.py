@@ -18,6 +18,7 @@ import importlib
 #: Study name -> one line on what it measures (the module is ``experiments.<name>``).
 STUDIES = {
     "core": "cross-lingual retrieval (IOKR vs LSA+CCA) and bibtex multi-label (issue 2)",
+    "confidence_calibration": "metabolites: features of the top hit's confidence chosen by CV on decoy lists",
     "formula_hypotheses": "metabolites: comparing candidates of different formulas without a query formula",
     "ion_modes": "metabolites: ion modes and precursor types, separate or joint sub-models, rare types (issue 28)",
     "metabolite_baseline": "metabolites: IOKR vs a CSI:FingerID-style baseline on the same folds and lists",

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ._output import write_atomic
+from ._reliability import reliability_markdown, reliability_sets
 
 MAX_K = 50
 #: File names of the figures (``topk`` keeps the demo's historical name ``report.png``).
@@ -163,26 +164,31 @@ def _img(png, alt):
 
 
 def reliability_figure(confidence):
-    """Reliability diagram (PNG bytes): accuracy of the top hit against the mean confidence per bin, one curve per
-    query kind (``confidence`` of ``evaluate_job``'s summary)."""
+    """Reliability diagram (PNG bytes): accuracy of the top hit against the mean confidence per bin, one panel per
+    polarity (the part of a label before ", ": ``"positive, per structure"``) and one curve per query kind."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(5, 5), dpi=110)
-    ax.plot([0, 1], [0, 1], color="grey", linestyle=":", label="perfect calibration")
-    for kind, report in confidence.items():
-        bins = report["bins"]
-        ax.plot([b["mean_confidence"] for b in bins], [b["accuracy"] for b in bins], marker="o",
-                label=f"{kind.replace('_', ' ')} (ECE {report['ece']:.3f}, n={report['n']})")
-    ax.set_xlabel("confidence of the top hit (bin mean)")
-    ax.set_ylabel("fraction of top hits that are right")
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1)
-    ax.grid(True, alpha=0.3)
-    ax.legend(loc="upper left", fontsize=8)
-    ax.set_title("Reliability of the confidence")
+    panels = {}
+    for label, report in confidence.items():
+        panel, _, kind = label.rpartition(", ")
+        panels.setdefault(panel, {})[kind] = report
+    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 5), dpi=110, squeeze=False)
+    for ax, (panel, reports) in zip(axes[0], panels.items(), strict=True):
+        ax.plot([0, 1], [0, 1], color="grey", linestyle=":", label="perfect calibration")
+        for kind, report in reports.items():
+            bins = report["bins"]
+            ax.plot([b["mean_confidence"] for b in bins], [b["accuracy"] for b in bins], marker="o",
+                    label=f"{kind.replace('_', ' ')} (ECE {report['ece']:.3f}, n={report['n']})")
+        ax.set_xlabel("confidence of the top hit (bin mean)")
+        ax.set_ylabel("fraction of top hits that are right")
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1)
+        ax.grid(True, alpha=0.3)
+        ax.legend(loc="upper left", fontsize=8)
+        ax.set_title(f"Reliability of the confidence{': ' + panel if panel else ''}")
     fig.tight_layout()
     png = _png(fig)
     plt.close(fig)
@@ -282,7 +288,7 @@ def write_report(summary, out_dir, title="Metabolite identification: top-k accur
         out_dir, title=title, rank_sets=_metabolite_ranks(summary), timings=summary.get("timings_s"),
         summary_table=(["", "top-1 %", "top-5 %", "top-10 %", "top-20 %"], rows), notes=notes,
         detail_table=(["list", "candidates", "query spectra", "rank (merged)", "published rank"], detail),
-        reliability=summary.get("confidence"))
+        reliability=reliability_sets(summary))
     return paths["topk"], paths["html"]
 
 
@@ -312,8 +318,8 @@ def markdown_report(summary, title="Metabolite identification (IOKR) on PubChem 
               "nearest training structures",
               f"- fingerprint: {summary.get('fingerprint')}; cleaning: {summary.get('cleaning')}",
               "- confidence of the top hit, expected calibration error: " + (", ".join(
-                  f"{kind.replace('_', ' ')} {r['ece']:.3f} (n={r['n']})" for kind, r in
-                  summary["confidence"].items()) if summary.get("confidence") else "not calibrated"),
+                  f"{kind} {r['ece']:.3f} (n={r['n']})" for kind, r in reliability_sets(summary).items())
+                  or "not calibrated") + " (section below)",
               "- timings (s, shared 2-core machine under load): "
               + ", ".join(f"{k}={v:.0f}" for k, v in summary.get("timings_s", {}).items()), "",
               "## Cross-validation (training structures only)", "",
@@ -321,4 +327,4 @@ def markdown_report(summary, title="Metabolite identification (IOKR) on PubChem 
     for row in summary.get("cv", []):
         lines.append(f"| {row.get('alpha')} | {row.get('output_gamma')} | " + " | ".join(
             f"{row[k]:.1f}" for k in ("top1", "top5", "top10", "top20")) + " |")
-    return _clean("\n".join(lines) + "\n")
+    return _clean("\n".join(lines) + "\n\n" + reliability_markdown(summary))

@@ -51,7 +51,18 @@ def _model_options(args, jobs):
     return jobs.TrainingConfig(fingerprint=fingerprint, grid=_grid(args, jobs.DEFAULT_GRID),
                                surrogate=args.cv_lists or jobs.DEFAULT_SURROGATE, n_folds=args.folds,
                                seed=args.seed, store_path=args.store, prior_weight=args.prior_weight,
-                               prior_neighbors=args.prior_neighbors)
+                               prior_neighbors=args.prior_neighbors,
+                               decoys=_decoys_option(args.calibration_decoys, jobs.TrainingConfig.decoys))
+
+
+def _decoys_option(value, default):
+    """``--calibration-decoys``: a decoy table path, "none" (training-structure lists), "bundled" (the bundled MOSES
+    table), or the app's default when not given."""
+    if value is None:
+        return default
+    if value == "bundled":
+        return _load_app()._decoys.BUNDLED_DECOYS
+    return None if value == "none" else value
 
 
 def _add_model_options(parser):
@@ -81,6 +92,11 @@ def _add_model_options(parser):
     parser.add_argument("--prior-neighbors", type=int, default=None,
                         help="training structures the structure prior averages over, at most all of them "
                              "(default: the app's value)")
+    parser.add_argument("--calibration-decoys", default=None, metavar="FILE",
+                        help="decoy table of the confidence calibration (.tsv/.csv, optionally .gz, a 'smiles' and "
+                             "optionally a 'formula' column): held-out training structures are ranked among its "
+                             "non-library isomers and nearest-mass structures; 'none': among training structures "
+                             "only (the default); 'bundled': the bundled MOSES subset")
     parser.add_argument("--min-structures", type=int, default=None,
                         help="training structures a precursor type needs for a sub-model of its own when the "
                              "spectra mix types; the most frequent type is always trained (default: the app's "

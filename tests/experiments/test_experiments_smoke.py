@@ -16,14 +16,15 @@ import experiments
 from experiments.__main__ import main, parse_setting
 
 #: Studies whose quick run needs RDKit (fingerprints of structures).
-NEEDS_RDKIT = {"formula_hypotheses", "ion_modes", "metabolite_baseline", "mpiokr_metabolites", "single_spectra_metabolites",
+NEEDS_RDKIT = {"confidence_calibration", "formula_hypotheses", "ion_modes", "metabolite_baseline", "mpiokr_metabolites",
+               "single_spectra_metabolites",
                "sketched_metabolites", "structure_prior"}
 
 
 def test_every_study_is_listed_and_has_the_study_surface(capsys):
     main([])
     listed = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
-    assert listed == list(experiments.STUDIES) and len(listed) == 15
+    assert listed == list(experiments.STUDIES) and len(listed) == 16
     for name in listed:
         study = experiments.load(name)
         assert dataclasses.is_dataclass(study.Config) and study.Config.__dataclass_params__.frozen

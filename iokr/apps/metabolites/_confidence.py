@@ -2,14 +2,18 @@
 
 Calibration data are formed on training structures only, after the hyperparameters are chosen: for each of the
 cross-validation folds, the model is refitted (same parameters, kernel weights refitted) on the other folds and
-every held-out structure is ranked (a) among all held-out structures of its fold and (b) when its molecular
-formula is shared by other training structures, among the structures of its formula filled up to 20 by the
-nearest masses (isomer-like lists; the structure prior of a candidate that is one of the fold model's training
-structures leaves the candidate itself out, as for a PubChem candidate that is not). Each ranked list gives one example: the score margin between the best and the
-second-best candidate, the list size, and whether the best candidate is the true one. A logistic regression on
-``(margin / scale, log(list size))`` maps them to a probability; ``scale`` is the median margin of the
-calibration data, so the coefficients are comparable between models. The probability is conditional on the true
-structure being among the candidates: it cannot see a database that lacks it.
+held-out structures are ranked. With a decoy table (the default since issue #30, :mod:`._decoys`), every held-out
+structure that has an isomer is ranked among all training structures of its formula and its decoys (non-library
+isomers of its formula and non-library structures nearest in mass), with the fold model's structure prior (which
+has not seen the held-out structure): lists that look like users' PubChem-like lists. Without one, it is ranked (a)
+among all held-out structures of its fold and (b) when its molecular formula is shared by other training
+structures, among the structures of its formula filled up to 20 by the nearest masses (the prior of a candidate
+that is one of the fold model's training structures leaves the candidate itself out). Each ranked list gives one
+example: the score margin between the best and the second-best candidate, the list size, and whether the best
+candidate is the true one. A logistic regression on ``(margin / scale, log(list size))`` maps them to a
+probability; ``scale`` is the median margin of the calibration data, so the coefficients are comparable between
+models. The probability is conditional on the true structure being among the candidates: it cannot see a database
+that lacks it.
 """
 
 from __future__ import annotations
@@ -140,11 +144,12 @@ def fit_calibration(margins, sizes, correct):
     margins = np.asarray(margins, dtype=np.float64)
     keep = ~np.isnan(margins)
     margins, sizes, correct = margins[keep], np.asarray(sizes)[keep], np.asarray(correct, dtype=bool)[keep]
+    # the count first: a handful of lists is the reason even when they also happen to be all right or all wrong
+    if correct.size < MIN_CALIBRATION_EXAMPLES:
+        raise ValueError(f"calibration needs at least {MIN_CALIBRATION_EXAMPLES} hold-out lists; got {correct.size}")
     if correct.all() or not correct.any():
         raise ValueError(f"calibration needs right and wrong top hits; got {int(correct.sum())} right of "
                          f"{correct.size}")
-    if correct.size < MIN_CALIBRATION_EXAMPLES:
-        raise ValueError(f"calibration needs at least {MIN_CALIBRATION_EXAMPLES} hold-out lists; got {correct.size}")
     finite = margins[np.isfinite(margins)]
     max_margin = float(finite.max()) if finite.size else 1.0
     scale = float(np.median(finite)) if finite.size and np.median(finite) > 0 else max(max_margin, 1e-12)

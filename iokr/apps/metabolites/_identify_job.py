@@ -123,6 +123,7 @@ def identify_job(model_path, spectra_path, candidates_path, settings=None, *, st
     parameters = {"model": str(model_path), **models.describe(q for q in queries if q.status == "ok"),
                   "calibrated": bool(calibrations) and all(c is not None for c in calibrations.values()),
                   "calibration": calibration_state, "spectra": str(spectra_path),
+                  "calibration_data": {t: models.record(t).get("calibration_data") for t in routed},
                   "spectra_read": report.summary(), "candidates": str(candidates_path),
                   "candidate_source": source.describe(), "candidate_columns_renamed": source.renamed,
                   "top_k": settings.top_k, "ppm": settings.ppm,

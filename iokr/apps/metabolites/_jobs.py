@@ -14,9 +14,10 @@ from pathlib import Path
 import numpy as np
 
 from ...exceptions import IOKRDataError
-from ._calibration_examples import calibration_examples
+from ._calibration_examples import calibration_data_record, calibration_examples
 from ._candidates import CandidateStore, read_candidate_lists
 from ._confidence import fit_calibration
+from ._decoys import BUNDLED_DECOYS, decoy_lists, decoy_store, read_decoy_table
 from ._feedback import Feedback
 from ._fingerprints import Fingerprinter
 from ._grams import TrainingGrams
@@ -85,6 +86,13 @@ class TrainingConfig:
         The structure prior of the model (:class:`MetaboliteIdentifier`); None: the app's default
         (:data:`DEFAULT_PARAMS`, chosen by ``benchmarks/realdata_structure_prior.py``). ``prior_weight=0``
         scores candidates by the spectrum alone.
+    decoys : str, Path or None, default=None
+        Decoy table of the confidence calibration (:mod:`._decoys`: held-out training structures ranked among
+        non-library isomers and nearest-mass structures, e.g. :data:`BUNDLED_DECOYS`); None: lists of training
+        structures only. Not the default yet: the decoy lists hold at most 100 candidates while users' lists hold
+        thousands, and the fitted size weight then makes the confidence over-confident on large lists (ECE on the 60
+        shared lists 0.209 / 0.147 per structure / spectrum for [M+H]+ against 0.122 / 0.153 without decoys; see
+        ``reports/metabolites.md``, issue #30: this default was informed by those test figures).
     """
 
     fingerprint: object = dataclasses.field(default_factory=lambda: dict(DEFAULT_FINGERPRINT))
@@ -96,6 +104,7 @@ class TrainingConfig:
     gram_storage: str = "file"
     prior_weight: float | None = None
     prior_neighbors: int | None = None
+    decoys: object = None
 
     def fingerprinter(self):
         """The :class:`Fingerprinter` of :attr:`fingerprint`."""
@@ -135,11 +144,13 @@ class FitResult:
     timings: dict
     calibration: object = None
     calibration_problem: str = ""
+    calibration_data: dict = dataclasses.field(default_factory=dict)
 
     def record(self, **more):
         """The sub-model's record stored in a model file (:class:`~._submodels.TrainedSubmodel` ``extra``)."""
         return {"cv": self.cv, "calibration": self.calibration.to_dict() if self.calibration is not None else None,
-                "calibration_problem": self.calibration_problem, "n_train_structures": len(self.train.spectra),
+                "calibration_problem": self.calibration_problem, "calibration_data": self.calibration_data,
+                "n_train_structures": len(self.train.spectra),
                 "n_train_spectra": self.train.n_spectra, "licenses": self.train.licenses, "timings": self.timings,
                 **more}
 
@@ -153,7 +164,7 @@ def fit_with_cv(spectra, store, cleaning, exclude_keys=(), config=None, feedback
     """
     feedback = Feedback() if feedback is None else feedback
     train, timings = _training_set(spectra, store, cleaning, exclude_keys, feedback.log)
-    return fit_training_set(train, config, feedback, timings)
+    return fit_training_set(train, config, feedback, timings, store=store)
 
 
 def _training_set(spectra, store, cleaning, exclude_keys, log):
@@ -165,10 +176,10 @@ def _training_set(spectra, store, cleaning, exclude_keys, log):
     return train, timings
 
 
-def fit_training_set(train, config=None, feedback=None, timings=None):
+def fit_training_set(train, config=None, feedback=None, timings=None, store=None):
     """Cross-validated hyperparameters, calibration and final fit on a :class:`~._pipeline.TrainingSet` (the part
     of :func:`fit_with_cv` after the training set; the caller may have freed the raw spectra): a
-    :class:`FitResult`."""
+    :class:`FitResult`. ``store`` fingerprints the calibration's decoys (a temporary one when None)."""
     config = TrainingConfig() if config is None else config
     feedback = Feedback() if feedback is None else feedback
     progress, log = feedback.progress, feedback.log
@@ -180,6 +191,8 @@ def fit_training_set(train, config=None, feedback=None, timings=None):
             params[key] = getattr(config, key)
     grid = DEFAULT_GRID if config.grid is None else config.grid
     n_points = int(np.prod([len(v) for v in grid.values()]))
+    # read before the cross-validation, so that a bad decoy file is reported before minutes of work
+    decoy_table = read_decoy_table(config.decoys) if config.decoys is not None and n_folds > 1 else None
     t0 = time.perf_counter()
     cache = {}  # the base Grams cross-validation computed, reused by the calibration and the final fit
     if n_points > 1 and n_folds > 1:
@@ -202,11 +215,20 @@ def fit_training_set(train, config=None, feedback=None, timings=None):
     if grams is None:
         with progress(len(model.kernels), "training Gram blocks (one per spectrum kernel)") as tick:
             grams = TrainingGrams.of(model.base_grams(train.spectra, progress=tick, storage=config.gram_storage))
-    calibration, problem = None, "no cross-validation folds"
+    calibration, problem, data = None, "no cross-validation folds", {}
     if n_folds > 1:
         try:
+            decoys = None
+            if decoy_table is not None:
+                decoys = decoy_lists(train.formulas, train.keys, decoy_table,
+                                     decoy_store(config.decoys, store, config.fingerprinter()), seed=seed)
+                log(f"confidence: {decoys.record['n_decoys']} decoys from {config.decoys} "
+                    f"({decoys.record['n_structures_with_decoy_isomers']} training structures have decoy isomers)")
+            data = calibration_data_record(decoys, n_folds)
             with progress(n_folds, "confidence calibration folds") as tick:
-                examples = calibration_examples(train, best, n_folds, seed, grams, progress=tick)
+                examples = calibration_examples(train, best, n_folds, seed, grams, progress=tick, decoys=decoys)
+            data["n_examples"] = int(np.count_nonzero(~np.isnan(examples[0])))
+            data["n_right_top_hits"] = int(np.count_nonzero(examples[2]))
             calibration, problem = fit_calibration(*examples), ""
         except ValueError as exc:
             problem = str(exc)
@@ -220,7 +242,7 @@ def fit_training_set(train, config=None, feedback=None, timings=None):
     model.fit(train.spectra, train.Y, training_gram=(K, weights, diags))
     del K
     timings["final_fit_s"] = time.perf_counter() - t0
-    return FitResult(model, train, table, timings, calibration, problem)
+    return FitResult(model, train, table, timings, calibration, problem, data)
 
 
 def _as_paths(paths):
@@ -357,7 +379,7 @@ def evaluate_job(spectra_paths, candidates_path, config=None, *, model_output=No
         if precursor_type in DEFAULT_TYPES.values():
             queries[precursor_type] = query_spectra(part, exclude)
         del part
-        fits[precursor_type] = fit_training_set(train, config, feedback, timings)
+        fits[precursor_type] = fit_training_set(train, config, feedback, timings, store=store)
         timings["candidate_lists_s"] = t_lists
     del spectra
     store.detach_cache()  # every structure scored from here on is in the store (about 60 MB for the bundled cache)
@@ -407,7 +429,7 @@ def _fit_summary(fit, precursor_type, n_folds):
         "train_licenses": fit.train.licenses,
         "chosen": {k: _jsonable(v) for k, v in model.get_params().items()}, "weights": model.weights_.tolist(),
         "cv": table, "cv_surrogate": table[0]["surrogate"] if table else None, "timings_s": dict(fit.timings),
-        "calibration_problem": fit.calibration_problem,
+        "calibration_problem": fit.calibration_problem, "calibration_data": fit.calibration_data,
     }
 
 

@@ -36,8 +36,15 @@ def test_calibration_recovers_a_logistic_truth():
 
 
 def test_calibration_needs_both_outcomes():
-    with pytest.raises(ValueError, match="right and wrong"):
-        fit_calibration(np.ones(5), np.full(5, 10), np.ones(5, dtype=bool))
+    with pytest.raises(ValueError, match="right and wrong top hits; got 150 right of 150"):
+        fit_calibration(np.ones(150), np.full(150, 10), np.ones(150, dtype=bool))
+    with pytest.raises(ValueError, match="right and wrong top hits; got 0 right of 150"):
+        fit_calibration(np.ones(150), np.full(150, 10), np.zeros(150, dtype=bool))
+
+
+def test_too_few_lists_is_the_reason_even_when_they_are_all_wrong():
+    with pytest.raises(ValueError, match="at least 100 hold-out lists; got 1$"):
+        fit_calibration(np.ones(1), np.full(1, 10), np.zeros(1, dtype=bool))
 
 
 def test_expected_calibration_error_by_hand():

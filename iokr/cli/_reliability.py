@@ -1,0 +1,77 @@
+"""Reliability of the top hit's confidence in ``iokr metabolites evaluate``'s reports, per polarity.
+
+The evaluation summary holds, per polarity (``per_polarity``), the expected calibration error and the reliability
+bins of the confidence per structure and per spectrum (``confidence``, from
+:func:`iokr.apps.metabolites._confidence.calibration_report`) and how the calibration data were formed
+(``calibration_data``). This module turns them into the curves of the HTML report's diagram and into a Markdown
+section of ``summary.md``; it computes nothing itself.
+"""
+
+from __future__ import annotations
+
+KINDS = (("per_structure", "per structure"), ("per_spectrum", "per spectrum"))
+
+
+def _polarities(summary):
+    """``{polarity: part}``: the summary's ``per_polarity``, or the summary itself under "" before polarities."""
+    return summary.get("per_polarity") or {"": summary}
+
+
+def reliability_sets(summary):
+    """``{"positive, per structure": report, ...}``: every polarity's calibration reports (``ece``, ``n``,
+    ``bins``), for :func:`~._report.write_evaluation_report`'s ``reliability``; empty when nothing is calibrated."""
+    out = {}
+    for mode, part in _polarities(summary).items():
+        for key, label in KINDS:
+            report = (part.get("confidence") or {}).get(key)
+            if report and report.get("n"):
+                out[f"{mode}, {label}".lstrip(", ")] = report
+    return out
+
+
+def _describe(data):
+    if not data:
+        return "not recorded"
+    text = data.get("lists", "")
+    decoys = data.get("decoys")
+    if decoys:
+        text += (f"; decoy table {decoys.get('source')}: {decoys.get('n_decoys')} decoys (at most "
+                 f"{decoys.get('max_isomers')} isomers per formula, lists filled to {decoys.get('list_size')} by "
+                 f"the nearest masses within {decoys.get('max_mass_difference_da')} Da; "
+                 f"{decoys.get('n_library_compounds_removed')} library compounds removed); "
+                 f"{decoys.get('n_structures_with_decoy_isomers')} of {decoys.get('n_structures')} training "
+                 "structures have decoy isomers")
+    if "n_examples" in data:
+        text += f"; {data['n_examples']} ranked lists, {data.get('n_right_top_hits')} right top hits"
+    return text + f"; {data.get('n_folds')} structure folds"
+
+
+def reliability_markdown(summary):
+    """A Markdown section: per polarity, how the calibration data were formed, the ECE per structure and per
+    spectrum, and the reliability bins."""
+    lines = ["## Confidence of the top hit: reliability per polarity", "",
+             "Expected calibration error (ECE): the queries' top-hit confidences in 10 equal-width bins, "
+             "sum over bins of (queries in the bin / all queries) x |fraction of right top hits - mean confidence|.",
+             ""]
+    for mode, part in _polarities(summary).items():
+        name = mode or "all queries"
+        lines.append(f"### {name} ({part.get('precursor_type', '')})".replace(" ()", ""))
+        lines.append("")
+        lines.append(f"- calibration data: {_describe(part.get('calibration_data'))}")
+        if not part.get("confidence"):
+            lines += [f"- not calibrated: {part.get('calibration_problem') or 'no calibration'}", ""]
+            continue
+        lines += ["", "| queries | ECE | n | mean confidence | accuracy of the top hit |", "|---|---|---|---|---|"]
+        for key, label in KINDS:
+            r = part["confidence"].get(key)
+            if r and r.get("n"):
+                lines.append(f"| {label} | {r['ece']:.3f} | {r['n']} | {r['mean_confidence']:.3f} | "
+                             f"{r['accuracy']:.3f} |")
+        lines += ["", "| queries | confidence bin | n | mean confidence | accuracy |", "|---|---|---|---|---|"]
+        for key, label in KINDS:
+            r = part["confidence"].get(key) or {}
+            for b in r.get("bins", []):
+                lines.append(f"| {label} | {b['low']:.1f}-{b['high']:.1f} | {b['n']} | {b['mean_confidence']:.3f} "
+                             f"| {b['accuracy']:.3f} |")
+        lines.append("")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,72 @@
+"""``evaluate --report``: reliability diagrams and ECE per structure and per spectrum, per polarity (issue #30)."""
+
+import numpy as np
+
+from iokr.apps.metabolites._confidence import Calibration, calibration_report
+from iokr.cli import _report
+from iokr.cli._reliability import reliability_markdown, reliability_sets
+
+
+def _part(seed, mode, calibrated=True):
+    rng = np.random.default_rng(seed)
+    cal = Calibration(-1.0, 1.0, 0.0, 1.0, 5.0, 200)
+    scores = [rng.normal(size=int(rng.integers(2, 30))) for _ in range(40)]
+    truth = [int(rng.integers(0, len(s))) for s in scores]
+    part = {"precursor_type": "[M+H]+" if mode == "positive" else "[M-H]-", "n_lists": 40,
+            "per_structure": {"top1": 10.0, "top5": 20.0, "top10": 30.0, "top20": 40.0},
+            "per_spectrum": {"top1": 10.0, "top5": 20.0, "top10": 30.0, "top20": 40.0},
+            "lists": [{"list": f"L{i}", "n_candidates": 3, "n_query_spectra": 1, "rank": 1.0,
+                       "spectrum_ranks": [1.0]} for i in range(3)],
+            "calibration_data": {"lists": "decoy lists", "n_folds": 3, "n_examples": 321, "n_right_top_hits": 99,
+                                 "decoys": {"source": "decoys.tsv.gz", "n_decoys": 1234, "max_isomers": 100,
+                                            "list_size": 100, "max_mass_difference_da": 10.0,
+                                            "n_library_compounds_removed": 5,
+                                            "n_structures_with_decoy_isomers": 77, "n_structures": 500}}}
+    if calibrated:
+        part["confidence"] = {"per_structure": calibration_report(cal, scores[:20], truth[:20]),
+                              "per_spectrum": calibration_report(cal, scores, truth)}
+    else:
+        part["calibration_problem"] = "calibration needs at least 100 hold-out lists; got 12"
+    return part
+
+
+def _summary(negative_calibrated=True):
+    positive, negative = _part(0, "positive"), _part(1, "negative", negative_calibrated)
+    return {**positive, "per_polarity": {"positive": positive, "negative": negative}}
+
+
+def test_reliability_sets_name_every_polarity_and_kind():
+    summary = _summary()
+    sets = reliability_sets(summary)
+    assert list(sets) == ["positive, per structure", "positive, per spectrum", "negative, per structure",
+                          "negative, per spectrum"]
+    assert sets["negative, per spectrum"] is summary["per_polarity"]["negative"]["confidence"]["per_spectrum"]
+    assert list(reliability_sets(_summary(negative_calibrated=False))) == ["positive, per structure",
+                                                                         "positive, per spectrum"]
+
+
+def test_markdown_shows_ece_bins_and_how_the_calibration_data_were_formed():
+    summary = _summary(negative_calibrated=False)
+    text = _report.markdown_report(summary)
+    ece = summary["per_polarity"]["positive"]["confidence"]["per_spectrum"]["ece"]
+    assert f"| per spectrum | {ece:.3f} | 40 |" in text
+    assert "### positive ([M+H]+)" in text and "### negative ([M-H]-)" in text
+    assert "not calibrated: calibration needs at least 100 hold-out lists; got 12" in text
+    assert "1234 decoys" in text and "321 ranked lists, 99 right top hits" in text
+    assert text.count("| per structure | 0.") >= 2  # the ECE row and at least one bin row
+    section = reliability_markdown(summary)
+    bins = summary["per_polarity"]["positive"]["confidence"]["per_structure"]["bins"]
+    assert sum(f"| per structure | {b['low']:.1f}-{b['high']:.1f} | {b['n']} |" in section for b in bins) == len(bins)
+
+
+def test_html_report_embeds_one_reliability_panel_per_polarity(tmp_path):
+    summary = _summary()
+    _, page = _report.write_report(summary, tmp_path)
+    html = page.read_text()
+    assert (tmp_path / "reliability.png").stat().st_size > 1000
+    for label in ("positive, per structure", "negative, per spectrum"):
+        assert label in html
+    import matplotlib.image  # noqa: PLC0415 - the figure has two panels side by side
+
+    height, width = matplotlib.image.imread(tmp_path / "reliability.png").shape[:2]
+    assert width > 1.8 * height
