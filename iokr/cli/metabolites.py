@@ -61,7 +61,9 @@ def _decoys_option(value, default):
     if value is None:
         return default
     if value == "bundled":
-        return _load_app()._decoys.BUNDLED_DECOYS
+        from ..apps.metabolites._decoys import BUNDLED_DECOYS  # noqa: PLC0415 - the app loads lazily
+
+        return BUNDLED_DECOYS
     return None if value == "none" else value
 
 

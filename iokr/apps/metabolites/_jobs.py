@@ -17,7 +17,7 @@ from ...exceptions import IOKRDataError
 from ._calibration_examples import calibration_data_record, calibration_examples
 from ._candidates import CandidateStore, read_candidate_lists
 from ._confidence import fit_calibration
-from ._decoys import BUNDLED_DECOYS, decoy_lists, decoy_store, read_decoy_table
+from ._decoys import decoy_lists, decoy_store, read_decoy_table
 from ._feedback import Feedback
 from ._fingerprints import Fingerprinter
 from ._grams import TrainingGrams
