@@ -4,7 +4,6 @@ Plumbing for code that extends iokr (the ``Scorer`` an estimator supplies, block
 :mod:`iokr.decoding.developer`.
 """
 
-from . import developer
 from ._bits import BinaryTanimotoIndex
 from ._candidate_stats import subsample_sets
 from ._candidates import CandidateSets, CountFeatures, PackedBinaryFeatures
@@ -53,10 +52,3 @@ __all__ = [
     "write_candidate_file",
 ]
 
-
-def __getattr__(name):
-    # The plumbing moved to iokr.decoding.developer (issue #29) still resolves here, outside __all__ and dir(), for code
-    # written before the move (the metabolite app, rewritten by another session, imports row_slices this way).
-    if name in developer.__all__:
-        return getattr(developer, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

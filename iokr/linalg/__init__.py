@@ -9,7 +9,6 @@ Plumbing for code that extends iokr (chunking, argument checks, per-alpha shifte
 :mod:`iokr.linalg.developer`.
 """
 
-from . import developer
 from ._cg import CGInfo, block_cg
 from ._cholesky import CholeskyFactor, cholesky_shifted, solve_shifted
 from ._eigen import EigenPath
@@ -116,10 +115,3 @@ __all__ = [
     "two_step_holdout",
 ]
 
-
-def __getattr__(name):
-    # The plumbing moved to iokr.linalg.developer (issue #29) still resolves here, outside __all__ and dir(), for code
-    # written before the move (the metabolite app, rewritten by another session, imports row_slices this way).
-    if name in developer.__all__:
-        return getattr(developer, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

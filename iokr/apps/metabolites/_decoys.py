@@ -24,8 +24,9 @@ from pathlib import Path
 import numpy as np
 
 from ...exceptions import IOKRDataError
+from ._candidates import CandidateStore
 from ._formulas import FormulaError, canonical_formula
-from ._structures import formula_mass
+from ._structures import formula_mass, parent_of
 
 __all__ = ["BUNDLED_DECOYS", "DecoyLists", "DecoyTable", "decoy_lists", "decoy_store", "fingerprint_cache_of",
            "read_decoy_table"]
@@ -54,7 +55,6 @@ def decoy_store(table_path, store, fingerprinter):
     """The store that fingerprints a decoy table's structures: a temporary one reading the table's fingerprint cache
     (:func:`fingerprint_cache_of`) when it exists and holds this fingerprint, else ``store`` (a temporary one when
     None). The cache spares minutes of RDKit work on every training run with the bundled table."""
-    from ._candidates import CandidateStore  # noqa: PLC0415 - the store module reads candidate files, not decoys
 
     cache = fingerprint_cache_of(table_path)
     if cache.is_file():
@@ -127,7 +127,6 @@ def read_decoy_table(path):
         raise IOKRDataError(f"Decoy table {path} holds no structure.")
     n_missing = 0
     if formula_column is None or not all(formulas):
-        from ._structures import parent_of  # noqa: PLC0415 - RDKit only when formulas must be computed
 
         for i, (s, f) in enumerate(zip(structures, formulas, strict=True)):
             if not f:

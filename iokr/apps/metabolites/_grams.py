@@ -30,7 +30,7 @@ import tempfile
 import numpy as np
 import scipy.sparse as sp
 
-from ...linalg import row_slices
+from ...linalg.developer import row_slices
 
 #: Budget (MiB) of the dense row blocks that :class:`TrainingGrams` forms at a time.
 GRAM_BLOCK_MEMORY = 64

@@ -15,7 +15,7 @@ import scipy.sparse as sp
 from ..._config import working_memory_bytes
 from ..._validation import check_positive_scalar
 from ...kernels import Kernel
-from ...linalg import row_slices
+from ...linalg.developer import row_slices
 from ._spectra import Spectra, _ranges
 
 
