@@ -183,6 +183,8 @@ def check_outputs(outputs, inputs=(), *, overwrite=False, expect=None):
             claim(real)
         except OutputInUseError as exc:
             raise CommandError(f"{option} {exc}") from None
+        except OSError as exc:  # the folder is read-only, missing a parent we may not create, on a full disk...
+            raise CommandError(f"{option} {path} cannot be written ({exc.strerror or exc}).") from None
         if not overwrite and _non_empty(path):  # written by a run that released its claim since the check above
             release(real)
             raise CommandError(f"{option} {path} already exists: pass --overwrite to replace it.")

@@ -24,8 +24,11 @@ def register(subparsers):
 def run(args):
     from ..datasets._metabolites import BUNDLED_METABOLITES
     from ._report import write_report
+    from .main import CommandError
     from .metabolites import _load_app, _log, _progress, summary_table
 
+    if args.folds < 2:  # as train and evaluate: a 0- or 1-fold "CV" chooses nothing
+        raise CommandError(f"--folds must be >= 2, got {args.folds}.")
     inputs = {f"bundled {key}": path for key, path in BUNDLED_METABOLITES.items()}
     out = Path(args.output)
     with output_folder(out, overwrite=args.overwrite, inputs=inputs) as tmp:

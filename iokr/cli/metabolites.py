@@ -5,8 +5,11 @@ from __future__ import annotations
 import argparse
 import io
 import math
+import os
+import stat
 from pathlib import Path
 
+from ..io import ModelFileError
 from ._cells import SafeDictWriter
 from ._output import check_outputs, format_table, log, output_folder, progress, write_atomic, write_json
 
@@ -319,9 +322,19 @@ def _check_identify_paths(args):
     """Every path of ``identify`` checked before the model is loaded (a typo costs no waiting)."""
     from .main import CommandError
 
-    for option, value in (("--spectra", args.spectra), ("--candidates", args.candidates), ("--model", args.model)):
-        if value is not None and not Path(value).exists():
-            raise CommandError(f"{option} {value} does not exist.")
+    for option, value, file in (("--spectra", args.spectra, True), ("--candidates", args.candidates, False),
+                                ("--model", args.model, True)):
+        if value is None:
+            continue
+        try:
+            mode = os.stat(value).st_mode
+        except FileNotFoundError:
+            raise CommandError(f"{option} {value} does not exist.") from None
+        except OSError as exc:  # a symlink loop, a permission denied on the way
+            raise CommandError(f"{option} {value} cannot be read ({exc.strerror}).") from None
+        if file and not stat.S_ISREG(mode):
+            raise CommandError(f"{option} {value} is not a regular file"
+                               + (" (a folder)." if stat.S_ISDIR(mode) else "."))
     out = Path(args.output)
     if out.exists() and not out.is_dir():
         raise CommandError(f"--output {out} is a file; identify writes a folder ({', '.join(IDENTIFY_FILES)}).")
@@ -341,6 +354,9 @@ def run_identify(args):
     if not args.ppm > 0:
         raise CommandError(f"--ppm must be > 0, got {args.ppm}.")
     inputs = {"--spectra": args.spectra, "--candidates": args.candidates, "--model": args.model, "--store": args.store}
+    if args.store is not None and Path(args.store).resolve() == Path(args.output).resolve():
+        raise CommandError(f"--store {args.store} is the --output folder; the store is a file of its own: name "
+                           "another path.")
     check_outputs({"--output": args.output}, inputs, overwrite=args.overwrite, expect="folder")
     _check_identify_paths(args)
     jobs = _load_app()
@@ -348,22 +364,16 @@ def run_identify(args):
     settings = jobs.IdentifySettings(top_k=args.top_k, ppm=args.ppm, query_id_field=args.query_id_field,
                                      adduct_policy=args.adduct_policy, prior_weight=args.prior_weight)
     model = _resolve_model(args)
-    report = jobs.ReportCandidates() if args.report else None  # the report's few fields of each candidate row
     with output_folder(args.output, overwrite=args.overwrite, inputs=inputs) as tmp:
-        with open(tmp / "structure_candidates.tsv", "w", encoding="utf-8", newline="") as handle:
-            def candidate_table(columns):  # rows written as they are ranked, not held until the end
-                writer = _table_writer(handle, ["query_id", "rank", *columns, "score", "structure_prior"])
-                writer.writeheader()
-                if report is None:
-                    return writer.writerow
-
-                def write_and_keep(row):
-                    writer.writerow(row)
-                    report.add(row)
-                return write_and_keep
-
-            result = jobs.identify_job(model, args.spectra, args.candidates, settings, store_path=args.store,
-                                       feedback=jobs.Feedback(_progress, _log), candidate_sink=candidate_table)
+        try:
+            result, report = _identify_into(tmp, model, args, settings, jobs)
+        except ModelFileError as exc:
+            if args.model:
+                raise
+            # the cached ready model damaged in place (same size, time and inode: its verified stamp still matched)
+            _log(f"note: the cached ready model is damaged ({exc}); training it again")
+            jobs.forget_verified_model(model)
+            result, report = _identify_into(tmp, _resolve_model(args), args, settings, jobs)
         write_atomic(tmp / "structure_identifications.tsv",
                      _write_table(result["identifications"],
                                   [*jobs.QUERY_COLUMNS, *result["candidate_columns"], *jobs.RESULT_COLUMNS]))
@@ -375,6 +385,26 @@ def run_identify(args):
     print(f"{len(result['identifications'])} queries: {counts}; tables written to {args.output}"
           + (f"; report: {Path(args.output) / jobs.REPORT_FILE}" if report is not None else ""))
     return 0
+
+
+def _identify_into(tmp, model, args, settings, jobs):
+    """Run ``identify_job`` writing the candidate table into the folder ``tmp``; ``(result, report rows)``."""
+    report = jobs.ReportCandidates() if args.report else None  # the report's few fields of each candidate row
+    with open(tmp / "structure_candidates.tsv", "w", encoding="utf-8", newline="") as handle:
+        def candidate_table(columns):  # rows written as they are ranked, not held until the end
+            writer = _table_writer(handle, ["query_id", "rank", *columns, "score", "structure_prior"])
+            writer.writeheader()
+            if report is None:
+                return writer.writerow
+
+            def write_and_keep(row):
+                writer.writerow(row)
+                report.add(row)
+            return write_and_keep
+
+        result = jobs.identify_job(model, args.spectra, args.candidates, settings, store_path=args.store,
+                                   feedback=jobs.Feedback(_progress, _log), candidate_sink=candidate_table)
+    return result, report
 
 
 def run_index(args):

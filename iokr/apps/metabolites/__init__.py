@@ -8,7 +8,7 @@ from ._annotated_kernels import FormulaTokenKernel
 from ._annotation import AnnotationReport, AnnotationSettings, annotate, precursor_ion, subformulas
 from ._candidates import CandidateList, CandidateStore, read_candidate_lists
 from ._database import StructureDatabase
-from ._default_model import default_model_path, ensure_default_model
+from ._default_model import default_model_path, ensure_default_model, forget_verified_model
 from ._fingerprints import FINGERPRINT_PARTS, FINGERPRINTS, Fingerprinter, inchikey, parse_structure
 from ._formulas import FormulaError, canonical_formula
 from ._identify import QUERY_COLUMNS, RESULT_COLUMNS, IdentifySettings
@@ -85,6 +85,7 @@ __all__ = [
     "canonical_formula",
     "default_model_path",
     "ensure_default_model",
+    "forget_verified_model",
     "evaluate_job",
     "evaluate_lists",
     "fold_candidate_sets",

@@ -109,6 +109,14 @@ def _cached_model_usable(path, log):
     return True
 
 
+def forget_verified_model(path):
+    """Remove a cached model and its verified stamp (found damaged when read in full): the next
+    :func:`ensure_default_model` trains it again."""
+    for target in (_stamp_path(Path(path)), Path(path)):
+        with contextlib.suppress(OSError):
+            target.unlink()
+
+
 def _sweep_if_free(path):
     """Remove the temporaries of killed trainings of ``path`` when no live run is training it (cheap: one listing
     of the cache folder; the claim is taken only when there is something to remove)."""

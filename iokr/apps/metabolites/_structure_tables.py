@@ -160,6 +160,14 @@ def _kind(name, where):
 def _with_structures(columns, rows, kind, where):
     if kind == "sdf":
         return columns, rows, [SDF_SMILES]
+    seen, repeated = {}, {}
+    for number, name in enumerate(columns, 1):
+        if name in seen and name.strip():  # unnamed columns (a spreadsheet's trailing blank cells) may repeat
+            repeated.setdefault(name, [seen[name]]).append(number)
+        seen.setdefault(name, number)
+    if repeated:  # each row is read as {column: value}: a repeated name would keep only its last value
+        detail = "; ".join(f"{name!r} (columns {', '.join(map(str, at))})" for name, at in list(repeated.items())[:3])
+        raise IOKRDataError(f"{where} names columns more than once: {detail}; rename them so each value is kept.")
     found = structure_columns(columns)
     if not found:
         raise IOKRDataError(f"{where} has no structure column: expected a column named SMILES or InChI (or "

@@ -101,3 +101,35 @@ def test_a_run_waits_for_the_training_another_run_holds(tmp_path, monkeypatch, t
     finally:
         proc.kill()
         proc.wait(timeout=10)
+
+
+def test_ready_model_damaged_in_place_is_trained_again_by_identify(tmp_path, monkeypatch, ready_model_cache, capsys):
+    """Bit rot inside the cached model, its size, modification time and inode unchanged (so its verified stamp still
+    matches): identify finds it damaged when reading it in full, trains it again with a note, and succeeds."""
+    import shutil  # noqa: PLC0415
+
+    cache = tmp_path / "cache"
+    shutil.copytree(ready_model_cache, cache)
+    monkeypatch.setenv("IOKR_CACHE_DIR", str(cache))
+    path = default_model_path()
+    good = path.read_bytes()
+    assert ensure_default_model(log=lambda message: None) == path  # verified: the stamp is written
+    info = path.stat()
+    damaged = bytearray(good)
+    damaged[len(damaged) // 2] ^= 0xFF
+    with open(path, "r+b") as handle:  # in place: same inode and size
+        handle.write(bytes(damaged))
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+    retrained = []
+
+    def train_again(spectra, out, feedback=None):  # the real training gives this same file (tested elsewhere)
+        retrained.append(out)
+        out.write_bytes(good)
+
+    monkeypatch.setattr(_default_model, "train_job", train_again)
+    examples = ROOT / "examples" / "data"
+    assert main(["metabolites", "identify", "--spectra", str(examples / "mzmine_features.mgf"), "--candidates",
+                 str(examples / "structures.csv"), "--output", str(tmp_path / "out")]) == 0
+    assert retrained == [path] and path.read_bytes() == good
+    assert "the cached ready model is damaged" in capsys.readouterr().err
+    assert (tmp_path / "out" / "structure_identifications.tsv").exists()

@@ -70,3 +70,13 @@ def test_a_windows_1252_table_is_indexed_with_its_names_and_a_note(tmp_path, cap
 
     names = {r["name"] for r in StructureDatabase(db).records(np.arange(1, 3))}
     assert names == {"caféine", "µ-ethanol"}
+
+
+def test_a_table_naming_a_column_twice_is_refused_not_half_read(tmp_path, capsys):
+    table = tmp_path / "dup.csv"
+    table.write_text("Identifier,SMILES,Name,Name,,\nV1,CCO,first,second,,\n")
+    assert main(["metabolites", "index", str(table), "--output", str(tmp_path / "db.sqlite")]) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
+    assert len(errors) == 1 and "names columns more than once: 'Name' (columns 3, 4)" in errors[0]
+    table.write_text("Identifier,SMILES,Name,,\nV1,CCO,first,,\n")  # blank trailing header cells are no names
+    assert main(["metabolites", "index", str(table), "--output", str(tmp_path / "db2.sqlite")]) == 0
