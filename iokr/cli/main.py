@@ -11,6 +11,7 @@ Every exception reaching :func:`main` becomes one line on stderr and a non-zero 
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import signal
@@ -99,10 +100,18 @@ def build_parser():
     return parser
 
 
+#: The library's advice on a too small budget, as the command line says it.
+_LIBRARY_BUDGET_ADVICE = "raise it with iokr.set_config(working_memory=...) or the working_memory argument"
+
+
 def _one_line(exc):
     message = " ".join(str(exc).split())
     if isinstance(exc, MemoryError) and not message:
         return "out of memory (MemoryError)"
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+        where = f" while writing {exc.filename}" if exc.filename else " while writing the results"
+        return f"no space left on device{where}; free some space or write elsewhere (--output)"
+    message = message.replace(_LIBRARY_BUDGET_ADVICE, "raise it with --working-memory MIB")
     if isinstance(exc, RecursionError):
         return f"input nested too deeply ({message or 'maximum recursion depth exceeded'})"
     return message or type(exc).__name__

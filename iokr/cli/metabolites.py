@@ -231,8 +231,9 @@ def _check_common(args):
         raise CommandError(f"--folds must be >= 2, got {args.folds}.")
     if args.fingerprint_radius is not None and args.fingerprint_radius < 1:
         raise CommandError(f"--fingerprint-radius must be >= 1, got {args.fingerprint_radius}.")
-    if any(a <= 0 for a in args.alphas or ()) or any(g <= 0 for g in args.output_gammas or ()):
-        raise CommandError("--alphas and --output-gammas must be positive.")
+    if not all(0 < a < math.inf for a in [*(args.alphas or ()), *(args.output_gammas or ())]):
+        raise CommandError(f"--alphas and --output-gammas must be positive finite numbers, got {args.alphas} and "
+                           f"{args.output_gammas}.")
     _check_prior(args)
 
 

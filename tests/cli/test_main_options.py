@@ -67,3 +67,19 @@ def test_an_output_on_a_read_only_file_system_names_the_option(tmp_path, capsys)
         assert f"--output {mount / 'db.sqlite'} cannot be written (Read-only file system)." in capsys.readouterr().err
     finally:
         subprocess.run(["umount", str(mount)], check=False)
+
+
+def test_command_line_words_for_a_full_disk_a_small_budget_and_non_finite_alphas(tmp_path, capsys):
+    import errno  # noqa: PLC0415
+
+    from iokr.cli.main import _one_line  # noqa: PLC0415 - the one formatter of every error line
+
+    assert _one_line(OSError(errno.ENOSPC, "No space left on device")) == \
+        "no space left on device while writing the results; free some space or write elsewhere (--output)"
+    tiny = MemoryError("One chunk of 1 row(s) needs 53656 bytes, more than the working-memory budget of 47185 "
+                       "bytes; raise it with iokr.set_config(working_memory=...) or the working_memory argument.")
+    assert _one_line(tiny).endswith("raise it with --working-memory MIB.")
+    (tmp_path / "s.mgf").write_text("BEGIN IONS\nPEPMASS=200\n100 1\nEND IONS\n")
+    assert main(["metabolites", "train", "--spectra", str(tmp_path / "s.mgf"), "--output", str(tmp_path / "m.npz"),
+                 "--alphas", "nan"]) == 2
+    assert "--alphas and --output-gammas must be positive finite numbers" in capsys.readouterr().err
