@@ -58,6 +58,7 @@ LOCAL_IMPORTS_ALLOWED = (
     ("iokr.cli.*", "iokr.datasets*", _CLI_START_UP),
     ("iokr.cli.*", "iokr.kernels", _CLI_START_UP),
     ("iokr.cli.*", "iokr._config", _CLI_START_UP),
+    ("iokr.cli.*", "iokr.io", _CLI_START_UP),
     ("iokr.cli.*", "iokr.cli._report", "start-up time: the report imports numpy (and matplotlib) at module level; "
      "it is loaded only when a report is asked for"),
 )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ._output import output_folder, write_json
+from ._output import CommandError, output_folder, write_json
 
 
 def register(subparsers):
@@ -24,7 +24,6 @@ def register(subparsers):
 def run(args):
     from ..datasets._metabolites import BUNDLED_METABOLITES
     from ._report import write_report
-    from .main import CommandError
     from .metabolites import _load_app, _log, _progress, summary_table
 
     if args.folds < 2:  # as train and evaluate: a 0- or 1-fold "CV" chooses nothing

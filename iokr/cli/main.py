@@ -110,7 +110,7 @@ def _one_line(exc):
         return "out of memory (MemoryError)"
     if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
         where = f" while writing {exc.filename}" if exc.filename else " while writing the results"
-        return f"no space left on device{where}; free some space or write elsewhere (--output)"
+        return f"No space left on device{where}; free some space or write elsewhere (--output)"
     message = message.replace(_LIBRARY_BUDGET_ADVICE, "raise it with --working-memory MIB")
     if isinstance(exc, RecursionError):
         return f"input nested too deeply ({message or 'maximum recursion depth exceeded'})"

@@ -9,7 +9,6 @@ import os
 import stat
 from pathlib import Path
 
-from ..io import ModelFileError
 from ._cells import SafeDictWriter
 from ._output import check_outputs, format_table, log, output_folder, progress, write_atomic, write_json
 
@@ -365,6 +364,8 @@ def run_identify(args):
     settings = jobs.IdentifySettings(top_k=args.top_k, ppm=args.ppm, query_id_field=args.query_id_field,
                                      adduct_policy=args.adduct_policy, prior_weight=args.prior_weight)
     model = _resolve_model(args)
+    from ..io import ModelFileError  # after the app: iokr.io loads numpy, kept out of `iokr --help`
+
     with output_folder(args.output, overwrite=args.overwrite, inputs=inputs) as tmp:
         try:
             result, report = _identify_into(tmp, model, args, settings, jobs)

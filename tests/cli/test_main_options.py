@@ -75,7 +75,7 @@ def test_command_line_words_for_a_full_disk_a_small_budget_and_non_finite_alphas
     from iokr.cli.main import _one_line  # noqa: PLC0415 - the one formatter of every error line
 
     assert _one_line(OSError(errno.ENOSPC, "No space left on device")) == \
-        "no space left on device while writing the results; free some space or write elsewhere (--output)"
+        "No space left on device while writing the results; free some space or write elsewhere (--output)"
     tiny = MemoryError("One chunk of 1 row(s) needs 53656 bytes, more than the working-memory budget of 47185 "
                        "bytes; raise it with iokr.set_config(working_memory=...) or the working_memory argument.")
     assert _one_line(tiny).endswith("raise it with --working-memory MIB.")
