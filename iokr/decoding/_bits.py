@@ -107,7 +107,9 @@ def popcount_intersections(A_words, B_words, working_memory=None):
 def blas_intersections(A_bits, B_bits, working_memory=None):
     """``|a_i & b_j|`` for 0/1 rows by float32 matrix products; int32 of shape (n_a, n_b).
 
-    Exact for up to ``2**24`` features: float32 represents every integer partial sum exactly.
+    Exact for up to ``2**24`` features: float32 represents every integer partial sum exactly. The same holds for the
+    inner products of non-negative integer rows whose squared norms stay below ``2**24``
+    (:class:`~iokr.decoding.CountTanimotoIndex` calls it for those).
     """
     A = np.asarray(A_bits, dtype=np.float32)
     B = np.asarray(B_bits, dtype=np.float32)

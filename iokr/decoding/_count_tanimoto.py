@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..linalg.developer import chunk_rows
-from ._bits import tanimoto_from_counts
+from ._bits import blas_intersections, tanimoto_from_counts
 
 #: Squared row norms below this make float32 inner products of non-negative integer rows exact.
 MAX_EXACT_SQUARED_NORM = 2**24
@@ -78,9 +77,6 @@ class CountTanimotoIndex:
         squared = exact_count_norms(C)
         if squared is None:
             return None
-        C = np.asarray(C, dtype=np.float32)
-        inner = np.empty((C.shape[0], self.rows.shape[0]), dtype=np.float64)
-        rows = chunk_rows(C.shape[0], 4 * max(self.rows.shape[0], 1), working_memory)
-        for start in range(0, C.shape[0], rows):
-            inner[start:start + rows] = C[start:start + rows] @ self.rows.T
-        return tanimoto_from_counts(inner, squared, self.squared_norms, dtype)
+        # the same chunked sgemm as the intersection counts of 0/1 rows: exact integers here too (module docstring)
+        return tanimoto_from_counts(blas_intersections(C, self.rows, working_memory), squared, self.squared_norms,
+                                    dtype)
