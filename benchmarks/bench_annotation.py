@@ -2,7 +2,7 @@
 
 All spectra of ``metabolites/massbank_ms2_posMH_permissive.jsonl.gz`` (``--quick``: the first 5,000), cleaned as
 training spectra are (:class:`~iokr.apps.metabolites.Cleaning`), annotated by
-:func:`iokr.apps.metabolites._annotation.annotate` at the default tolerances (10 ppm, 2 mDa floor): "cold" with an
+:func:`iokr.apps.metabolites.chemistry._annotation.annotate` at the default tolerances (10 ppm, 2 mDa floor): "cold" with an
 empty subformula cache (every precursor formula enumerated once; the cache keeps the last 512, so a second pass
 over 3,000+ formulas would not be warmer). The merged training spectra (one per structure) are annotated too. Reports spectra/s, the share of peaks explained and
 the fallbacks. Shared 2-core machine; one run each.

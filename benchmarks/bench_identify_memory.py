@@ -16,7 +16,7 @@ whose distinct candidates are fingerprinted once. Rows:
   cannot read are dropped by the indexing), 8 % more rows than ``HUGE_WINDOW`` so that at least that many
   structures are indexed. The database is built once and kept in
   ``$IOKR_BENCH_CACHE`` (default: the temporary folder). A window larger than half the budget allows is scored in
-  chunks (``iokr.apps.metabolites._score_batches``).
+  chunks (``iokr.apps.metabolites.ranking._score_batches``).
 """
 
 from __future__ import annotations

@@ -11,9 +11,9 @@ writer kept here; both files are VACUUMed.
 Rows:
 - size: file bytes per structure, and the fingerprint's own bytes per structure (mean stored blob);
 - decode: 1,000 rows' fingerprint blobs to float32 (format 2: ``np.frombuffer`` of dense rows; format 3:
-  :func:`~iokr.apps.metabolites._store_format.decode_compact`), best of 5, per 1,000 structures; and
+  :func:`~iokr.apps.metabolites.candidates._store_format.decode_compact`), best of 5, per 1,000 structures; and
   ``StructureDatabase.fingerprints`` of 1,000 rows (SQLite reads included; format 3 verifies every row);
-- checksum: :func:`~iokr.apps.metabolites._store_format.check_rows` on 1,000 rows alone, and as a share of
+- checksum: :func:`~iokr.apps.metabolites.candidates._store_format.check_rows` on 1,000 rows alone, and as a share of
   ``fingerprints`` of 1,000 rows;
 - lookup: ``by_mass`` with a 10 ppm window around 500 stored masses (median), and ``by_mass`` followed by the
   window's fingerprints;
@@ -38,9 +38,9 @@ import numpy as np
 
 from benchmarks._harness import best_time
 from iokr.apps.metabolites import Fingerprinter
-from iokr.apps.metabolites import _store_format as store_format
-from iokr.apps.metabolites._database import StructureDatabase, decode_fingerprints
-from iokr.apps.metabolites._store_format import decode_compact, stored_values
+from iokr.apps.metabolites.candidates import _store_format as store_format
+from iokr.apps.metabolites.candidates._database import StructureDatabase, decode_fingerprints
+from iokr.apps.metabolites.candidates._store_format import decode_compact, stored_values
 from iokr.datasets import BUNDLED_METABOLITES
 
 _V2_CREATE = (

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from iokr.apps.metabolites._database import StructureDatabase
+from iokr.apps.metabolites.candidates._database import StructureDatabase
 from iokr.exceptions import IOKRDataError
 
 FIXTURES = Path(__file__).parents[1] / "tests" / "apps" / "metabolites" / "data" / "store_v2"

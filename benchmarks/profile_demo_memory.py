@@ -57,9 +57,9 @@ def main(argv=None):
     sampler = threading.Thread(target=_sample, args=(stop,), daemon=True)
     sampler.start()
     _mark("start")
-    from iokr.apps.metabolites import _jobs as jobs  # noqa: PLC0415 - the imports are measured
-    from iokr.apps.metabolites import _pipeline as pipeline  # noqa: PLC0415
-    from iokr.apps.metabolites._model import MetaboliteIdentifier  # noqa: PLC0415
+    from iokr.apps.metabolites.model._model import MetaboliteIdentifier  # noqa: PLC0415
+    from iokr.apps.metabolites.selection import _pipeline as pipeline  # noqa: PLC0415
+    from iokr.apps.metabolites.workflows import _jobs as jobs  # noqa: PLC0415 - the imports are measured
     from iokr.cli.main import main as iokr_main  # noqa: PLC0415
     from iokr.model_selection import IOKRCV  # noqa: PLC0415
 

@@ -4,7 +4,7 @@
 
     python -m experiments confidence_calibration --data ../shared/data --set decoys=PATH --set store=STORE.sqlite
 
-Calibration examples as the app forms them (:mod:`iokr.apps.metabolites._decoys`, issue #30): the training set of
+Calibration examples as the app forms them (:mod:`iokr.apps.metabolites.candidates._decoys`, issue #30): the training set of
 ``iokr metabolites evaluate`` (the candidate lists' true structures excluded, one merged spectrum per structure), 3
 structure folds (seed 0); each fold's model (refitted on the other folds) ranks each held-out structure that has an
 isomer among the training structures of its formula and its decoys (non-library isomers and nearest-mass
@@ -38,10 +38,10 @@ from iokr.apps.metabolites import (
     read_spectra,
     training_set,
 )
-from iokr.apps.metabolites._calibration_examples import _has_isomer, decoy_list_scores
-from iokr.apps.metabolites._confidence import expected_calibration_error
-from iokr.apps.metabolites._decoys import BUNDLED_DECOYS, decoy_lists, read_decoy_table
-from iokr.apps.metabolites._jobs import DEFAULT_FINGERPRINT, DEFAULT_PARAMS
+from iokr.apps.metabolites.candidates._decoys import BUNDLED_DECOYS, decoy_lists, read_decoy_table
+from iokr.apps.metabolites.model._confidence import expected_calibration_error
+from iokr.apps.metabolites.selection._calibration_examples import _has_isomer, decoy_list_scores
+from iokr.apps.metabolites.workflows._jobs import DEFAULT_FINGERPRINT, DEFAULT_PARAMS
 
 #: The app's cross-validated choice on the MassBank [M+H]+ training set (reports/metabolites.md), with its prior.
 PARAMS = {**DEFAULT_PARAMS, "sigma_mz": 0.001, "output_kernel": "tanimoto", "alpha": 0.1}

@@ -57,7 +57,7 @@ from iokr.apps.metabolites import (
     read_spectra,
     training_set,
 )
-from iokr.apps.metabolites._model import SCORING_WORKING_MEMORY
+from iokr.apps.metabolites.model._model import SCORING_WORKING_MEMORY
 from iokr.datasets import BUNDLED_METABOLITES
 from iokr.decoding import CandidateSets
 from iokr.metrics import true_candidate_rank

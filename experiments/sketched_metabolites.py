@@ -5,9 +5,9 @@
 
 Protocol: the app's evaluate job (``iokr.apps.metabolites``), except that the model trains on every cleaned single
 spectrum instead of one merged spectrum per structure. Spectra are read and cleaned with the app's readers and
-:class:`~iokr.apps.metabolites._pipeline.Cleaning`; the 60 lists' true structures (first InChIKey block) are
-excluded from training by :func:`~iokr.apps.metabolites._pipeline.training_set` (``merge=False``); the lists are
-scored per structure and per spectrum by :func:`~iokr.apps.metabolites._pipeline.evaluate_lists`.
+:class:`~iokr.apps.metabolites.selection._pipeline.Cleaning`; the 60 lists' true structures (first InChIKey block) are
+excluded from training by :func:`~iokr.apps.metabolites.selection._pipeline.training_set` (``merge=False``); the lists are
+scored per structure and per spectrum by :func:`~iokr.apps.metabolites.selection._pipeline.evaluate_lists`.
 
 Model: the app's combined input kernel (4 cosine-normalized base kernels, PPK, neutral-loss PPK, binned, binned
 neutral-loss, with the app's default widths, ``sigma_mz=0.001``) and Tanimoto output kernel, ``alpha = 0.1`` (the

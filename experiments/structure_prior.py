@@ -46,8 +46,8 @@ from iokr.apps.metabolites import (
     read_spectra,
     training_set,
 )
-from iokr.apps.metabolites._fingerprints import molecular_formula
-from iokr.apps.metabolites._formulas import monoisotopic_mass
+from iokr.apps.metabolites.chemistry._fingerprints import molecular_formula
+from iokr.apps.metabolites.chemistry._formulas import monoisotopic_mass
 from iokr.metrics import true_candidate_rank
 
 #: The app's cross-validated choice on this training set (reports/metabolites.md), the prior switched off.

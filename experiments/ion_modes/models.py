@@ -12,7 +12,7 @@ from experiments.ion_modes.rows import MAIN_TYPES, N_FOLDS, SEED
 from iokr.apps.metabolites import DEFAULT_GRID, MetaboliteIdentifier, alignf_weights, make_output_kernel
 
 # No public name yet: generic weighted sums of training Grams (issue #29 moves them into iokr.kernels).
-from iokr.apps.metabolites._grams import TrainingGrams
+from iokr.apps.metabolites.kernels._grams import TrainingGrams
 from iokr.decoding import CandidateSets
 from iokr.model_selection import IOKRCV
 

@@ -18,7 +18,7 @@ from iokr.apps.metabolites import (
 )
 
 # No public name yet: the app's adduct parser (issue #29 gives the app a public chemistry/ layer).
-from iokr.apps.metabolites._adducts import AdductError, parse_adduct
+from iokr.apps.metabolites.chemistry._adducts import AdductError, parse_adduct
 
 MAIN_TYPES = {1: "[M+H]+", -1: "[M-H]-"}
 N_FOLDS, SEED = 3, 0

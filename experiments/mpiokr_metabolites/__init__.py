@@ -6,9 +6,9 @@
 
 Protocol: the metabolite app's (``reports/metabolites.md``). Structure-disjoint: the 60 dev lists' true structures
 (first InChIKey block) are excluded from training; one merged spectrum per training structure
-(:func:`~iokr.apps.metabolites._pipeline.training_set`); the 60 lists are scored per structure (the merged spectrum
+(:func:`~iokr.apps.metabolites.selection._pipeline.training_set`); the 60 lists are scored per structure (the merged spectrum
 of the true structure's spectra) and per spectrum (each single spectrum) by
-:func:`~iokr.apps.metabolites._pipeline.evaluate_lists`, top-1/5/10/20 with ties averaged, beside the published
+:func:`~iokr.apps.metabolites.selection._pipeline.evaluate_lists`, top-1/5/10/20 with ties averaged, beside the published
 model's scores of the same lists. Every model sees the same kernels: the app's 4 cosine-normalized spectrum base
 kernels (``ppk``, ``ppk_nl``, ``binned``, ``binned_nl``; the app's default widths, ``sigma_mz=0.001``) combined with
 ALIGNF weights fitted on all training structures (as the app does), centered and normalized; Tanimoto output kernel

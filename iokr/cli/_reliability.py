@@ -2,7 +2,7 @@
 
 The evaluation summary holds, per polarity (``per_polarity``), the expected calibration error and the reliability
 bins of the confidence per structure and per spectrum (``confidence``, from
-:func:`iokr.apps.metabolites._confidence.calibration_report`) and how the calibration data were formed
+:func:`iokr.apps.metabolites.model._confidence.calibration_report`) and how the calibration data were formed
 (``calibration_data``). This module turns them into the curves of the HTML report's diagram and into a Markdown
 section of ``summary.md``; it computes nothing itself.
 """

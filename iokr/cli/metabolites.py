@@ -63,7 +63,7 @@ def _decoys_option(value, default):
     if value is None:
         return default
     if value == "bundled":
-        from ..apps.metabolites._decoys import BUNDLED_DECOYS  # noqa: PLC0415 - the app loads lazily
+        from ..apps.metabolites.candidates._decoys import BUNDLED_DECOYS  # noqa: PLC0415 - the app loads lazily
 
         return BUNDLED_DECOYS
     return None if value == "none" else value

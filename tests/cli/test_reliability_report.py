@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from iokr.apps.metabolites._confidence import Calibration, calibration_report
+from iokr.apps.metabolites.model._confidence import Calibration, calibration_report
 from iokr.cli import _report
 from iokr.cli._reliability import reliability_markdown, reliability_sets
 

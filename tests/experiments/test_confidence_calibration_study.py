@@ -8,8 +8,8 @@ from test_structure_prior_study import _train as structure_prior_training
 
 from experiments import confidence_calibration as study
 from iokr.apps.metabolites import MetaboliteIdentifier
-from iokr.apps.metabolites._decoys import DecoyLists
-from iokr.apps.metabolites._pipeline import fold_ids
+from iokr.apps.metabolites.candidates._decoys import DecoyLists
+from iokr.apps.metabolites.selection._pipeline import fold_ids
 
 PARAMS = {"kernels": ("ppk", "binned"), "output_kernel": "tanimoto", "alpha": 0.1, "prior_weight": 0.3}
 

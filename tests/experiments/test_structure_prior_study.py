@@ -6,7 +6,7 @@ import numpy as np
 
 from experiments import structure_prior as bench
 from iokr.apps.metabolites import MetaboliteIdentifier, Spectra
-from iokr.apps.metabolites._pipeline import TrainingSet, fold_ids
+from iokr.apps.metabolites.selection._pipeline import TrainingSet, fold_ids
 from iokr.metrics import true_candidate_rank
 
 

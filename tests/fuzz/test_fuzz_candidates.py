@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 pytest.importorskip("rdkit")
 
 from iokr.apps.metabolites import CandidateStore, Fingerprinter, read_candidate_lists
-from iokr.apps.metabolites._candidates import export_fingerprint_cache
+from iokr.apps.metabolites.candidates._candidates import export_fingerprint_cache
 
 FMT = "candidates"
 FP = Fingerprinter(kind="morgan_bits", n_bits=64, radius=1)

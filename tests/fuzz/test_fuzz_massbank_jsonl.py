@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from iokr.apps.metabolites import read_massbank_jsonl, read_spectra
-from iokr.apps.metabolites._spectra import METADATA_KEYS
+from iokr.apps.metabolites.spectra._spectra import METADATA_KEYS
 from iokr.exceptions import IOKRDataError
 
 FMT = "massbank_jsonl"

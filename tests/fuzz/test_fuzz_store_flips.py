@@ -11,7 +11,7 @@ import pytest
 
 from benchmarks.bench_store_damage import reader_view
 from iokr.apps.metabolites import Fingerprinter
-from iokr.apps.metabolites._database import StructureDatabase
+from iokr.apps.metabolites.candidates._database import StructureDatabase
 from iokr.exceptions import IOKRDataError
 
 pytest.importorskip("rdkit")

@@ -9,9 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from iokr.apps.metabolites import Fingerprinter, Spectra
-from iokr.apps.metabolites._candidate_sources import DatabaseSource
-from iokr.apps.metabolites._database import StructureDatabase
-from iokr.apps.metabolites._identify import IdentifySettings, plan_queries
+from iokr.apps.metabolites.candidates._candidate_sources import DatabaseSource
+from iokr.apps.metabolites.candidates._database import StructureDatabase
+from iokr.apps.metabolites.ranking._identify import IdentifySettings, plan_queries
 
 pytest.importorskip("rdkit")
 FMT = "structure_db"

@@ -4,15 +4,33 @@ kernels, RDKit fingerprints, candidate lists and a formula-keyed candidate store
 RDKit is needed for fingerprints and candidates, matchms for MGF/MSP files (``pip install 'iokr[chem]'``).
 """
 
-from ._annotated_kernels import FormulaTokenKernel
-from ._annotation import AnnotationReport, AnnotationSettings, annotate, precursor_ion, subformulas
-from ._candidates import CandidateList, CandidateStore, read_candidate_lists
-from ._database import StructureDatabase
-from ._default_model import default_model_path, ensure_default_model, forget_verified_model
-from ._fingerprints import FINGERPRINT_PARTS, FINGERPRINTS, Fingerprinter, inchikey, parse_structure
-from ._formulas import FormulaError, canonical_formula
-from ._identify import QUERY_COLUMNS, RESULT_COLUMNS, IdentifySettings
-from ._jobs import (
+from .candidates._candidates import CandidateList, CandidateStore, read_candidate_lists
+from .candidates._database import StructureDatabase
+from .chemistry._annotation import AnnotationReport, AnnotationSettings, annotate, precursor_ion, subformulas
+from .chemistry._fingerprints import FINGERPRINT_PARTS, FINGERPRINTS, Fingerprinter, inchikey, parse_structure
+from .chemistry._formulas import FormulaError, canonical_formula
+from .exporting._report_page import REPORT_FILE, ReportCandidates, report_html
+from .importing._readers import ReadReport, read_massbank_jsonl, read_spectra
+from .kernels._annotated_kernels import FormulaTokenKernel
+from .kernels._kernels import BinnedKernel, PeakProductKernel, SpectrumKernel, normalized_gram
+from .model._model import MetaboliteIdentifier, alignf_weights, make_output_kernel, make_spectrum_kernel
+from .model._persist import load_fingerprinter, load_identifier, save_identifier
+from .model._submodels import MetaboliteModel, load_metabolite_model, save_metabolite_model
+from .model._training import DEFAULT_MIN_STRUCTURES
+from .ranking._identify import QUERY_COLUMNS, RESULT_COLUMNS, IdentifySettings
+from .selection._pipeline import (
+    Cleaning,
+    cross_validate,
+    evaluate_lists,
+    fold_candidate_sets,
+    fold_ids,
+    formula_candidate_sets,
+    topk_percentages,
+    training_set,
+)
+from .spectra._spectra import Spectra, clean_spectra, concatenate, merge_spectra
+from .workflows._default_model import default_model_path, ensure_default_model, forget_verified_model
+from .workflows._jobs import (
     DEFAULT_FINGERPRINT,
     DEFAULT_GRID,
     DEFAULT_PARAMS,
@@ -23,24 +41,6 @@ from ._jobs import (
     identify_job,
     train_job,
 )
-from ._kernels import BinnedKernel, PeakProductKernel, SpectrumKernel, normalized_gram
-from ._model import MetaboliteIdentifier, alignf_weights, make_output_kernel, make_spectrum_kernel
-from ._persist import load_fingerprinter, load_identifier, save_identifier
-from ._pipeline import (
-    Cleaning,
-    cross_validate,
-    evaluate_lists,
-    fold_candidate_sets,
-    fold_ids,
-    formula_candidate_sets,
-    topk_percentages,
-    training_set,
-)
-from ._readers import ReadReport, read_massbank_jsonl, read_spectra
-from ._report_page import REPORT_FILE, ReportCandidates, report_html
-from ._spectra import Spectra, clean_spectra, concatenate, merge_spectra
-from ._submodels import MetaboliteModel, load_metabolite_model, save_metabolite_model
-from ._training import DEFAULT_MIN_STRUCTURES
 
 __all__ = [
     "DEFAULT_PARAMS",

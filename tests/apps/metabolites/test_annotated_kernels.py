@@ -15,9 +15,9 @@ from iokr.apps.metabolites import (
     read_spectra,
     save_identifier,
 )
-from iokr.apps.metabolites._annotated_kernels import FormulaTokenKernel
-from iokr.apps.metabolites._annotation import ELEMENTS, AnnotationSettings, annotate, decode, precursor_ion
-from iokr.apps.metabolites._formulas import ELECTRON_MASS, ELEMENT_MASSES
+from iokr.apps.metabolites.chemistry._annotation import ELEMENTS, AnnotationSettings, annotate, decode, precursor_ion
+from iokr.apps.metabolites.chemistry._formulas import ELECTRON_MASS, ELEMENT_MASSES
+from iokr.apps.metabolites.kernels._annotated_kernels import FormulaTokenKernel
 from iokr.datasets._metabolites import BUNDLED_METABOLITES
 
 FORMULAS = ("C6H12O6", "C9H11NO2", "C8H10N4O2", "C10H10O3", "C7H7ClN2O", "C5H5N5O")

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from iokr.apps.metabolites import Spectra
-from iokr.apps.metabolites._annotation import (
+from iokr.apps.metabolites.chemistry._annotation import (
     ELEMENTS,
     AnnotationSettings,
     annotate,
@@ -13,7 +13,7 @@ from iokr.apps.metabolites._annotation import (
     key_to_formula,
     precursor_ion,
 )
-from iokr.apps.metabolites._formulas import ELECTRON_MASS, ELEMENT_MASSES, parse_formula
+from iokr.apps.metabolites.chemistry._formulas import ELECTRON_MASS, ELEMENT_MASSES, parse_formula
 
 VALENCE = {e: v for e, v, _ in ELEMENTS}
 PROTON = ELEMENT_MASSES["H"] - ELECTRON_MASS

@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 
 from iokr.apps.metabolites import Fingerprinter, Spectra
-from iokr.apps.metabolites._adducts import parse_adduct
-from iokr.apps.metabolites._candidate_sources import DatabaseSource
-from iokr.apps.metabolites._candidates import CandidateStore
-from iokr.apps.metabolites._database import StructureDatabase
-from iokr.apps.metabolites._formulas import ELEMENT_MASSES, FormulaError
-from iokr.apps.metabolites._identify import IdentifySettings, plan_queries
-from iokr.apps.metabolites._structures import formula_mass, may_need_parent, parent_of
+from iokr.apps.metabolites.candidates._candidate_sources import DatabaseSource
+from iokr.apps.metabolites.candidates._candidates import CandidateStore
+from iokr.apps.metabolites.candidates._database import StructureDatabase
+from iokr.apps.metabolites.chemistry._adducts import parse_adduct
+from iokr.apps.metabolites.chemistry._formulas import ELEMENT_MASSES, FormulaError
+from iokr.apps.metabolites.chemistry._structures import formula_mass, may_need_parent, parent_of
+from iokr.apps.metabolites.ranking._identify import IdentifySettings, plan_queries
 
 pytest.importorskip("rdkit")
 FP = Fingerprinter("morgan_counts+maccs", n_bits=64)

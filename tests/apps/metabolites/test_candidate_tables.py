@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from iokr.apps.metabolites import Fingerprinter
-from iokr.apps.metabolites._database import CANDIDATE_COLUMNS, StructureDatabase, output_names
-from iokr.apps.metabolites._structure_tables import clean_value, read_structure_rows, structure_columns
+from iokr.apps.metabolites.candidates._database import CANDIDATE_COLUMNS, StructureDatabase, output_names
+from iokr.apps.metabolites.candidates._structure_tables import clean_value, read_structure_rows, structure_columns
 from iokr.exceptions import IOKRDataError
 
 pytest.importorskip("rdkit")
@@ -96,8 +96,8 @@ def test_bad_tables_get_one_line_errors_naming_the_file(tmp_path):
 def test_per_query_folder_of_metfrag_files(tmp_path):
     import shutil  # noqa: PLC0415
 
-    from iokr.apps.metabolites._candidate_sources import open_source  # noqa: PLC0415
-    from iokr.apps.metabolites._structures import parent_of  # noqa: PLC0415
+    from iokr.apps.metabolites.candidates._candidate_sources import open_source  # noqa: PLC0415
+    from iokr.apps.metabolites.chemistry._structures import parent_of  # noqa: PLC0415
 
     folder = tmp_path / "lists"
     folder.mkdir()
@@ -119,7 +119,7 @@ def test_per_query_folder_of_metfrag_files(tmp_path):
 
 
 def test_per_query_lists_refuse_ambiguous_ids_with_one_line_errors(tmp_path):
-    from iokr.apps.metabolites._candidate_sources import open_source  # noqa: PLC0415
+    from iokr.apps.metabolites.candidates._candidate_sources import open_source  # noqa: PLC0415
 
     folder = tmp_path / "twice"
     folder.mkdir()

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from iokr.apps.metabolites import CandidateStore, Fingerprinter, read_candidate_lists
-from iokr.apps.metabolites._candidates import export_fingerprint_cache
+from iokr.apps.metabolites.candidates._candidates import export_fingerprint_cache
 from iokr.exceptions import IOKRDataError
 
 # L- and D-alanine share the first InChIKey block (QNAYBMKLOCPYGJ): a duplicate to merge.

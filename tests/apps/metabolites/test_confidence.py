@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from iokr.apps.metabolites._confidence import (
+from iokr.apps.metabolites.model._confidence import (
     Calibration,
     calibration_report,
     expected_calibration_error,

@@ -7,8 +7,8 @@ import pytest
 
 import iokr.model_selection._iokrcv as iokrcv
 from iokr.apps.metabolites import MetaboliteIdentifier, Spectra
-from iokr.apps.metabolites._model import make_output_kernel
-from iokr.apps.metabolites._pipeline import (
+from iokr.apps.metabolites.model._model import make_output_kernel
+from iokr.apps.metabolites.selection._pipeline import (
     TrainingSet,
     _fold_ids,
     _grid_points,

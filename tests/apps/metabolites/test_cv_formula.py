@@ -7,18 +7,19 @@ import numpy as np
 import pytest
 
 import iokr.model_selection._iokrcv as iokrcv
-from iokr.apps.metabolites import CandidateStore, Fingerprinter, MetaboliteIdentifier, Spectra, _jobs
-from iokr.apps.metabolites._candidates import export_fingerprint_cache
-from iokr.apps.metabolites._fingerprints import formula_mass
-from iokr.apps.metabolites._jobs import attach_first_cache
-from iokr.apps.metabolites._model import make_output_kernel
-from iokr.apps.metabolites._pipeline import (
+from iokr.apps.metabolites import CandidateStore, Fingerprinter, MetaboliteIdentifier, Spectra
+from iokr.apps.metabolites.candidates._candidates import export_fingerprint_cache
+from iokr.apps.metabolites.chemistry._fingerprints import formula_mass
+from iokr.apps.metabolites.model._model import make_output_kernel
+from iokr.apps.metabolites.selection._pipeline import (
     TrainingSet,
     _fold_ids,
     cross_validate,
     formula_candidate_sets,
     usable_surrogate,
 )
+from iokr.apps.metabolites.workflows import _jobs
+from iokr.apps.metabolites.workflows._jobs import attach_first_cache
 from iokr.cli.metabolites import _fingerprint_kind, _model_options
 from iokr.estimators import IOKR
 from iokr.metrics import true_candidate_rank

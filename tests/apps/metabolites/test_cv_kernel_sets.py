@@ -4,7 +4,7 @@ import numpy as np
 from test_annotated_kernels import annotated_spectra
 
 from iokr.apps.metabolites import MetaboliteIdentifier
-from iokr.apps.metabolites._pipeline import TrainingSet, cross_validate
+from iokr.apps.metabolites.selection._pipeline import TrainingSet, cross_validate
 
 BASE = {"kernels": ("ppk", "binned"), "weights": "alignf", "sigma_mz": 0.01, "sigma_intensity": 0.25,
         "bin_width": 0.1, "output_kernel": "tanimoto"}

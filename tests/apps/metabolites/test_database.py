@@ -7,9 +7,10 @@ import sqlite3
 import numpy as np
 import pytest
 
-from iokr.apps.metabolites import Fingerprinter, _database
-from iokr.apps.metabolites._database import StructureDatabase
-from iokr.apps.metabolites._formulas import canonical_formula, monoisotopic_mass
+from iokr.apps.metabolites import Fingerprinter
+from iokr.apps.metabolites.candidates import _database
+from iokr.apps.metabolites.candidates._database import StructureDatabase
+from iokr.apps.metabolites.chemistry._formulas import canonical_formula, monoisotopic_mass
 from iokr.exceptions import IOKRDataError
 
 pytest.importorskip("rdkit")

@@ -9,12 +9,18 @@ import pytest
 from metab_helpers import bundled_lists_and_training, random_spectra
 
 from iokr.apps.metabolites import CandidateStore, Fingerprinter, MetaboliteIdentifier, read_spectra
-from iokr.apps.metabolites._calibration_examples import calibration_examples, decoy_list_scores
-from iokr.apps.metabolites._confidence import expected_calibration_error, fit_calibration
-from iokr.apps.metabolites._decoys import BUNDLED_DECOYS, DecoyLists, DecoyTable, decoy_lists, read_decoy_table
-from iokr.apps.metabolites._jobs import TrainingConfig, fit_with_cv
-from iokr.apps.metabolites._pipeline import Cleaning, TrainingSet
-from iokr.apps.metabolites._structures import formula_mass
+from iokr.apps.metabolites.candidates._decoys import (
+    BUNDLED_DECOYS,
+    DecoyLists,
+    DecoyTable,
+    decoy_lists,
+    read_decoy_table,
+)
+from iokr.apps.metabolites.chemistry._structures import formula_mass
+from iokr.apps.metabolites.model._confidence import expected_calibration_error, fit_calibration
+from iokr.apps.metabolites.selection._calibration_examples import calibration_examples, decoy_list_scores
+from iokr.apps.metabolites.selection._pipeline import Cleaning, TrainingSet
+from iokr.apps.metabolites.workflows._jobs import TrainingConfig, fit_with_cv
 from iokr.exceptions import IOKRDataError
 
 # isomers of C7H8O (108.06), C8H10O (122.07) and C6H6O (94.04); o-cresol is the library compound
@@ -214,8 +220,8 @@ def _isomers_of(formulas):
 
 
 def test_a_decoy_table_with_a_fingerprint_cache_is_fingerprinted_from_it(tmp_path):
-    from iokr.apps.metabolites._decoys import decoy_store, fingerprint_cache_of  # noqa: PLC0415
-    from iokr.apps.metabolites._fingerprint_cache import export_fingerprint_cache  # noqa: PLC0415
+    from iokr.apps.metabolites.candidates._decoys import decoy_store, fingerprint_cache_of  # noqa: PLC0415
+    from iokr.apps.metabolites.chemistry._fingerprint_cache import export_fingerprint_cache  # noqa: PLC0415
 
     fingerprinter = Fingerprinter(kind="morgan_counts+maccs", n_bits=256, radius=2)
     path = _write(tmp_path, [f"{s}\tC8H10O" for s in C8H10O])
@@ -235,8 +241,8 @@ def test_a_decoy_table_with_a_fingerprint_cache_is_fingerprinted_from_it(tmp_pat
 
 
 def test_the_bundled_decoy_table_ships_the_default_fingerprints():
-    from iokr.apps.metabolites._decoys import decoy_store  # noqa: PLC0415
-    from iokr.apps.metabolites._jobs import DEFAULT_FINGERPRINT  # noqa: PLC0415
+    from iokr.apps.metabolites.candidates._decoys import decoy_store  # noqa: PLC0415
+    from iokr.apps.metabolites.workflows._jobs import DEFAULT_FINGERPRINT  # noqa: PLC0415
 
     store = decoy_store(BUNDLED_DECOYS, None, Fingerprinter(**DEFAULT_FINGERPRINT))
     table = read_decoy_table(BUNDLED_DECOYS)

@@ -4,7 +4,7 @@ RDKit's masses and against the ion arithmetic written out by hand."""
 import numpy as np
 import pytest
 
-from iokr.apps.metabolites._adducts import (
+from iokr.apps.metabolites.chemistry._adducts import (
     AdductError,
     PrecursorIon,
     ion_mode_of,
@@ -12,8 +12,8 @@ from iokr.apps.metabolites._adducts import (
     read_charge,
     read_precursor_ion,
 )
-from iokr.apps.metabolites._fingerprints import formula_mass
-from iokr.apps.metabolites._formulas import (
+from iokr.apps.metabolites.chemistry._fingerprints import formula_mass
+from iokr.apps.metabolites.chemistry._formulas import (
     ELECTRON_MASS,
     ELEMENT_MASSES,
     FormulaError,

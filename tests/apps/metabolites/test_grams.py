@@ -11,12 +11,12 @@ import json
 import numpy as np
 import pytest
 
-import iokr.apps.metabolites._grams as grams_module
+import iokr.apps.metabolites.kernels._grams as grams_module
 from iokr.apps.metabolites import MetaboliteIdentifier, read_spectra
-from iokr.apps.metabolites._calibration_examples import calibration_examples
-from iokr.apps.metabolites._grams import TrainingGrams, compact_gram
-from iokr.apps.metabolites._model import make_output_kernel
-from iokr.apps.metabolites._pipeline import (
+from iokr.apps.metabolites.kernels._grams import TrainingGrams, compact_gram
+from iokr.apps.metabolites.model._model import make_output_kernel
+from iokr.apps.metabolites.selection._calibration_examples import calibration_examples
+from iokr.apps.metabolites.selection._pipeline import (
     Cleaning,
     TrainingSet,
     _fold_ids,
@@ -158,7 +158,7 @@ def test_final_fit_from_combined_gram_equals_fit_from_base_grams(train):
 def test_test_kernel_accumulated_in_place_equals_sum_of_kernels(train):
     spectra, Y = train.spectra, train.Y
     model = MetaboliteIdentifier(**{**PARAMS, "input_gamma": 0.7}).fit(spectra[10:], Y[10:])
-    from iokr.apps.metabolites._kernels import normalized_gram  # noqa: PLC0415
+    from iokr.apps.metabolites.kernels._kernels import normalized_gram  # noqa: PLC0415
 
     blocks, test_unit = [], []
     for kernel, d_train in zip(model.base_kernels_, model.train_raw_diags_, strict=True):

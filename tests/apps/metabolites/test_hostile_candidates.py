@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from iokr.apps.metabolites import read_candidate_lists
-from iokr.apps.metabolites._candidates import _iter_sources
+from iokr.apps.metabolites.candidates._candidates import _iter_sources
 from iokr.exceptions import IOKRDataError
 
 pytest.importorskip("rdkit")

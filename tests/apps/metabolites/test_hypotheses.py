@@ -8,10 +8,10 @@ from reference import assert_close_to_scale
 from test_annotated_kernels import MASSES, annotated_spectra
 
 from iokr.apps.metabolites import Fingerprinter, MetaboliteIdentifier, Spectra
-from iokr.apps.metabolites._annotation import precursor_ion
-from iokr.apps.metabolites._candidate_sources import open_source
-from iokr.apps.metabolites._formulas import ELECTRON_MASS, monoisotopic_mass
-from iokr.apps.metabolites._hypotheses import (
+from iokr.apps.metabolites.candidates._candidate_sources import open_source
+from iokr.apps.metabolites.chemistry._annotation import precursor_ion
+from iokr.apps.metabolites.chemistry._formulas import ELECTRON_MASS, monoisotopic_mass
+from iokr.apps.metabolites.model._hypotheses import (
     HYPOTHESIS_BLOCK,
     annotation_totals,
     hypothesis_spectra,
@@ -19,7 +19,7 @@ from iokr.apps.metabolites._hypotheses import (
     query_grams,
     score_hypotheses,
 )
-from iokr.apps.metabolites._identify import IdentifySettings, Query, score_queries
+from iokr.apps.metabolites.ranking._identify import IdentifySettings, Query, score_queries
 
 TRUE = "C9H11NO2"
 #: The query's formula, three formulas within 0.05 Da of it (annotated), one off by 8 Da (the measured precursor
@@ -173,7 +173,7 @@ def test_query_inchi_is_not_read_and_blocks_do_not_change_scores(fitted, monkeyp
                                                      [formulas])[0][0])
     # read as the query's structure, the InChI (C2H6O) would make every hypothesis a precursor mismatch
     assert score_hypotheses(*args)[1][3].n_annotated == 4
-    monkeypatch.setattr("iokr.apps.metabolites._hypotheses.HYPOTHESIS_BLOCK", 3)
+    monkeypatch.setattr("iokr.apps.metabolites.model._hypotheses.HYPOTHESIS_BLOCK", 3)
     assert HYPOTHESIS_BLOCK > 3
     for a, b in zip(score_hypotheses(*args)[0], whole, strict=True):
         assert_close_to_scale(a, b)

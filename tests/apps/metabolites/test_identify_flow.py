@@ -24,12 +24,12 @@ from iokr.apps.metabolites import (
     read_spectra,
     save_identifier,
 )
-from iokr.apps.metabolites._adducts import parse_adduct
-from iokr.apps.metabolites._fingerprints import molecular_formula
-from iokr.apps.metabolites._formulas import canonical_formula, monoisotopic_mass
-from iokr.apps.metabolites._hypotheses import score_hypotheses
-from iokr.apps.metabolites._identify import ADDUCT_POLICIES, IdentifySettings
-from iokr.apps.metabolites._jobs import Feedback, identify_job
+from iokr.apps.metabolites.chemistry._adducts import parse_adduct
+from iokr.apps.metabolites.chemistry._fingerprints import molecular_formula
+from iokr.apps.metabolites.chemistry._formulas import canonical_formula, monoisotopic_mass
+from iokr.apps.metabolites.model._hypotheses import score_hypotheses
+from iokr.apps.metabolites.ranking._identify import ADDUCT_POLICIES, IdentifySettings
+from iokr.apps.metabolites.workflows._jobs import Feedback, identify_job
 from iokr.cli import metabolites as cli
 from iokr.cli.main import main
 

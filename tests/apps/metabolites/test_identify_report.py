@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from iokr.apps.metabolites import Spectra
-from iokr.apps.metabolites._report_figures import StructureDrawer, annotate_top_hits, safe_svg, spectrum_svg
-from iokr.apps.metabolites._report_page import ReportCandidates, _svg_block, report_html
+from iokr.apps.metabolites.exporting._report_figures import StructureDrawer, annotate_top_hits, safe_svg, spectrum_svg
+from iokr.apps.metabolites.exporting._report_page import ReportCandidates, _svg_block, report_html
 
 pytest.importorskip("rdkit")
 

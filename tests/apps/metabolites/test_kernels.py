@@ -5,7 +5,7 @@ from metab_helpers import random_spectra
 
 from iokr import config_context
 from iokr.apps.metabolites import BinnedKernel, PeakProductKernel, normalized_gram
-from iokr.apps.metabolites._kernels import sparse_gram, sparse_sq_norms
+from iokr.apps.metabolites.kernels._kernels import sparse_gram, sparse_sq_norms
 
 
 def _naive_ppk(S, T, sigma_mz, sigma_int, neutral_loss):

@@ -17,8 +17,8 @@ import pytest
 from test_submodels import _block, _records
 
 from iokr.apps.metabolites import Cleaning, load_metabolite_model, read_spectra
-from iokr.apps.metabolites._adducts import parse_adduct
-from iokr.apps.metabolites._formulas import monoisotopic_mass
+from iokr.apps.metabolites.chemistry._adducts import parse_adduct
+from iokr.apps.metabolites.chemistry._formulas import monoisotopic_mass
 from iokr.cli.main import main
 from iokr.datasets._metabolites import BUNDLED_METABOLITES
 

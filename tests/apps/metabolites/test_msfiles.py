@@ -8,7 +8,7 @@ import pytest
 
 import iokr
 from iokr.apps.metabolites import read_spectra
-from iokr.apps.metabolites._msfiles import harmonize, iter_mgf, iter_msp
+from iokr.apps.metabolites.importing._msfiles import harmonize, iter_mgf, iter_msp
 from iokr.exceptions import IOKRDataError
 
 MGF = """# exported by MZmine

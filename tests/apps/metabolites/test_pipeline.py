@@ -23,9 +23,9 @@ from iokr.apps.metabolites import (
     read_spectra,
     save_identifier,
 )
-from iokr.apps.metabolites._jobs import DEFAULT_PARAMS
-from iokr.apps.metabolites._pipeline import evaluate_lists, query_spectra, training_set
-from iokr.apps.metabolites._spectra import clean_spectra
+from iokr.apps.metabolites.selection._pipeline import evaluate_lists, query_spectra, training_set
+from iokr.apps.metabolites.spectra._spectra import clean_spectra
+from iokr.apps.metabolites.workflows._jobs import DEFAULT_PARAMS
 from iokr.cli.main import main
 from iokr.datasets._metabolites import BUNDLED_METABOLITES
 from iokr.metrics import true_candidate_rank

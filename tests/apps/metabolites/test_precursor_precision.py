@@ -7,16 +7,16 @@ import pytest
 from test_query_planning import RecordingSource
 
 from iokr.apps.metabolites import read_spectra
-from iokr.apps.metabolites._adducts import parse_adduct
-from iokr.apps.metabolites._formulas import monoisotopic_mass
-from iokr.apps.metabolites._identify import IdentifySettings, plan_queries
-from iokr.apps.metabolites._precursor_precision import (
+from iokr.apps.metabolites.chemistry._adducts import parse_adduct
+from iokr.apps.metabolites.chemistry._formulas import monoisotopic_mass
+from iokr.apps.metabolites.chemistry._precursor_precision import (
     NOMINAL_MASS_DA,
     check_formula,
     nominal_mass_record,
     precursor_tolerance,
     written_decimals,
 )
+from iokr.apps.metabolites.ranking._identify import IdentifySettings, plan_queries
 
 GLUCOSE = monoisotopic_mass("C6H12O6")
 MH = parse_adduct("[M+H]+")

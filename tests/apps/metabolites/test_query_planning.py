@@ -6,9 +6,9 @@ import pytest
 from ms_xml_files import Scan, mzml, mzxml
 
 from iokr.apps.metabolites import read_spectra
-from iokr.apps.metabolites._formulas import monoisotopic_mass
-from iokr.apps.metabolites._identify import FORMULA_MIN_PPM, IdentifySettings, plan_queries
-from iokr.apps.metabolites._query_ids import POSITIONS, query_ids
+from iokr.apps.metabolites.chemistry._formulas import monoisotopic_mass
+from iokr.apps.metabolites.importing._query_ids import POSITIONS, query_ids
+from iokr.apps.metabolites.ranking._identify import FORMULA_MIN_PPM, IdentifySettings, plan_queries
 from iokr.exceptions import IOKRDataError
 
 GLUCOSE = monoisotopic_mass("C6H12O6")

@@ -11,9 +11,9 @@ import pytest
 from ms_xml_files import Scan, mzml, mzxml
 
 from iokr.apps.metabolites import read_spectra
-from iokr.apps.metabolites._adducts import read_precursor_ion
-from iokr.apps.metabolites._query_ids import query_ids
-from iokr.apps.metabolites._readers import adduct_from_name
+from iokr.apps.metabolites.chemistry._adducts import read_precursor_ion
+from iokr.apps.metabolites.importing._query_ids import query_ids
+from iokr.apps.metabolites.importing._readers import adduct_from_name
 from iokr.exceptions import IOKRDataError
 
 #: MZmine 3 GNPS export: FEATURE_ID / SCANS, CHARGE with sign, no adduct for most features.
@@ -310,7 +310,7 @@ def test_ei_library_and_msp_without_peaks_say_why(tmp_path, keep_empty):
 
 
 def test_golm_colon_pairs_are_read_as_peaks(tmp_path):
-    from iokr.apps.metabolites._msfiles import iter_msp  # noqa: PLC0415 - the record level, below read_spectra
+    from iokr.apps.metabolites.importing._msfiles import iter_msp  # noqa: PLC0415 - the record level, below read_spectra
 
     records = list(iter_msp(_write(tmp_path / "golm.msp", GOLM)))
     assert [len(p) for _, _, p in records] == [5, 2] and records[1][2] == [["73", "999"], ["116", "500"]]

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from process_helpers import ENV, ROOT
 
-from iokr.apps.metabolites import _default_model
-from iokr.apps.metabolites._default_model import default_model_path, ensure_default_model
+from iokr.apps.metabolites.workflows import _default_model
+from iokr.apps.metabolites.workflows._default_model import default_model_path, ensure_default_model
 from iokr.cli.main import main
 from iokr.io import load_model_file, save_model_file
 

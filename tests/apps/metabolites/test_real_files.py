@@ -191,7 +191,7 @@ def test_unsupported_spectra_formats_are_named(work, name, capsys):
 # Every table below is queried with matchms/massbank_five_spectra.msp, whose PS010904 (ADP on a Waters TQD,
 # LC-ESI-QQ) gives PrecursorMZ 428.31 and peaks 135.0 / 136.0: its FORMULA C10H15N5O10P2 is 639 ppm (0.27 Da) from
 # that m/z as [M+H]+, within the nominal mass a unit-resolution record resolves, so the formula is the lookup (and
-# 'detail' says so; see iokr/apps/metabolites/_precursor_precision.py).
+# 'detail' says so; see iokr/apps/metabolites/chemistry/_precursor_precision.py).
 CANDIDATE_XFAIL = {}
 
 

@@ -9,10 +9,10 @@ import pytest
 from metab_helpers import bundled_lists_and_training
 
 from iokr import get_config
-from iokr.apps.metabolites import _identify
-from iokr.apps.metabolites._hypotheses import QueryHypotheses
-from iokr.apps.metabolites._identify import Query
-from iokr.apps.metabolites._score_batches import (
+from iokr.apps.metabolites.model._hypotheses import QueryHypotheses
+from iokr.apps.metabolites.ranking import _identify
+from iokr.apps.metabolites.ranking._identify import Query
+from iokr.apps.metabolites.ranking._score_batches import (
     ScoredQuery,
     chunk_queries,
     merge_chunks,

@@ -15,8 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from iokr.apps.metabolites import CandidateStore, Fingerprinter, _database, _sqlite_files
-from iokr.apps.metabolites._database import StructureDatabase
+from iokr.apps.metabolites import CandidateStore, Fingerprinter
+from iokr.apps.metabolites.candidates import _database, _sqlite_files
+from iokr.apps.metabolites.candidates._database import StructureDatabase
 from iokr.cli.main import main
 from iokr.exceptions import IOKRDataError
 

@@ -1,11 +1,11 @@
-"""Compact fingerprint rows and row checksums (:mod:`iokr.apps.metabolites._store_format`) against dense
+"""Compact fingerprint rows and row checksums (:mod:`iokr.apps.metabolites.candidates._store_format`) against dense
 references: fresh RDKit fingerprints and a per-row brute-force decoder."""
 
 import numpy as np
 import pytest
 
 from iokr.apps.metabolites import Fingerprinter
-from iokr.apps.metabolites._store_format import (
+from iokr.apps.metabolites.candidates._store_format import (
     BITMAP,
     SPARSE,
     check_rows,

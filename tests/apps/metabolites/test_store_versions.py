@@ -13,7 +13,7 @@ import pytest
 from metab_helpers import bundled_lists_and_training
 
 from iokr.apps.metabolites import CandidateStore, Fingerprinter, load_identifier
-from iokr.apps.metabolites._database import StructureDatabase
+from iokr.apps.metabolites.candidates._database import StructureDatabase
 from iokr.cli.main import main
 from iokr.exceptions import IOKRDataError
 

@@ -5,8 +5,8 @@ import pytest
 from metab_helpers import random_spectra
 
 from iokr.apps.metabolites import Fingerprinter, MetaboliteIdentifier, load_identifier, save_identifier
-from iokr.apps.metabolites._calibration_examples import _training_list_scores
-from iokr.apps.metabolites._pipeline import Cleaning
+from iokr.apps.metabolites.selection._calibration_examples import _training_list_scores
+from iokr.apps.metabolites.selection._pipeline import Cleaning
 from iokr.decoding import CandidateSets, CountFeatures, PackedBinaryFeatures
 
 

@@ -16,16 +16,16 @@ import pytest
 from iokr.apps.metabolites import (
     Cleaning,
     Spectra,
-    _model,
     load_identifier,
     load_metabolite_model,
     read_spectra,
     save_identifier,
 )
-from iokr.apps.metabolites._adducts import PrecursorIon, parse_adduct
-from iokr.apps.metabolites._formulas import monoisotopic_mass
-from iokr.apps.metabolites._routing import ASSUME_MAPPING, route_query
-from iokr.apps.metabolites._training import precursor_types, types_to_train
+from iokr.apps.metabolites.chemistry._adducts import PrecursorIon, parse_adduct
+from iokr.apps.metabolites.chemistry._formulas import monoisotopic_mass
+from iokr.apps.metabolites.model import _model
+from iokr.apps.metabolites.model._routing import ASSUME_MAPPING, route_query
+from iokr.apps.metabolites.model._training import precursor_types, types_to_train
 from iokr.cli.main import main
 from iokr.datasets._metabolites import BUNDLED_METABOLITES
 from iokr.exceptions import IOKRDataError

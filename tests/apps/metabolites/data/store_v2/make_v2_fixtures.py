@@ -10,7 +10,7 @@ sys.path.insert(0, "tests/apps/metabolites")
 from metab_helpers import bundled_lists_and_training  # noqa: E402
 
 from iokr.apps.metabolites import CandidateStore, Fingerprinter  # noqa: E402
-from iokr.apps.metabolites._database import StructureDatabase  # noqa: E402
+from iokr.apps.metabolites.candidates._database import StructureDatabase  # noqa: E402
 
 OUT = "tests/apps/metabolites/data/store_v2/"
 

@@ -1,0 +1,481 @@
+"""Candidate structures: readers for candidate lists and a formula-keyed store with cached fingerprints.
+
+Shared list format: one CSV per query named ``scoring_list=<FORMULA>_spec=<ID>_id=<InChIKey>.csv`` with columns
+``id1`` (candidate InChI) and optionally ``score`` (the published model's score), bundled as a ``.tar.gz`` or a
+folder. Plain CSV/TSV files (a ``smiles``, ``inchi`` or ``id1`` column) and SDF files are read too.
+
+Candidates are identified by the first InChIKey block (the 2D skeleton) of their parent structure (salts and
+mixtures reduced, see :mod:`._structures`): stereoisomers of one skeleton are merged (keeping the best published
+score). Structures RDKit rejects are counted per list, apart from rows without a structure ('N/A', blank).
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import io
+import re
+import tarfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ....decoding import CountFeatures, PackedBinaryFeatures
+from ....exceptions import IOKRDataError
+from ....io import check_expansion, read_npz
+from ..chemistry._fingerprint_cache import (
+    CACHE_MEMBERS,
+    check_cache,
+    digest,
+    export_fingerprint_cache,  # noqa: F401 - its public home since the cache existed
+)
+from ..chemistry._fingerprints import Fingerprinter, _rdkit
+from ..chemistry._structures import may_need_parent, parent_of
+from ._candidate_store_file import STORE_ROW, open_store_file
+from ._sqlite_files import READ_ERRORS, describe_error
+from ._store_format import check_rows, decode_compact, encode_compact, row_checksum
+from ._structure_tables import SDF_REJECTED, clean_value
+
+_NAME = re.compile(r"scoring_list=(?P<formula>[^_]+)_spec=(?P<spec>.+?)_id=(?P<key>[A-Z]{14}-[A-Z]{10}-[A-Z])")
+_STRUCTURE_COLUMNS = ("id1", "inchi", "smiles", "structure")
+
+
+@dataclass
+class CandidateList:
+    """One query's candidates after parsing and merging duplicates.
+
+    Attributes
+    ----------
+    name : str
+    formula : str or None
+    true_key : str or None
+        InChIKey of the true structure when the list name carries it.
+    structures : list of str
+        Input text (InChI/SMILES) of each unique candidate.
+    keys : list of str
+        First InChIKey block of each unique candidate.
+    scores : ndarray of shape (n_unique,) or None
+        Published scores (maximum over merged duplicates).
+    n_rows, n_unparsable, n_duplicates : int
+    n_missing : int
+        Rows without a structure ('N/A', 'nan', blank), not counted as unparsable.
+    """
+
+    name: str
+    formula: str | None
+    true_key: str | None
+    structures: list = field(default_factory=list)
+    keys: list = field(default_factory=list)
+    scores: np.ndarray | None = None
+    n_rows: int = 0
+    n_unparsable: int = 0
+    n_duplicates: int = 0
+    n_missing: int = 0
+
+    @property
+    def true_index(self):
+        """Position of the true structure (first-block match), or ``None`` when the list lacks it."""
+        if not self.true_key:
+            return None
+        key = self.true_key[:14]
+        try:
+            return self.keys.index(key)
+        except ValueError:
+            return None
+
+    def __len__(self):
+        return len(self.keys)
+
+
+def _rows_from_text(text, delimiter):
+    reader = csv.DictReader(io.StringIO(text), delimiter=delimiter)
+    if reader.fieldnames is None:
+        return [], None, None
+    lower = {c.lower().strip(): c for c in reader.fieldnames}
+    column = next((lower[c] for c in _STRUCTURE_COLUMNS if c in lower), None)
+    if column is None:
+        raise IOKRDataError(f"no structure column: expected one of {_STRUCTURE_COLUMNS}, got {reader.fieldnames}")
+    score_col = lower.get("score")
+    structures, scores = [], []
+    for row in reader:
+        structures.append(clean_value(row.get(column)) or None)
+        if score_col is not None:
+            try:
+                scores.append(float(row.get(score_col)))
+            except (TypeError, ValueError):
+                scores.append(np.nan)
+    return structures, (np.asarray(scores) if score_col is not None else None), column
+
+
+def _sdf_structures(data):
+    Chem = _rdkit()
+    supplier = Chem.ForwardSDMolSupplier(io.BytesIO(data), sanitize=True)
+    return [mol for mol in supplier]  # None entries are structures RDKit rejects
+
+
+def _name_fields(name):
+    m = _NAME.search(name)
+    if m is None:
+        return None, None
+    return m.group("formula"), m.group("key")
+
+
+#: Largest candidate list file read (bytes, after decompression): a list is a few thousand structures.
+MAX_LIST_BYTES = 64 << 20
+_LIST_SUFFIXES = (".csv", ".tsv", ".psv", ".sdf", ".txt")
+
+
+def _read_capped(handle, name, where):
+    """The bytes of one list, read in blocks; IOKRDataError naming it once it exceeds :data:`MAX_LIST_BYTES`."""
+    blocks, size = [], 0
+    while True:
+        block = handle.read(1 << 20)
+        if not block:
+            return b"".join(blocks)
+        size += len(block)
+        if size > MAX_LIST_BYTES:
+            raise IOKRDataError(f"Candidate list {name} in {where} is larger than {MAX_LIST_BYTES >> 20} MiB (the "
+                                "limit iokr.apps.metabolites.candidates._candidates.MAX_LIST_BYTES); it is not a candidate list.")
+        blocks.append(block)
+
+
+def _folder_files(path):
+    """Regular list files inside ``path`` (symbolic links, FIFOs and devices are skipped: reading a FIFO blocks,
+    and a link may lead outside the folder)."""
+    root = path.resolve()
+    files = []
+    for p in sorted(path.rglob("*")):
+        if p.suffix.lower() not in _LIST_SUFFIXES or p.is_symlink() or not p.is_file():
+            continue
+        if root not in p.resolve().parents:
+            continue
+        files.append(p)
+    return files
+
+
+def is_per_formula_name(name):
+    """Whether a list file follows the shared per-formula naming ``scoring_list=<FORMULA>_spec=..._id=...``."""
+    return _NAME.search(name) is not None
+
+
+def _iter_sources(path):
+    """Yield ``(name, bytes)`` of each list file (.csv, .tsv, .psv, .txt, .sdf) in a tar(.gz), a folder or a single
+    file."""
+    path = Path(path)
+    if not path.exists():
+        raise IOKRDataError(f"Candidate path {path} does not exist.")
+    if path.is_dir():
+        files = _folder_files(path)
+        if not files:
+            raise IOKRDataError(f"Candidate folder {path} holds no .csv/.tsv/.sdf file.")
+        for p in files:
+            with open(p, "rb") as handle:
+                yield p.name, _read_capped(handle, p.name, path)
+    elif path.name.endswith((".tar.gz", ".tgz", ".tar")):
+        try:
+            with tarfile.open(path) as tar:
+                members = sorted((m for m in tar.getmembers() if (m.isfile() or m.islnk())
+                                  and m.name.lower().endswith(_LIST_SUFFIXES)), key=lambda m: m.name)
+                if not members:
+                    raise IOKRDataError(f"Candidate archive {path} holds no .csv/.tsv/.sdf file.")
+                # An archive bomb is refused from the member sizes, before any list is decompressed.
+                check_expansion(sum(m.size for m in members), path.stat().st_size,
+                                where=f"Candidate archive {path}: its lists")
+                for m in members:
+                    if m.size > MAX_LIST_BYTES:
+                        raise IOKRDataError(f"Candidate list {m.name} in {path} is {m.size >> 20} MiB, larger than "
+                                            f"{MAX_LIST_BYTES >> 20} MiB (iokr.apps.metabolites.candidates._candidates."
+                                            "MAX_LIST_BYTES); it is not a candidate list.")
+                    handle = tar.extractfile(m)  # hard links resolve to their target's data
+                    if handle is None:
+                        continue
+                    yield Path(m.name).name, _read_capped(handle, m.name, path)
+        except (tarfile.TarError, EOFError, OSError) as exc:
+            raise IOKRDataError(f"Candidate archive {path} is truncated or corrupted ({exc}).") from None
+    elif path.name.lower().endswith((".zip", ".tar.xz", ".txz", ".tar.bz2", ".tbz2", ".7z", ".rar", ".xz", ".bz2")):
+        raise IOKRDataError(f"Candidate path {path}: unsupported archive format; expected a folder, a .tar(.gz) "
+                            "or one .csv/.tsv/.sdf file.")
+    elif not path.is_file():
+        raise IOKRDataError(f"Candidate path {path} is not a regular file or folder.")
+    else:
+        with open(path, "rb") as handle:
+            yield path.name, _read_capped(handle, path.name, path.parent)
+
+
+def read_candidate_lists(path, store=None, progress=None, *, sources=None):
+    """Read candidate lists and merge duplicate structures.
+
+    Parameters
+    ----------
+    path : str or Path
+        A ``.tar.gz``, a folder, or one CSV/TSV/SDF file.
+    store : CandidateStore, optional
+        Where parsed structures and fingerprints are cached (a temporary store when omitted).
+    progress : callable, optional
+        Called after each list.
+    sources : iterable of (str, bytes), optional
+        The lists' file names and contents, already read from ``path`` (by :func:`_iter_sources`).
+
+    Returns
+    -------
+    lists : list of CandidateList
+    """
+    store = CandidateStore() if store is None else store
+    out = []
+    for name, data in (_iter_sources(path) if sources is None else sources):
+        formula, true_key = _name_fields(name)
+        lower = name.lower()
+        scores = None
+        try:
+            if lower.endswith(".sdf"):
+                mols = _sdf_structures(data)
+                Chem = _rdkit()
+                structures = [Chem.MolToInchi(m) if m is not None else SDF_REJECTED for m in mols]
+            else:
+                text = data.decode("utf-8-sig")  # a byte-order mark must not hide the first column's name
+                header = text.split("\n", 1)[0]
+                delimiter = ("\t" if lower.endswith(".tsv") or "\t" in header else
+                             "|" if lower.endswith(".psv") or "|" in header else ",")
+                structures, scores, _ = _rows_from_text(text, delimiter)
+        except (UnicodeDecodeError, csv.Error, IOKRDataError) as exc:
+            raise IOKRDataError(f"Candidate list {name}: {exc}") from None
+        keys, ok = store.keys_for(structures)
+        if any(good and not key for key, good in zip(keys, ok, strict=True)):
+            raise IOKRDataError(f"Candidate store {store.label} holds parsed structures without an InChIKey; the "
+                                "file is damaged: delete it to rebuild the cache.")
+        lst = CandidateList(name=name, formula=formula, true_key=true_key, n_rows=len(structures))
+        best, lst_scores = {}, []
+        for i, (s, k, good) in enumerate(zip(structures, keys, ok, strict=True)):
+            if not good:
+                if s is None:
+                    lst.n_missing += 1
+                else:
+                    lst.n_unparsable += 1
+                continue
+            if k in best:
+                lst.n_duplicates += 1
+                j = best[k]
+                if scores is not None and scores[i] > lst_scores[j]:
+                    lst_scores[j] = scores[i]
+                continue
+            best[k] = len(lst.keys)
+            lst.keys.append(k)
+            lst.structures.append(s)
+            if scores is not None:
+                lst_scores.append(scores[i])
+        if scores is not None:
+            lst.scores = np.asarray(lst_scores if best else [], dtype=np.float64)
+        if lst.formula is None and lst.keys:
+            lst.formula = store.formula_of(lst.structures[0])
+        out.append(lst)
+        if progress is not None:
+            progress()
+    return out
+
+
+def _store_errors(method):
+    """Report SQLite's errors on a store as IOKRDataError: locked by another process, disk full (the failed write
+    rolled back) or damaged, told apart (:func:`~._sqlite_files.describe_error`)."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except READ_ERRORS as exc:
+            if self.db.in_transaction:
+                self.db.rollback()
+            raise describe_error(exc, "Candidate store", self.label, remedy="delete it to rebuild the cache") \
+                from None
+    return wrapper
+
+
+class CandidateStore:
+    """Structures keyed by molecular formula, with fingerprints computed once and cached (SQLite, no server).
+
+    Parameters
+    ----------
+    path : str or Path, default=""
+        SQLite database file; created when missing. ``""`` (the default): a private temporary file that SQLite
+        deletes when the store is closed or dropped; its pages live on disk beyond SQLite's small page cache, so a
+        pool of candidates costs no resident memory (``":memory:"`` holds the whole database in memory: about
+        350 MB for the 66,000 candidates of the bundled lists, against about 70 MB for a temporary file).
+    fingerprinter : Fingerprinter, optional
+        The fingerprint cached with each structure; a store created with other fingerprint parameters is
+        refused (delete it or use another file).
+
+    Notes
+    -----
+    Table ``structures``: the input text (InChI/SMILES) as primary key, the parse status, and of its parent
+    structure (:func:`~._structures.parent_of`: salts reduced, isotopes apart) the first InChIKey block, the
+    molecular formula, the fingerprint as a compact blob and a checksum of the row, verified on every read
+    (:mod:`._store_format`, :mod:`._candidate_store_file`). Looking up cached structures costs one indexed query;
+    only new texts are parsed.
+    """
+
+    @property
+    def label(self):
+        """The store's name in messages: its path, or "(temporary file)" for SQLite's private temporary file."""
+        return self.path or "(temporary file)"
+
+    def __init__(self, path="", fingerprinter=None):
+        self.fingerprinter = Fingerprinter() if fingerprinter is None else fingerprinter
+        self.path = str(path)
+        self.db = open_store_file(self.path, repr(sorted(self.fingerprinter.params().items())), self.label)
+        self.n_computed = 0
+        self._cache = None
+
+    def attach_cache(self, path):
+        """Use a fingerprint cache written by :func:`export_fingerprint_cache` before parsing new structures.
+
+        Returns the number of cached structures (0, and nothing attached, when the cache holds other fingerprint
+        parameters).
+        """
+        data = read_npz(path, what="Fingerprint cache")
+        missing = [k for k in CACHE_MEMBERS if k not in data]
+        if missing:
+            raise IOKRDataError(f"Fingerprint cache {path} lacks the arrays {missing}.")
+        if data["params"].ndim != 0 or str(data["params"]) != repr(sorted(self.fingerprinter.params().items())):
+            return 0
+        check_cache(path, data, self.fingerprinter.n_features)
+        digest = data["digest"]
+        self._cache = {
+            "index": {d: i for i, d in enumerate(digest.tolist())}, "key14": data["key14"],
+            "formula": data["formula"], "indptr": data["indptr"].astype(np.int64),
+            "cols": data["cols"].astype(np.int64), "vals": data["vals"], "n_features": self.fingerprinter.n_features,
+        }
+        return digest.size
+
+    def detach_cache(self):
+        """Forget the attached fingerprint cache and free its memory (structures already added stay stored)."""
+        self._cache = None
+
+    def _from_cache(self, text):
+        if self._cache is None:
+            return None
+        # NumPy's S8 strips trailing NUL bytes from stored digests: compare without them.
+        i = self._cache["index"].get(digest(text).rstrip(b"\x00"))
+        if i is None:
+            return None
+        c = self._cache
+        fp = np.zeros(c["n_features"], dtype=np.uint8)
+        a, b = c["indptr"][i], c["indptr"][i + 1]
+        fp[c["cols"][a:b]] = c["vals"][a:b]
+        return _checked((text, 1, str(c["key14"][i]), None, str(c["formula"][i]), self._encode(fp)))
+
+    def _encode(self, fp):
+        return encode_compact(fp, self.fingerprinter.binary)
+
+    def _decode(self, blobs, compact=False):
+        """Float32 rows, or with ``compact`` the stored uint8 values as float32 row blocks."""
+        n, binary = self.fingerprinter.n_features, self.fingerprinter.binary
+        where = f"Candidate store {self.label}"
+        if not compact:
+            return decode_compact(blobs, n, binary, where)
+        values = decode_compact(blobs, n, binary, where, dtype=np.uint8)
+        return PackedBinaryFeatures.from_dense(values) if binary else CountFeatures(values)
+
+    def _select(self, where, args, order=""):
+        """Whole rows of the structures table (``STORE_ROW``) matching ``where``, each verified."""
+        rows = self.db.execute(f"SELECT {', '.join(STORE_ROW)} FROM structures WHERE {where} {order}",
+                               args).fetchall()
+        check_rows(rows, f"Candidate store {self.label}")
+        return rows
+
+    @_store_errors
+    def add(self, structures):
+        """Parse and fingerprint the structures not cached yet."""
+        unique = list(dict.fromkeys(s for s in structures if isinstance(s, str)))
+        known = set()
+        for start in range(0, len(unique), 900):
+            chunk = unique[start:start + 900]
+            q = f"SELECT text FROM structures WHERE text IN ({','.join('?' * len(chunk))})"
+            known.update(r[0] for r in self.db.execute(q, chunk))
+        rows = []
+        for s in unique:
+            if s in known:
+                continue
+            # A cache written before parents existed holds salts whole: only single neutral unlabelled texts use it.
+            cached = None if may_need_parent(s) else self._from_cache(s)
+            if cached is not None:
+                rows.append(cached)
+                continue
+            parent = parent_of(s)
+            if parent is None:
+                rows.append(_checked((s, 0, None, None, None, None)))
+                continue
+            fp, _ = self.fingerprinter.transform([parent.mol])
+            rows.append(_checked((s, 1, parent.key[:14], parent.key, parent.formula, self._encode(fp[0]))))
+        self.n_computed += sum(1 for r in rows if r[3] is not None or not r[1])
+        self.db.executemany(f"INSERT OR REPLACE INTO structures ({', '.join(STORE_ROW)}) VALUES "
+                            f"({', '.join('?' * len(STORE_ROW))})", rows)
+        self.db.commit()
+
+    @_store_errors
+    def _fetch(self, structures, columns):
+        self.add(structures)
+        found = {}
+        texts = [s for s in structures if isinstance(s, str)]
+        for start in range(0, len(texts), 900):
+            chunk = texts[start:start + 900]
+            for row in self._select(f"text IN ({','.join('?' * len(chunk))})", chunk):
+                found[row[0]] = tuple(row[STORE_ROW.index(c)] for c in columns)
+        return [found.get(s) if isinstance(s, str) else None for s in structures]
+
+    def keys_for(self, structures):
+        """First InChIKey block and parse status per structure (``None`` / False when RDKit rejects it)."""
+        rows = self._fetch(structures, ("ok", "key14"))
+        ok = np.array([bool(r and r[0]) for r in rows], dtype=bool)
+        return [r[1] if r and r[0] else None for r in rows], ok
+
+    def formula_of(self, structure):
+        rows = self._fetch([structure], ("formula",))
+        return rows[0][0] if rows[0] else None
+
+    def formulas_for(self, structures):
+        """Formula of each structure's parent (:func:`~._structures.parent_of`: salts reduced, labelled atoms apart,
+        ``C4H8D3N5``); ``None`` when RDKit rejects it."""
+        rows = self._fetch(structures, ("ok", "formula"))
+        return [r[1] if r and r[0] else None for r in rows]
+
+    def fingerprints(self, structures, compact=False):
+        """Cached fingerprints, shape (n, n_features) float32 (zero rows for rejected structures).
+
+        ``compact``: the stored bytes, read as float32 row blocks (:class:`~iokr.decoding.CountFeatures` or
+        :class:`~iokr.decoding.PackedBinaryFeatures`), for candidate pools a quarter of the float32 size or less.
+        """
+        rows = self._fetch(structures, ("ok", "fp"))
+        n = self.fingerprinter.n_features
+        blobs = [r[1] if r and r[0] else self._encode(np.zeros(n, dtype=np.float32)) for r in rows]
+        return self._decode(blobs, compact=compact)
+
+    @_store_errors
+    def by_formula(self, formula):
+        """Unique structures (by first InChIKey block) with this formula: ``(keys, texts, fingerprints)``."""
+        found = self._select("formula = ? AND ok = 1", (formula,), "ORDER BY key14, text")
+        strays = [r[0] for r in found if r[4] != formula or r[1] != 1]  # brought by a damaged index entry
+        if strays:
+            raise IOKRDataError(f"Candidate store {self.label} is damaged: its formula index lists {strays[0]!r} "
+                                f"under {formula}; delete it to rebuild the cache.")
+        rows = [(r[2], r[0], r[5]) for r in found]
+        seen, keep = set(), []
+        for r in rows:
+            if r[0] not in seen:
+                seen.add(r[0])
+                keep.append(r)
+        return [r[0] for r in keep], [r[1] for r in keep], self._decode([r[2] for r in keep])
+
+    @_store_errors
+    def formulas(self):
+        return [r[0] for r in self.db.execute("SELECT DISTINCT formula FROM structures WHERE ok = 1")]
+
+    @_store_errors
+    def __len__(self):
+        return self.db.execute("SELECT COUNT(*) FROM structures").fetchone()[0]
+
+    def close(self):
+        self.db.close()
+
+
+def _checked(values):
+    """A store row with its checksum appended (:data:`STORE_ROW` order)."""
+    return (*values, row_checksum(values))

@@ -1,0 +1,213 @@
+"""Saving and loading fitted metabolite models through :mod:`iokr.io` (npz + JSON, checksummed, no pickle).
+
+The file holds everything needed to score new spectra: the training spectra (peaks, precursors, accessions,
+licences), the training fingerprints, the base-kernel parameters, the MKL weights, the IOKR hyperparameters, the
+cleaning and fingerprint settings, the cross-validation table, and the combined training input Gram with the base
+kernels' raw diagonals (``train_gram``, ``train_raw_diags``). Loading factorizes that stored Gram again (one
+Cholesky, and the output Gram of the stored fingerprints): the spectrum kernels are never evaluated on the
+training pairs, which took most of a load before (1.0 of 2.7 s for 1,649 structures, and growing with n^2 peak
+pairs), and the scores are those of the saved model bit for bit (the same arrays through the same fit). Files
+written before the Gram was stored (no ``train_gram``) still load: their Gram is recomputed from the stored
+spectra, as it was then (the same scores on the same machine).
+
+The stored Gram costs n^2 float64 in the file (compressed: about half for the sparse peak kernels; 11.6 MB for the
+1,649 [M+H]+ structures of the bundled subset); the Cholesky factor and the output Gram are not stored (each as
+large and dense) as they take a fraction of a second to recompute.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ....io import ModelFileError, load_model_file, save_model_file
+from ..chemistry._fingerprints import Fingerprinter
+from ..selection._pipeline import Cleaning
+from ..spectra._spectra import Spectra
+from ._model import MetaboliteIdentifier
+
+KIND = "metabolites"
+
+
+def submodel_arrays(model, fingerprinter, prefix=""):
+    """The arrays of one fitted :class:`MetaboliteIdentifier` (names prefixed by ``prefix``) and its metadata."""
+    S = model.train_spectra_
+    Y = model.train_outputs_
+    binary = fingerprinter.binary
+    arrays = {
+        "train_mz": S.mz, "train_intensity": S.intensity, "train_offsets": S.offsets,
+        "train_precursor_mz": S.precursor_mz,
+        "train_keys": np.array([(m.get("inchikey") or "") for m in S.metadata], dtype="U27"),
+        "train_inchi": np.array([(m.get("inchi") or "") for m in S.metadata]),
+        "train_accessions": np.array([";".join(a or "" for a in m.get("accessions", [m.get("accession")]))
+                                      for m in S.metadata]),
+        "train_licenses": np.array([(m.get("license") or "") for m in S.metadata]),
+        "weights": model.weights_,
+        # the kernel list beside its weights, under the members' SHA-256: see _check_kernel_binding
+        "kernels": np.array([str(k) for k in model.kernels]),
+        "train_gram": np.asarray(model.train_gram_, dtype=np.float64),
+        "train_raw_diags": np.asarray(model.train_raw_diags_, dtype=np.float64).reshape(len(model.weights_), len(S)),
+        "Y_packed" if binary else "Y_counts": np.packbits(Y > 0, axis=1) if binary else
+        np.clip(Y, 0, 255).astype(np.uint8),
+    }
+    # numpy scalars (accepted by fit, e.g. np.float32 from a grid array) as the Python numbers JSON holds
+    params = {k: v.item() if isinstance(v, np.generic) else v for k, v in model.get_params().items()}
+    params["kernels"] = list(params["kernels"])
+    params["weights"] = [float(w) for w in model.weights_]
+    meta = {"model_params": params, "n_train": len(S), "n_output_features": int(Y.shape[1])}
+    return {prefix + k: v for k, v in arrays.items()}, meta
+
+
+def save_identifier(path, model, fingerprinter, cleaning, extra=None):
+    """Write a fitted :class:`MetaboliteIdentifier` with its fingerprint and cleaning settings (a file of one
+    model; :func:`~._submodels.save_metabolite_model` writes several, one per precursor type)."""
+    arrays, meta = submodel_arrays(model, fingerprinter)
+    meta = {**meta, "fingerprint": fingerprinter.params(), "cleaning": cleaning.params()}
+    if extra:
+        meta["extra"] = extra
+    return save_model_file(path, arrays, meta, kind=KIND)
+
+
+def read_model(path):
+    """A model file's checked contents, not refitted yet: ``(arrays, metadata, fingerprinter)``.
+
+    Cheap next to :func:`load_identifier`'s refit; pass the result to it to avoid reading the file twice.
+    """
+    arrays, meta = load_model_file(path, kind=KIND)
+    try:
+        return arrays, meta, Fingerprinter(**meta["fingerprint"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ModelFileError(f"Model file {path} has no usable fingerprint settings ({exc}).") from None
+
+
+def load_fingerprinter(path):
+    """The :class:`Fingerprinter` of a model file (for indexing a structure database with its fingerprints)."""
+    return read_model(path)[2]
+
+
+def load_identifier(path, contents=None):
+    """Read a model file and rebuild the fitted identifier.
+
+    Parameters
+    ----------
+    path : str or Path
+    contents : tuple, optional
+        :func:`read_model`'s result for ``path``, when already read.
+
+    Returns
+    -------
+    model : MetaboliteIdentifier
+    fingerprinter : Fingerprinter
+    cleaning : Cleaning
+    metadata : dict
+    """
+    arrays, meta, fingerprinter = read_model(path) if contents is None else contents
+    entries = meta.get("submodels")
+    if entries is not None:
+        # a file of sub-models (one per precursor type): the one sub-model, with its own record as "extra"
+        if not isinstance(entries, list) or len(entries) != 1 or not isinstance(entries[0], dict):
+            n = len(entries) if isinstance(entries, list) else "?"
+            raise ModelFileError(f"Model file {path} holds {n} sub-models (one per precursor type); load it with "
+                                 "load_metabolite_model.")
+        entry = entries[0]
+        cleaning = rebuild_cleaning(meta, path)
+        model = rebuild_submodel(path, arrays, entry, fingerprinter, cleaning, entry.get("prefix", ""))
+        return model, fingerprinter, cleaning, {**meta, "extra": entry.get("extra") or {}}
+    cleaning = rebuild_cleaning(meta, path)
+    return rebuild_submodel(path, arrays, meta, fingerprinter, cleaning, ""), fingerprinter, cleaning, meta
+
+
+_CONTENT_ERRORS = (KeyError, TypeError, ValueError, IndexError, OverflowError, AttributeError,
+                   np.linalg.LinAlgError)
+
+
+def _inconsistent(path, exc):
+    # A file that passed its checksum but whose content the model rejects (written by a modified program, or
+    # hand-edited and re-signed): one clear error instead of a failure deep inside the kernels.
+    return ModelFileError(f"Model file {path} is incomplete or inconsistent ({type(exc).__name__}: {exc}).")
+
+
+def rebuild_cleaning(meta, path):
+    """The :class:`Cleaning` of a model file's metadata."""
+    try:
+        return Cleaning(**meta["cleaning"])
+    except _CONTENT_ERRORS as exc:
+        raise _inconsistent(path, exc) from None
+
+
+def _check_kernel_binding(a, params, prefix):
+    """The metadata's kernel list and MKL weights must be the arrays ``kernels`` and ``weights`` (each bound by its
+    member SHA-256): a list permuted or edited in the metadata alone would apply each weight to another kernel.
+    Files written before the ``kernels`` member existed are checked on the weights alone."""
+    weights = np.asarray(a["weights"])
+    declared = np.asarray(params["weights"], dtype=np.float64)
+    if weights.dtype.kind != "f" or weights.shape != declared.shape or not np.array_equal(weights, declared):
+        raise ValueError(f"the MKL weights of 'model_params' {declared.tolist()} are not the stored array "
+                         f"{prefix + 'weights'!r} ({weights.dtype} of shape {weights.shape})")
+    if "kernels" in a:
+        stored = [str(k) for k in a["kernels"].ravel()] if a["kernels"].dtype.kind == "U" else None
+        if a["kernels"].ndim != 1 or stored != [str(k) for k in params["kernels"]]:
+            raise ValueError(f"the kernel list of 'model_params' {list(params['kernels'])} is not the stored list "
+                             f"{prefix + 'kernels'!r} {stored}: the weights would apply to the wrong kernels")
+
+
+def _stored_training_gram(a, prefix, params, n_train):
+    """``(K, weights, raw_diags)`` of a sub-model's stored arrays, checked (shapes, dtype, finite, non-negative
+    diagonals) before the fit reads them."""
+    K, diags = a["train_gram"], a["train_raw_diags"]
+    weights = np.asarray(params["weights"], dtype=np.float64)
+    n_kernels = len(params["kernels"])
+    if K.dtype != np.float64 or K.shape != (n_train, n_train) or not np.isfinite(K).all():
+        raise ValueError(f"array {prefix}train_gram must be a finite float64 ({n_train}, {n_train}) Gram, got "
+                         f"{K.dtype} of shape {K.shape}")
+    if diags.dtype != np.float64 or diags.shape != (n_kernels, n_train) or not (np.isfinite(diags).all()
+                                                                                and (diags >= 0).all()):
+        raise ValueError(f"array {prefix}train_raw_diags must hold finite non-negative float64 of shape "
+                         f"({n_kernels}, {n_train}), got {diags.dtype} of shape {diags.shape}")
+    if weights.shape != (n_kernels,):
+        raise ValueError(f"'weights' must hold one weight per kernel ({n_kernels}), got {weights.shape[0]}")
+    return K, weights, list(diags)
+
+
+def rebuild_submodel(path, arrays, meta, fingerprinter, cleaning, prefix=""):
+    """Refit one stored :class:`MetaboliteIdentifier` from its arrays (names prefixed by ``prefix``) and its
+    metadata (``model_params``, ``n_output_features``), checking every array first."""
+    try:
+        params = dict(meta["model_params"])
+        params["kernels"] = tuple(params["kernels"])
+        params["weights"] = tuple(params["weights"])
+        n_feat = int(meta["n_output_features"])
+        if n_feat != fingerprinter.n_features:
+            raise ValueError(f"'n_output_features' is {n_feat} but the fingerprint has {fingerprinter.n_features}")
+        a = {name[len(prefix):]: value for name, value in arrays.items() if name.startswith(prefix)}
+        _check_kernel_binding(a, params, prefix)
+        if "Y_packed" in a:
+            Y = np.unpackbits(a["Y_packed"], axis=1, count=n_feat).astype(np.float64)
+        else:
+            Y = a["Y_counts"].astype(np.float64)
+        keys, inchis = a["train_keys"], a["train_inchi"]
+        accessions, licenses = a["train_accessions"], a["train_licenses"]
+        n_train = a["train_precursor_mz"].shape[0] if a["train_precursor_mz"].ndim == 1 else -1
+        for name in ("train_keys", "train_inchi", "train_accessions", "train_licenses"):
+            if a[name].shape != (n_train,) or a[name].dtype.kind != "U":
+                raise ValueError(f"array {prefix + name!r} must be 1-D text of length {n_train}, got {a[name].dtype} "
+                                 f"of shape {a[name].shape}")
+        if Y.shape != (n_train, n_feat):
+            raise ValueError(f"the training fingerprints have shape {Y.shape}, expected {(n_train, n_feat)}")
+        metadata = [{"inchikey": str(k), "inchi": str(i), "accessions": str(acc).split(";"), "license": str(lic)}
+                    for k, i, acc, lic in zip(keys, inchis, accessions, licenses, strict=True)]
+        for name in ("train_mz", "train_intensity", "train_precursor_mz", "train_offsets"):
+            if a[name].dtype.kind not in ("iu" if name == "train_offsets" else "fiu"):
+                raise ValueError(f"array {prefix + name!r} has dtype {a[name].dtype}")
+        S = Spectra(a["train_mz"], a["train_intensity"], a["train_offsets"], a["train_precursor_mz"], metadata)
+        if not (np.isfinite(S.mz).all() and np.isfinite(S.intensity).all() and (S.mz > 0).all()
+                and (S.intensity >= 0).all() and not np.isinf(S.precursor_mz).any()):
+            raise ValueError("the training peaks must be finite with m/z > 0 and intensity >= 0")
+        if not np.isfinite(Y).all():
+            raise ValueError("the training fingerprints are not finite")
+        cleaning.merged(cleaning.single(S[:2]))  # the stored cleaning settings must work on stored spectra
+        model = MetaboliteIdentifier(**params)
+        if "train_gram" not in a:  # written before the Gram was stored: recompute it from the stored spectra
+            return model.fit(S, Y)
+        return model.fit(S, Y, training_gram=_stored_training_gram(a, prefix, params, n_train))
+    except _CONTENT_ERRORS as exc:
+        raise _inconsistent(path, exc) from None

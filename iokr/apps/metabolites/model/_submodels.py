@@ -1,0 +1,149 @@
+"""A model file of several sub-models, one per precursor type (``[M+H]+``, ``[M-H]-``, ...), and its loader.
+
+Layout (``"submodels"`` in the file's metadata, ``"submodel_layout"``: :data:`SUBMODEL_LAYOUT`): one entry per sub-model, in the order trained, with its
+``precursor_type``, the ``prefix`` of its arrays (``s0_``, ``s1_``, ...: the arrays of
+:func:`~._persist.submodel_arrays`), its ``model_params``, ``n_train``, ``n_output_features`` and ``extra`` (its
+cross-validation table, calibration, training counts). Fingerprint and cleaning settings are shared. The file's
+SHA-256 and per-member checksums (:mod:`iokr.io`) cover every sub-model's arrays and records.
+
+Files written before sub-models (one model, its types in ``extra.precursor_types``, or none:
+:data:`LEGACY_PRECURSOR_TYPES`) load as one sub-model serving each recorded type.
+
+Sub-models are refitted from their stored spectra when first used (:meth:`MetaboliteModel.submodel`): a run whose
+queries are all positive never refits the negative one.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ....io import ModelFileError, save_model_file
+from ._confidence import Calibration
+from ._persist import KIND, read_model, rebuild_cleaning, rebuild_submodel, submodel_arrays
+from ._routing import ASSUME_MAPPING, route_query
+
+#: Version of the sub-model layout written (metadata ``submodel_layout``); newer layouts are refused on load.
+SUBMODEL_LAYOUT = 1
+
+#: Precursor type of model files written before models recorded theirs: iokr trained only on the shared
+#: MassBank [M+H]+ spectra then.
+LEGACY_PRECURSOR_TYPES = ("[M+H]+",)
+
+
+@dataclass
+class TrainedSubmodel:
+    """One fitted sub-model to save: its precursor type, the model, and its record (CV table, calibration...)."""
+
+    precursor_type: str
+    model: object
+    extra: dict = field(default_factory=dict)
+
+
+def save_metabolite_model(path, submodels, fingerprinter, cleaning, extra=None):
+    """Write fitted sub-models (a list of :class:`TrainedSubmodel`, distinct types) into one model file."""
+    types = [s.precursor_type for s in submodels]
+    if not types or len(set(types)) != len(types):
+        raise ValueError(f"save_metabolite_model needs sub-models of distinct precursor types, got {types}")
+    arrays, entries = {}, []
+    for i, sub in enumerate(submodels):
+        prefix = f"s{i}_"
+        sub_arrays, meta = submodel_arrays(sub.model, fingerprinter, prefix)
+        arrays.update(sub_arrays)
+        entries.append({"precursor_type": sub.precursor_type, "prefix": prefix, **meta,
+                        "extra": {**sub.extra, "precursor_types": [sub.precursor_type]}})
+    meta = {"fingerprint": fingerprinter.params(), "cleaning": cleaning.params(), "submodels": entries,
+            "submodel_layout": SUBMODEL_LAYOUT,
+            "extra": {"precursor_types": sorted(types), **(extra or {})}}
+    return save_model_file(path, arrays, meta, kind=KIND)
+
+
+class MetaboliteModel:
+    """A model file's sub-models, refitted on first use, and the routing of queries to them.
+
+    Use :func:`load_metabolite_model` to build one.
+
+    Attributes
+    ----------
+    precursor_types : tuple of str
+        Canonical precursor types the model serves, sorted.
+    fingerprinter : Fingerprinter
+    cleaning : Cleaning
+    metadata : dict
+        The file's metadata.
+    """
+
+    def __init__(self, path, arrays, metadata, fingerprinter):
+        self.path, self._arrays, self.metadata, self.fingerprinter = path, arrays, metadata, fingerprinter
+        self.cleaning = rebuild_cleaning(metadata, path)
+        entries = metadata.get("submodels")
+        if entries is None:  # a file of one model: one sub-model serving every type it recorded
+            extra = metadata.get("extra") or {}
+            types = extra.get("precursor_types") or list(LEGACY_PRECURSOR_TYPES)
+            record = {**metadata, "prefix": "", "extra": extra}
+            self._entries = {t: record for t in types}
+        else:
+            layout = metadata.get("submodel_layout")
+            if not isinstance(layout, int) or isinstance(layout, bool) or not 1 <= layout <= SUBMODEL_LAYOUT:
+                raise ModelFileError(f"Model file {path} has sub-model layout {layout!r}; this iokr reads layouts 1 "
+                                     f"to {SUBMODEL_LAYOUT} (a newer iokr wrote it?).")
+            if not isinstance(entries, list) or not entries or not all(isinstance(e, dict) for e in entries):
+                raise ModelFileError(f"Model file {path} is incomplete or inconsistent (field 'submodels' must be a "
+                                     "non-empty list of records).")
+            self._entries = {}
+            for e in entries:
+                t = e.get("precursor_type")
+                if not isinstance(t, str) or t in self._entries or not isinstance(e.get("prefix"), str):
+                    raise ModelFileError(f"Model file {path} is incomplete or inconsistent (sub-model record with "
+                                         f"precursor type {t!r} and prefix {e.get('prefix')!r}).")
+                self._entries[t] = e
+        self.precursor_types = tuple(sorted(self._entries))
+        self._fitted = {}
+
+    def _entry(self, precursor_type):
+        if precursor_type not in self._entries:
+            raise KeyError(f"the model has no {precursor_type} sub-model; it has {', '.join(self.precursor_types)}")
+        return self._entries[precursor_type]
+
+    def submodel(self, precursor_type):
+        """The fitted :class:`MetaboliteIdentifier` of a precursor type (refitted from the file on first use)."""
+        entry = self._entry(precursor_type)
+        key = id(entry)  # a legacy file's types share one model
+        if key not in self._fitted:
+            self._fitted[key] = rebuild_submodel(self.path, self._arrays, entry, self.fingerprinter, self.cleaning,
+                                                 entry["prefix"])
+        return self._fitted[key]
+
+    def record(self, precursor_type):
+        """A sub-model's record: its cross-validation table, calibration, training counts (``extra``)."""
+        return self._entry(precursor_type).get("extra") or {}
+
+    def calibration(self, precursor_type):
+        """The sub-model's confidence :class:`Calibration`, or None when it has none."""
+        data = self.record(precursor_type).get("calibration")
+        return Calibration.from_dict(data) if data else None
+
+    def route(self, ion, policy="refuse", adduct_text=None):
+        """Which sub-model serves a query: a :class:`~._routing.Route` (``submodel`` is its precursor type, or
+        None with the status saying why; see :mod:`._routing`)."""
+        return route_query(ion, self.precursor_types, policy, adduct_text)
+
+    def describe(self, routes=()):
+        """``model_precursor_types``, the ``--adduct-policy assume`` mapping and counts per routed sub-model."""
+        counts = Counter(r.submodel for r in routes if r.submodel is not None)
+        return {"model_precursor_types": list(self.precursor_types),
+                "adduct_mapping": {k: v for k, v in ASSUME_MAPPING.items() if v in self.precursor_types},
+                "queries_per_submodel": dict(sorted(counts.items()))}
+
+
+def load_metabolite_model(path, contents=None):
+    """Read a model file (of sub-models, or of one model as written before them) as a :class:`MetaboliteModel`.
+
+    Parameters
+    ----------
+    path : str or Path
+    contents : tuple, optional
+        :func:`~._persist.read_model`'s result for ``path``, when already read.
+    """
+    arrays, meta, fingerprinter = read_model(path) if contents is None else contents
+    return MetaboliteModel(path, arrays, meta, fingerprinter)

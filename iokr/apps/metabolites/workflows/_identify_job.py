@@ -1,0 +1,152 @@
+"""The job behind ``iokr metabolites identify``: rank candidates for every query of a file with a model file's
+sub-models (see :mod:`._identify` for the per-query plan and :mod:`._routing` for which sub-model ranks a query)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..candidates._candidate_sources import open_source
+from ..importing._readers import read_spectra
+from ..model._confidence import top_margins
+from ..model._hypotheses import annotated_kernels, annotation_totals
+from ..model._persist import read_model
+from ..model._submodels import LEGACY_PRECURSOR_TYPES, load_metabolite_model
+from ..ranking._identify import RESERVED_COLUMNS, IdentifySettings, plan_queries, query_ids, score_queries
+from ._feedback import Feedback
+
+
+def model_precursor_types(meta):
+    """Canonical precursor types a model file was trained on (see :data:`LEGACY_PRECURSOR_TYPES`)."""
+    return set((meta.get("extra") or {}).get("precursor_types") or LEGACY_PRECURSOR_TYPES)
+
+
+def identify_job(model_path, spectra_path, candidates_path, settings=None, *, store_path=None, feedback=None,
+                 candidate_sink=None):
+    """Rank candidates for every query spectrum of a file (see :mod:`._identify`).
+
+    Parameters
+    ----------
+    model_path : str or Path
+    spectra_path : str or Path
+        MGF, MSP, mzML, mzXML, JSON or MassBank JSONL (plain or gzip).
+    candidates_path : str or Path
+        An indexed structure database, one CSV/TSV/SDF, or a folder / ``.tar.gz`` of per-formula lists.
+    settings : IdentifySettings, optional
+    store_path : str or Path, optional
+        On-disk store for candidates of a CSV/SDF/list source (in memory when None).
+    feedback : Feedback, optional
+    candidate_sink : callable, optional
+        ``candidate_sink(candidate_columns) -> write(row)``: the top-k rows are passed to ``write`` as they are
+        ranked (memory stays that of one batch) instead of being collected in ``result["candidates"]``.
+
+    Returns
+    -------
+    result : dict
+        ``identifications`` (one dict per query), ``candidates`` (top-k rows; empty with a ``candidate_sink``),
+        ``candidate_columns``, ``statuses`` (count per status), ``parameters`` (the run's settings and sources),
+        ``spectra`` (the queries as read, row ``i`` that of ``identifications[i]``; for ``identify --report``).
+    """
+    from threadpoolctl import threadpool_limits  # noqa: PLC0415 - threadpoolctl is optional
+
+
+    settings = IdentifySettings() if settings is None else settings
+    feedback = _feedback(feedback)
+    progress, log = feedback.progress, feedback.log
+    # The cheap checks first (the model file's integrity, the user's files); the sub-models' refits come last.
+    contents = read_model(model_path)
+    fingerprinter = contents[2]
+    spectra, report = read_spectra(spectra_path, require_precursor=False, keep_empty=True,
+                                   id_field=settings.query_id_field)
+    log(f"{spectra_path}: {report.summary()}")
+    ids = query_ids(spectra.metadata, settings.query_id_field)
+    if ids.note:
+        log(f"query ids: {ids.note}")
+    source = open_source(candidates_path, fingerprinter, store_path, progress=progress, reserved=RESERVED_COLUMNS)
+    log(f"candidates: {source.describe()}")
+    if source.renamed:
+        log("candidate columns renamed (their names are output columns): "
+            + ", ".join(f"{c} -> {n}" for c, n in source.renamed.items()))
+    models = load_metabolite_model(model_path, contents)
+    cleaning = models.cleaning
+    cleaned = cleaning.single(spectra)
+    cleaned = cleaning.merged(cleaned, groups=list(range(len(cleaned))))[0]
+    queries = plan_queries(spectra, cleaned.n_peaks, models, source, settings, ids=ids)
+    routed = sorted({q.submodel for q in queries if q.status == "ok"})
+    calibrations, calibration_state = {}, {}
+    # One BLAS thread for the refit of a sub-model's factorization: a 2-thread factorization of a few thousand rows
+    # is 10-30 times slower when the other core is busy, and barely faster when it is not.
+    with threadpool_limits(limits=1):
+        for precursor_type in routed:
+            model = models.submodel(precursor_type)
+            calibrations[precursor_type] = models.calibration(precursor_type)
+            calibration_state[precursor_type] = "calibrated" if calibrations[precursor_type] is not None else \
+                f"not calibrated ({models.record(precursor_type).get('calibration_problem') or 'no calibration'})"
+            if settings.prior_weight is not None and settings.prior_weight != model.prior_weight:
+                log(f"structure prior weight {settings.prior_weight} instead of the {precursor_type} sub-model's "
+                    f"{model.prior_weight}: the confidence calibration holds for the model's weight only, no "
+                    "confidence is reported")
+                model.set_params(prior_weight=settings.prior_weight)
+                calibrations[precursor_type] = None
+                calibration_state[precursor_type] = "not used (--prior-weight differs from the model's)"
+    n_ok = sum(q.status == "ok" for q in queries)
+    # Queries are scored in batches of neighbouring masses; only each one's top-k is kept (a few numbers) and the
+    # rows are written afterwards in the input's order.
+    tops = {}
+    for scored in score_queries(models, cleaned, queries, source, fingerprinter, settings,
+                                progress(n_ok, "scoring queries")):
+        q, calibration = scored.query, calibrations[scored.query.submodel]
+        margins, sizes, _ = top_margins([scored.scores])
+        confidence = calibration.probability(margins, sizes)[0] if calibration is not None else None
+        tops[q.row] = (q.candidates[scored.top], scored.scores[scored.top], scored.top_prior, confidence)
+    identifications, candidates = {}, []
+    write = candidates.append if candidate_sink is None else candidate_sink(source.columns)
+    for q in queries:
+        if q.row not in tops:
+            continue
+        top_ids, scores, prior, confidence = tops.pop(q.row)
+        records = source.records(top_ids)
+        # the structure prior of each written candidate (its part of the score is prior_weight x this value)
+        for rank, (record, score, p) in enumerate(zip(records, scores, prior, strict=True), 1):
+            write({"query_id": q.query_id, "rank": rank, **record, "score": f"{score:.6g}",
+                   "structure_prior": f"{p:.4f}"})
+        identifications[q.row] = {**records[0], "score": f"{scores[0]:.6g}",
+                                  "confidence": "" if confidence is None else f"{confidence:.3f}"}
+    rows, statuses = [], {}
+    for q in queries:
+        statuses[q.status] = statuses.get(q.status, 0) + 1
+        rows.append({"query_id": q.query_id, "precursor_mz": "" if not np.isfinite(q.precursor_mz) else
+                     f"{q.precursor_mz:.5f}", "adduct": q.adduct, "query_formula": q.formula, "lookup": q.lookup,
+                     "n_candidates": int(q.candidates.size), **identifications.get(q.row, {}), "status": q.status,
+                     "detail": q.detail, "annotation": q.annotation})
+    models_used = [models.submodel(t) for t in routed] or [models.submodel(models.precursor_types[0])]
+    annotated = any(annotated_kernels(m) for m in models_used)
+    parameters = {"model": str(model_path), **models.describe(q for q in queries if q.status == "ok"),
+                  "calibrated": bool(calibrations) and all(c is not None for c in calibrations.values()),
+                  "calibration": calibration_state, "spectra": str(spectra_path),
+                  "calibration_data": {t: models.record(t).get("calibration_data") for t in routed},
+                  "spectra_read": report.summary(), "candidates": str(candidates_path),
+                  "candidate_source": source.describe(), "candidate_columns_renamed": source.renamed,
+                  "top_k": settings.top_k, "ppm": settings.ppm,
+                  "query_id_field": settings.query_id_field, "adduct_policy": settings.adduct_policy,
+                  "query_ids": {"field": ids.field_used, "note": ids.note},
+                  "fingerprint": fingerprinter.params(), "statuses": statuses,
+                  "structure_prior": {"weight": models_used[0].prior_weight,
+                                      "neighbors": models_used[0].prior_neighbors},
+                  "structure_prior_per_submodel": {t: {"weight": m.prior_weight, "neighbors": m.prior_neighbors}
+                                                   for t, m in zip(routed, models_used, strict=False)},
+                  "annotation": annotation_totals([q.hypotheses for q in queries]) if annotated else
+                  "not used (the model has no annotated kernels)"}
+    if annotated:
+        totals = parameters["annotation"]
+        falls = ", ".join(f"{k}={v}" for k, v in totals["fallbacks"].items()) or "none"
+        log(f"annotation: {totals['queries_annotated']}/{totals['queries']} scored queries annotated under at least "
+            f"one formula; {totals['hypotheses_annotated']}/{totals['formula_hypotheses']} formula hypotheses "
+            f"annotated, fallbacks to the unannotated kernels: {falls}; "
+            f"{totals['peaks_above_precursor_dropped_by_cleaning']} peaks above the precursor dropped by cleaning, "
+            f"{totals['peaks_above_precursor']} left unannotated")
+    return {"identifications": rows, "candidates": candidates, "candidate_columns": source.columns,
+            "statuses": statuses, "parameters": parameters, "spectra": spectra}
+
+
+def _feedback(feedback):
+    return Feedback() if feedback is None else feedback
