@@ -18,7 +18,7 @@ Rows:
   ``--model``), wall time with start-up, median of 3; by formula (FORMULA given) and by mass (10 ppm); and by
   formula with BLAS limited to one thread (``OPENBLAS_NUM_THREADS=1``...), as the machine is oversubscribed.
 - identify 1,000 spectra: one subprocess; spectra/s after start-up = (1000 - 5) / (t_1000 - t_5) from wall times
-  (``rate_per_s``) and from CPU times (``cpu_rate_per_s``); and the same job in-process (``identify_job``, imports
+  (``rate_per_s``) and from CPU times (``cpu_rate_per_s``); and the same job in-process (``identify``, imports
   and model already loaded once) as the time inside (``inside_*``).
 - naive baseline (no store): per query, parse + fingerprint the query's formula candidates (the CSV rows of its
   formula, known beforehand and not timed) with RDKit, then score; in-process (no start-up), 5 queries timed and
@@ -62,7 +62,7 @@ from iokr.apps.metabolites import (
     canonical_formula,
     default_model_path,
     ensure_default_model,
-    identify_job,
+    identify,
     load_identifier,
     read_spectra,
 )
@@ -243,9 +243,8 @@ def _naive(model_path, mgf, by_formula, n_timed):
 
 
 def _in_process(model_path, mgf, db_path):
-    timing = measure(lambda: identify_job(model_path, mgf, db_path, IdentifySettings(),
-                                          feedback=Feedback(log=lambda *a: None)))
-    return timing.wall, timing.cpu, len(timing.result["identifications"])
+    timing = measure(lambda: identify(mgf, db_path, model_path, IdentifySettings(), feedback=Feedback(log=lambda *a: None)))
+    return timing.wall, timing.cpu, len(timing.result.identifications)
 
 
 # -- run ----------------------------------------------------------------------------------------------------------
@@ -378,7 +377,7 @@ def _big_row(setup, mgfs, label, n_big, t5, c5):
             "meets_target": min(rate, cpu_rate) >= TARGET_RATE, "inside_s": inside, "inside_cpu_s": inside_cpu,
             "inside_rate_per_s": n_ids / inside,
             "note": f"rate = ({n_big} - 5) / (t_{n_big} - t_5) (wall; cpu_rate from CPU times); inside = "
-                    f"identify_job in-process after imports; mean {mean_c:.0f} candidates per query; statuses {statuses}"}
+                    f"identify in-process after imports; mean {mean_c:.0f} candidates per query; statuses {statuses}"}
 
 
 def _profile_rows(setup, mgfs):

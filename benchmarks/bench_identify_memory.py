@@ -35,7 +35,7 @@ import tempfile
 from pathlib import Path
 
 from benchmarks._harness import measure_command
-from iokr.apps.metabolites import Feedback, TrainingConfig, train_job
+from iokr.apps.metabolites import Feedback, TrainingConfig, train
 from iokr.datasets import BUNDLED_METABOLITES as bundled
 
 N_QUERIES = 20_000
@@ -64,7 +64,7 @@ def _inputs(work, n_queries):
     model = work / "model.npz"
     grid = {"alpha": (0.03,), "input_gamma": (None,), "output_kernel": ("tanimoto",), "output_gamma": (1.0,),
             "sigma_mz": (0.001,)}
-    train_job(bundled["spectra"], model, TrainingConfig(grid=grid), feedback=Feedback(log=lambda message: None))
+    train(bundled["spectra"], model, TrainingConfig(grid=grid), feedback=Feedback(log=lambda message: None))
     with tarfile.open(bundled["candidates"]) as tar:
         # the list closest to 57 KB (about 500 InChIs): the size of the shared 573-candidate list
         member = min((m for m in tar.getmembers() if m.name.endswith(".csv")), key=lambda m: abs(m.size - 57_300))

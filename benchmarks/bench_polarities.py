@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 
 from benchmarks._harness import measure_command
-from iokr.apps.metabolites import Feedback, TrainingConfig, train_job
+from iokr.apps.metabolites import Feedback, TrainingConfig, train
 from iokr.datasets import BUNDLED_METABOLITES as bundled
 
 N_QUERIES = 1_000
@@ -131,7 +131,7 @@ def _identify_rows(work, n_queries, cache_dir):
     model = work / "both.npz"
     grid = {"alpha": (0.03,), "input_gamma": (None,), "output_kernel": ("tanimoto",), "output_gamma": (1.0,),
             "sigma_mz": (0.001,)}
-    train_job([bundled["spectra"], bundled["negative_spectra"]], model, TrainingConfig(grid=grid),
+    train([bundled["spectra"], bundled["negative_spectra"]], model, TrainingConfig(grid=grid),
               feedback=Feedback(log=lambda message: None))
     db = _store(work, cache_dir, model)
     rows = []

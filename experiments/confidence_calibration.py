@@ -39,9 +39,9 @@ from iokr.apps.metabolites import (
     training_set,
 )
 from iokr.apps.metabolites.candidates._decoys import BUNDLED_DECOYS, decoy_lists, read_decoy_table
+from iokr.apps.metabolites.defaults import DEFAULT_FINGERPRINT, DEFAULT_PARAMS
 from iokr.apps.metabolites.model._confidence import expected_calibration_error
 from iokr.apps.metabolites.selection._calibration_examples import _has_isomer, decoy_list_scores
-from iokr.apps.metabolites.workflows._jobs import DEFAULT_FINGERPRINT, DEFAULT_PARAMS
 
 #: The app's cross-validated choice on the MassBank [M+H]+ training set (reports/metabolites.md), with its prior.
 PARAMS = {**DEFAULT_PARAMS, "sigma_mz": 0.001, "output_kernel": "tanimoto", "alpha": 0.1}

@@ -4,7 +4,7 @@ One command runs both::
 
     python -m experiments metabolite_baseline --data ../shared/data
 
-IOKR is ``iokr metabolites evaluate`` with its defaults (:func:`iokr.apps.metabolites.evaluate_job`: the lists' true
+IOKR is ``iokr metabolites evaluate`` with its defaults (:func:`iokr.apps.metabolites.evaluate`: the lists' true
 structures excluded from training, hyperparameters by 3-fold CV over training structures). The baseline
 (:mod:`experiments.baselines.metabolite`) uses IOKR's chosen spectrum kernel on the same training set, chooses its
 own ``alpha`` by the same folds and surrogate lists, and is scored on the same 60 lists by the same
@@ -25,7 +25,7 @@ from iokr.apps.metabolites import (
     Feedback,
     MetaboliteIdentifier,
     TrainingConfig,
-    evaluate_job,
+    evaluate,
     evaluate_lists,
     read_candidate_lists,
     read_spectra,
@@ -113,11 +113,11 @@ def render(result):
 
 
 def run(config, data, previous=None, checkpoint=None):
-    """IOKR (``evaluate_job``) then the baseline on its chosen kernel (``previous``, ``checkpoint`` unused)."""
+    """IOKR (``evaluate``) then the baseline on its chosen kernel (``previous``, ``checkpoint`` unused)."""
     spectra, candidates = str(data / config.spectra), str(data / config.candidates)
     training = TrainingConfig(n_folds=config.folds)
     c0 = time.process_time()
-    iokr = evaluate_job(spectra, candidates, training, feedback=Feedback(log=print))
+    iokr = evaluate(spectra, candidates, training, feedback=Feedback(log=print)).summary
     c1 = time.process_time()
     print(f"IOKR done in {c1 - c0:.0f} CPU s: {iokr['per_structure']} / {iokr['per_spectrum']}")
     baseline = run_baseline(spectra, candidates, iokr["chosen"], training)

@@ -15,8 +15,7 @@ at module level, inside functions and under ``if TYPE_CHECKING:``. Three rules:
    :data:`LOCAL_IMPORTS_ALLOWED` lists with its reason; of a third-party package, as :data:`LAZY_THIRD_PARTY` does
    (the standard library is free).
 
-Violations that other work on issue #29 will remove are listed, with their reason, in :data:`KNOWN_VIOLATIONS`; an
-entry that no longer occurs fails the test, so the list only shrinks.
+Inside the metabolite application the same rule holds between its subpackages (:data:`METABOLITE_LAYERS`).
 """
 
 from __future__ import annotations
@@ -68,6 +67,7 @@ LAZY_THIRD_PARTY = {
     "rdkit": "optional extra 'chem'",
     "matchms": "optional extra 'chem'",
     "matplotlib": "optional extra 'plot'",
+    "pandas": "optional: DataFrames of the metabolite app's results (IdentifyResults.identifications_frame)",
     "distributed": "optional extra 'distributed' (Dask)",
     "threadpoolctl": "optional: not a declared dependency; BLAS threads are limited only when it is installed",
     "tqdm": "start-up time of the CLI: a live bar is drawn only on a terminal",
@@ -75,17 +75,13 @@ LAZY_THIRD_PARTY = {
     "sklearn": "start-up time: `import iokr` loads iokr.exceptions, which must not load scikit-learn",
 }
 
-#: Violations left for the rewrite of the metabolite app and its CLI (issue #29); remove an entry when it is fixed.
-KNOWN_VIOLATIONS = {
-    # cli/metabolites.py imports CommandError from .main inside five functions, though it lives in ._output (which
-    # the module imports at the top already): `from ._output import CommandError` at the top removes all five. The
-    # file is being rewritten to argument parsing plus workflow calls (#29), hence left for that rewrite.
-    "function-level import not allowed: iokr.cli.metabolites -> iokr.cli.main",
-    # cli/demo.py imports the metabolite command's private helpers (_load_app, _log, _progress, summary_table) inside
-    # run(); the module is cheap (build_parser imports it anyway). The demo should call the app's workflows (#29).
-    "function-level import not allowed: iokr.cli.demo -> iokr.cli.metabolites",
-}
-
+#: Layers inside the metabolite application (issue #29), lowest first: a subpackage imports only from itself or from
+#: a lower one, so the folders read in the order data flows. The package's ``__init__`` is the lazy facade above
+#: them all (it imports nothing at module level).
+METABOLITE_APP = "iokr.apps.metabolites"
+METABOLITE_LAYERS = ("defaults", "spectra", "chemistry", "importing", "kernels", "candidates", "model", "evaluation",
+                     "selection", "exporting", "ranking", "workflows")
+METABOLITE_RANK = {part: rank for rank, part in enumerate(METABOLITE_LAYERS)}
 
 @dataclass(frozen=True)
 class Import:
@@ -164,9 +160,33 @@ def _is_iokr(name):
     return name == ROOT or name.startswith(ROOT + ".")
 
 
-def layer_violations(imports):
-    """Imports against :data:`LAYERS`, as sorted one-line messages."""
+def _app_part(module):
+    """The metabolite app's subpackage (or top-level module) that ``module`` sits in; None outside the app or for
+    its ``__init__``."""
+    if not module.startswith(METABOLITE_APP + "."):
+        return None
+    return module[len(METABOLITE_APP) + 1:].split(".")[0]
+
+
+def app_layer_violations(imports):
+    """Imports inside the metabolite app against :data:`METABOLITE_LAYERS`, as one-line messages."""
     out = set()
+    for imp in imports:
+        src, dst = _app_part(imp.importer), _app_part(imp.target)
+        if src is None or dst is None or src == dst:
+            continue
+        for part in (src, dst):
+            if part not in METABOLITE_RANK:
+                out.add(f"{METABOLITE_APP}.{part} is in no layer: place it in METABOLITE_LAYERS")
+        if src in METABOLITE_RANK and dst in METABOLITE_RANK and METABOLITE_RANK[dst] > METABOLITE_RANK[src]:
+            out.add(f"upward import in the metabolite app: {imp.importer} -> {imp.target} ({src} must not import "
+                    f"{dst})")
+    return out
+
+
+def layer_violations(imports):
+    """Imports against :data:`LAYERS` (and :data:`METABOLITE_LAYERS`), as sorted one-line messages."""
+    out = app_layer_violations(imports)
     for imp in imports:
         if not (_is_iokr(imp.target) and _is_iokr(imp.importer)) or imp.importer == ROOT or imp.target == ROOT:
             continue
@@ -280,10 +300,7 @@ def sources():
 
 
 def test_the_package_keeps_its_import_layers(sources):
-    found = all_violations(sources)
-    assert sorted(found - KNOWN_VIOLATIONS) == []
-    # A fixed violation leaves the list, so that it cannot come back unnoticed.
-    assert sorted(KNOWN_VIOLATIONS - found) == []
+    assert sorted(all_violations(sources)) == []
 
 
 def test_the_scan_sees_the_package(sources):
@@ -318,6 +335,12 @@ def _with(sources, module, extra):
      "(iokr.kernels must not import iokr.decoding)"),
     ("iokr.apps.multilabel", "from ..metabolites import read_spectra",
      "applications must be independent: iokr.apps.multilabel -> iokr.apps.metabolites"),
+    ("iokr.apps.metabolites.chemistry._formulas", "from ..model._confidence import top_margins",
+     "upward import in the metabolite app: iokr.apps.metabolites.chemistry._formulas -> "
+     "iokr.apps.metabolites.model._confidence (chemistry must not import model)"),
+    ("iokr.apps.metabolites.model._persist", "def f():\n    from ..workflows._feedback import Feedback",
+     "upward import in the metabolite app: iokr.apps.metabolites.model._persist -> "
+     "iokr.apps.metabolites.workflows._feedback (model must not import workflows)"),
 ])
 def test_an_added_upward_import_is_reported(sources, module, extra, expected):
     assert expected not in all_violations(sources)
@@ -348,9 +371,9 @@ def test_a_cycle_within_a_layer_and_through_a_package_init_is_reported(sources):
 
 
 def test_unlisted_function_level_imports_are_reported(sources):
-    found = all_violations(_with(sources, "iokr.metrics", "def f():\n    import pandas\n    import json"))
+    found = all_violations(_with(sources, "iokr.metrics", "def f():\n    import polars\n    import json"))
     assert found - all_violations(sources) == {
-        "function-level import of third-party 'pandas' not in LAZY_THIRD_PARTY: iokr.metrics"}
+        "function-level import of third-party 'polars' not in LAZY_THIRD_PARTY: iokr.metrics"}
     found = all_violations(_with(sources, "iokr.model_selection._mkl", "def f():\n    from ..linalg import minres"))
     assert found - all_violations(sources) == {
         "function-level import not allowed: iokr.model_selection._mkl -> iokr.linalg"}

@@ -22,7 +22,7 @@ import numpy as np
 from iokr.apps.metabolites import CandidateStore, Fingerprinter
 from iokr.apps.metabolites.candidates._decoys import MAX_ISOMERS, _hill, fingerprint_cache_of, read_decoy_table
 from iokr.apps.metabolites.chemistry._fingerprint_cache import export_fingerprint_cache
-from iokr.apps.metabolites.workflows._jobs import DEFAULT_FINGERPRINT
+from iokr.apps.metabolites.defaults import DEFAULT_FINGERPRINT
 
 FILES = ("massbank_ms2_posMH_permissive.jsonl.gz", "massbank_ms2_negMH_permissive.jsonl.gz",
          "massbank_ms2_other_permissive.jsonl.gz")

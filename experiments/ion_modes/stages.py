@@ -20,9 +20,10 @@ from experiments.ion_modes.rows import (
 )
 from experiments.ion_modes.summaries import chosen_alphas, summarize_curves, summarize_models
 from experiments.metabolite_baseline import run_baseline
-from iokr.apps.metabolites import CandidateStore, Feedback, TrainingConfig, evaluate_job, read_candidate_lists
+from iokr.apps.metabolites import CandidateStore, Feedback, TrainingConfig, read_candidate_lists
+from iokr.apps.metabolites import evaluate as evaluate_lists_once
 
-#: What the figures keep of ``evaluate_job``'s summary.
+#: What the figures keep of ``evaluate``'s summary.
 FIGURE_KEYS = ("per_structure", "per_spectrum", "n_lists", "n_lists_with_spectra", "n_query_spectra",
                "n_train_structures", "n_train_spectra", "chosen", "weights", "cv", "timings_s", "confidence")
 
@@ -78,7 +79,7 @@ def _timed(compute):
 
 
 def run_figures(config, data, figures, log, checkpoint=lambda figures: None):
-    """Q4: the app's evaluation (``evaluate_job``, its defaults) on the [M-H]- file and the CSI:FingerID-style
+    """Q4: the app's evaluation (``evaluate``, its defaults) on the [M-H]- file and the CSI:FingerID-style
     baseline on the same training set and queries; the [M+H]+ evaluation and the prior-off [M-H]- one when asked.
     ``figures`` holds earlier results (updated in place and returned)."""
     files = {"negative": config.negative, "positive": config.positive, "negative_no_prior": config.negative}
@@ -88,7 +89,7 @@ def run_figures(config, data, figures, log, checkpoint=lambda figures: None):
         training = TrainingConfig(store_path=config.store, n_folds=config.figure_folds, **prior)
 
         def evaluate(path=data / files[name], training=training):
-            summary = evaluate_job(path, lists, training, feedback=Feedback(log=log))
+            summary = evaluate_lists_once(path, lists, training, feedback=Feedback(log=log)).summary
             return {k: summary.get(k) for k in FIGURE_KEYS}
         figures[name] = _timed(evaluate)
         log(f"{name}: {figures[name]['per_structure']} / {figures[name]['per_spectrum']}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ._output import CommandError, output_folder, write_json
+from .metabolites import _load_app, _log, _progress, summary_table
 
 
 def register(subparsers):
@@ -24,22 +25,20 @@ def register(subparsers):
 def run(args):
     from ..datasets._metabolites import BUNDLED_METABOLITES
     from ._report import write_report
-    from .metabolites import _load_app, _log, _progress, summary_table
 
     if args.folds < 2:  # as train and evaluate: a 0- or 1-fold "CV" chooses nothing
         raise CommandError(f"--folds must be >= 2, got {args.folds}.")
     inputs = {f"bundled {key}": path for key, path in BUNDLED_METABOLITES.items()}
     out = Path(args.output)
     with output_folder(out, overwrite=args.overwrite, inputs=inputs) as tmp:
-        jobs = _load_app()
+        app = _load_app()
         print("Metabolite identification on the bundled MassBank subsets ([M+H]+ and [M-H]-) and 60 PubChem "
               "candidate lists")
         # the app's default grid, chosen by CV on the full training data
-        summary = jobs.evaluate_job([BUNDLED_METABOLITES["spectra"], BUNDLED_METABOLITES["negative_spectra"]],
-                                    BUNDLED_METABOLITES["candidates"],
-                                    jobs.TrainingConfig(n_folds=args.folds),
-                                    fingerprint_cache=BUNDLED_METABOLITES["fingerprint_cache"],
-                                    model_output=tmp / "model.npz", feedback=jobs.Feedback(_progress, _log))
+        summary = app.evaluate([BUNDLED_METABOLITES["spectra"], BUNDLED_METABOLITES["negative_spectra"]],
+                               BUNDLED_METABOLITES["candidates"], app.TrainingConfig(n_folds=args.folds),
+                               fingerprint_cache=BUNDLED_METABOLITES["fingerprint_cache"],
+                               model_output=tmp / "model.npz", feedback=app.Feedback(_progress, _log)).summary
         write_json(tmp / "summary.json", summary)
         for mode, part in summary["per_polarity"].items():
             print(f"{mode} ({part['precursor_type']}): {part['n_lists_with_spectra']} of {part['n_lists']} lists have "

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import io
 import math
 import os
 import stat
 from pathlib import Path
 
-from ._cells import SafeDictWriter
-from ._output import check_outputs, format_table, log, output_folder, progress, write_atomic, write_json
+# The app's defaults and output schema import nothing heavy (`iokr --help` stays free of numpy): the help texts
+# and the cheap path checks read them from their one place.
+from ..apps.metabolites import defaults
+from ..apps.metabolites.exporting._schema import CANDIDATES_FILE, IDENTIFY_FILES, REPORT_FILE
+from ._output import CommandError, check_outputs, format_table, log, output_folder, progress, write_atomic, write_json
 
 TOP_KEYS = ("top1", "top5", "top10", "top20")
 
@@ -43,18 +45,18 @@ def _fingerprint_kind(text):
     return text
 
 
-def _model_options(args, jobs):
+def _model_options(args, app):
     """The train / evaluate jobs' :class:`TrainingConfig` from the shared options (app defaults when not given)."""
-    fingerprint = dict(jobs.DEFAULT_FINGERPRINT)
+    fingerprint = dict(defaults.DEFAULT_FINGERPRINT)
     if args.fingerprint is not None:
         fingerprint["kind"] = args.fingerprint
     if args.fingerprint_radius is not None:
         fingerprint["radius"] = args.fingerprint_radius
-    return jobs.TrainingConfig(fingerprint=fingerprint, grid=_grid(args, jobs.DEFAULT_GRID),
-                               surrogate=args.cv_lists or jobs.DEFAULT_SURROGATE, n_folds=args.folds,
+    return app.TrainingConfig(fingerprint=fingerprint, grid=_grid(args, defaults.DEFAULT_GRID),
+                               surrogate=args.cv_lists or defaults.DEFAULT_SURROGATE, n_folds=args.folds,
                                seed=args.seed, store_path=args.store, prior_weight=args.prior_weight,
                                prior_neighbors=args.prior_neighbors,
-                               decoys=_decoys_option(args.calibration_decoys, jobs.TrainingConfig.decoys))
+                               decoys=_decoys_option(args.calibration_decoys, defaults.DEFAULT_CALIBRATION_DECOYS))
 
 
 def _decoys_option(value, default):
@@ -75,7 +77,7 @@ def _add_model_options(parser):
                              "or _bits; maccs), e.g. morgan_counts+maccs (default: the app's CV-chosen kind)")
     parser.add_argument("--fingerprint-radius", type=int, default=None,
                         help="radius of the Morgan / FCFP parts (default: the app's CV-chosen radius)")
-    parser.add_argument("--cv-lists", default=None, choices=["fold", "formula", "both"],
+    parser.add_argument("--cv-lists", default=None, choices=defaults.SURROGATES,
                         help="cross-validation candidate lists: the held-out fold, same-formula training "
                              "structures, or the mean of both scores (default: the app's setting)")
     parser.add_argument("--alphas", type=float, nargs="+", default=None,
@@ -84,10 +86,10 @@ def _add_model_options(parser):
                         help="output kernels searched by cross-validation (default: the app's grid)")
     parser.add_argument("--output-gammas", type=float, nargs="+", default=None,
                         help="Gaussian-Tanimoto output widths searched by cross-validation (default: the app's grid)")
-    parser.add_argument("--folds", type=int, default=3,
-                        help="cross-validation folds over training structures (default: 3)")
-    parser.add_argument("--seed", type=int, default=0,
-                        help="seed of the random structure folds (default: 0)")
+    parser.add_argument("--folds", type=int, default=defaults.DEFAULT_FOLDS,
+                        help=f"cross-validation folds over training structures (default: {defaults.DEFAULT_FOLDS})")
+    parser.add_argument("--seed", type=int, default=defaults.DEFAULT_SEED,
+                        help=f"seed of the random structure folds (default: {defaults.DEFAULT_SEED})")
     parser.add_argument("--store", default=None, help="SQLite candidate store caching parsed structures and "
                         "fingerprints (default: in memory)")
     parser.add_argument("--prior-weight", type=float, default=None,
@@ -127,7 +129,6 @@ examples:
   iokr metabolites identify --model model.npz --spectra q.mgf --candidates lists.tar.gz --output out/ --top-k 20
 """
 
-ADDUCT_POLICIES = ("refuse", "assume")
 #: The spectra files the commands read (:func:`iokr.apps.metabolites.read_spectra`), as the help texts name them.
 SPECTRA_FORMATS = ".mgf, .msp, .mzML, .mzXML, .json or MassBank .jsonl, each optionally .gz"
 
@@ -174,18 +175,19 @@ def register(subparsers):
     identify.add_argument("--output", required=True,
                           help="folder to write: structure_identifications.tsv, structure_candidates.tsv, "
                                "parameters.json (and report.html with --report)")
-    identify.add_argument("--top-k", type=int, default=10, help="candidates written per query (default: 10)")
+    identify.add_argument("--top-k", type=int, default=defaults.DEFAULT_TOP_K,
+                          help=f"candidates written per query (default: {defaults.DEFAULT_TOP_K})")
     identify.add_argument("--prior-weight", type=float, default=None,
                           help="weight of the structure prior instead of the model's (0: rank by the spectrum "
                                "alone, e.g. for compounds unlike any known one; no confidence is then reported)")
-    identify.add_argument("--ppm", type=float, default=10.0,
-                          help="mass window in ppm for queries without a formula (default: 10)")
+    identify.add_argument("--ppm", type=float, default=defaults.DEFAULT_PPM,
+                          help=f"mass window in ppm for queries without a formula (default: {defaults.DEFAULT_PPM:g})")
     identify.add_argument("--query-id-field", default=None,
                           help="metadata field naming each query, in any case, e.g. FEATURE_ID (default: "
                                "FEATURE_ID, else SCANS, SPECTRUMID / DB# / accession, TITLE, mzML native id, NAME; "
                                "a field that repeats falls back to a unique one, else to record positions, as "
                                "the log and parameters.json say)")
-    identify.add_argument("--adduct-policy", choices=ADDUCT_POLICIES, default="refuse",
+    identify.add_argument("--adduct-policy", choices=defaults.ADDUCT_POLICIES, default=defaults.DEFAULT_ADDUCT_POLICY,
                           help="queries of a precursor type the model was not trained on: 'refuse' (status "
                                "'unsupported adduct' or 'unsupported charge') or 'assume' (ranked by the sub-model of "
                                "their polarity, e.g. [M+Na]+ by [M+H]+, [M+Cl]- by [M-H]-, the neutral mass from "
@@ -224,8 +226,6 @@ def register(subparsers):
 
 
 def _check_common(args):
-    from .main import CommandError
-
     if args.folds < 2:
         raise CommandError(f"--folds must be >= 2, got {args.folds}.")
     if args.fingerprint_radius is not None and args.fingerprint_radius < 1:
@@ -237,8 +237,6 @@ def _check_common(args):
 
 
 def _check_prior(args):
-    from .main import CommandError
-
     weight = getattr(args, "prior_weight", None)
     if weight is not None and not (weight >= 0 and math.isfinite(weight)):
         raise CommandError(f"--prior-weight must be a finite number >= 0, got {weight}.")
@@ -252,13 +250,11 @@ def _check_prior(args):
         raise CommandError(f"--min-structures must be >= 1, got {min_structures}.")
 
 
-def _min_structures(args, jobs):
-    return jobs.DEFAULT_MIN_STRUCTURES if args.min_structures is None else args.min_structures
+def _min_structures(args):
+    return defaults.DEFAULT_MIN_STRUCTURES if args.min_structures is None else args.min_structures
 
 
 def _load_app():
-    from .main import CommandError
-
     try:
         import rdkit  # noqa: F401 - imported lazily by the app; checked here for a one-line error
 
@@ -274,18 +270,18 @@ def run_train(args):
     check_outputs({"--output": args.output}, {**_spectra_inputs(args.spectra), "--exclude-candidates":
                                                args.exclude_candidates, "--store": args.store},
                   overwrite=args.overwrite, expect="file")
-    jobs = _load_app()
-    out = jobs.train_job(args.spectra, args.output, _model_options(args, jobs),
-                         exclude_candidates=args.exclude_candidates, feedback=jobs.Feedback(_progress, _log),
-                         min_structures=_min_structures(args, jobs))
-    print(f"model written to {out['model']} ({out['n_train']} training structures; sub-models "
-          f"{', '.join(out['submodels'])})")
-    for precursor_type, sub in out["submodels"].items():
-        print(f"  {precursor_type}: {sub['n_train']} structures; chosen: "
-              + ", ".join(f"{k}={sub['chosen'][k]}" for k in ("alpha", "output_kernel", "output_gamma",
-                                                                 "prior_weight", "prior_neighbors"))
-              + f"; MKL weights {[round(w, 3) for w in sub['weights']]}"
-              + (f"; confidence not calibrated ({sub['calibration_problem']})" if sub["calibration_problem"] else ""))
+    app = _load_app()
+    result = app.train(args.spectra, args.output, _model_options(args, app),
+                       exclude_candidates=args.exclude_candidates, feedback=app.Feedback(_progress, _log),
+                       min_structures=_min_structures(args))
+    print(f"model written to {result.model} ({result.n_train} training structures; sub-models "
+          f"{', '.join(result.submodels)})")
+    for precursor_type, sub in result.submodels.items():
+        print(f"  {precursor_type}: {sub.n_train} structures; chosen: "
+              + ", ".join(f"{k}={sub.chosen[k]}" for k in ("alpha", "output_kernel", "output_gamma",
+                                                              "prior_weight", "prior_neighbors"))
+              + f"; MKL weights {[round(w, 3) for w in sub.weights]}"
+              + (f"; confidence not calibrated ({sub.calibration_problem})" if sub.calibration_problem else ""))
     return 0
 
 
@@ -294,34 +290,14 @@ def _spectra_inputs(paths):
     return {"--spectra" if len(paths) == 1 else f"--spectra {path}": path for path in paths}
 
 
-def _table_writer(handle, columns):
-    """A TSV writer with Unix line endings; values holding tabs or newlines are quoted, text a spreadsheet would run
-    as a formula gets a leading ``'`` (see :mod:`._cells`)."""
-    return SafeDictWriter(handle, fieldnames=columns, delimiter="\t", extrasaction="ignore", lineterminator="\n")
-
-
-def _write_table(rows, columns):
-    buffer = io.StringIO()
-    writer = _table_writer(buffer, columns)
-    writer.writeheader()
-    writer.writerows(rows)
-    return buffer.getvalue()
-
-
 def _resolve_model(args):
     if args.model:
         return args.model
     return _load_app().ensure_default_model(progress=_progress, log=_log)
 
 
-#: What ``identify`` writes into its output folder; --overwrite replaces only a folder holding nothing else.
-IDENTIFY_FILES = ("structure_identifications.tsv", "structure_candidates.tsv", "parameters.json", "report.html")
-
-
 def _check_identify_paths(args):
     """Every path of ``identify`` checked before the model is loaded (a typo costs no waiting)."""
-    from .main import CommandError
-
     for option, value, file in (("--spectra", args.spectra, True), ("--candidates", args.candidates, False),
                                 ("--model", args.model, True)):
         if value is None:
@@ -347,8 +323,6 @@ def _check_identify_paths(args):
 
 
 def run_identify(args):
-    from .main import CommandError
-
     if args.top_k < 1:
         raise CommandError(f"--top-k must be >= 1, got {args.top_k}.")
     if not args.ppm > 0:
@@ -359,54 +333,38 @@ def run_identify(args):
                            "another path.")
     check_outputs({"--output": args.output}, inputs, overwrite=args.overwrite, expect="folder")
     _check_identify_paths(args)
-    jobs = _load_app()
+    app = _load_app()
     _check_prior(args)
-    settings = jobs.IdentifySettings(top_k=args.top_k, ppm=args.ppm, query_id_field=args.query_id_field,
+    settings = app.IdentifySettings(top_k=args.top_k, ppm=args.ppm, query_id_field=args.query_id_field,
                                      adduct_policy=args.adduct_policy, prior_weight=args.prior_weight)
     model = _resolve_model(args)
     from ..io import ModelFileError  # after the app: iokr.io loads numpy, kept out of `iokr --help`
 
     with output_folder(args.output, overwrite=args.overwrite, inputs=inputs) as tmp:
         try:
-            result, report = _identify_into(tmp, model, args, settings, jobs)
+            results, report = _identify_into(tmp, model, args, settings, app)
         except ModelFileError as exc:
             if args.model:
                 raise
             # the cached ready model damaged in place (same size, time and inode: its verified stamp still matched)
             _log(f"note: the cached ready model is damaged ({exc}); training it again")
-            jobs.forget_verified_model(model)
-            result, report = _identify_into(tmp, _resolve_model(args), args, settings, jobs)
-        write_atomic(tmp / "structure_identifications.tsv",
-                     _write_table(result["identifications"],
-                                  [*jobs.QUERY_COLUMNS, *result["candidate_columns"], *jobs.RESULT_COLUMNS]))
-        write_json(tmp / "parameters.json", result["parameters"])
-        if report is not None:
-            write_atomic(tmp / jobs.REPORT_FILE, jobs.report_html(result["identifications"], report,
-                                                                  result["spectra"], result["parameters"]))
-    counts = ", ".join(f"{n} {status}" for status, n in sorted(result["statuses"].items(), key=lambda x: (-x[1], x[0])))
-    print(f"{len(result['identifications'])} queries: {counts}; tables written to {args.output}"
-          + (f"; report: {Path(args.output) / jobs.REPORT_FILE}" if report is not None else ""))
+            app.forget_verified_model(model)
+            results, report = _identify_into(tmp, _resolve_model(args), args, settings, app)
+        app.write_identify_files(results, tmp, report=report)
+    counts = ", ".join(f"{n} {status}" for status, n in sorted(results.statuses.items(), key=lambda x: (-x[1], x[0])))
+    print(f"{len(results.identifications)} queries: {counts}; tables written to {args.output}"
+          + (f"; report: {Path(args.output) / REPORT_FILE}" if report is not None else ""))
     return 0
 
 
-def _identify_into(tmp, model, args, settings, jobs):
-    """Run ``identify_job`` writing the candidate table into the folder ``tmp``; ``(result, report rows)``."""
-    report = jobs.ReportCandidates() if args.report else None  # the report's few fields of each candidate row
-    with open(tmp / "structure_candidates.tsv", "w", encoding="utf-8", newline="") as handle:
-        def candidate_table(columns):  # rows written as they are ranked, not held until the end
-            writer = _table_writer(handle, ["query_id", "rank", *columns, "score", "structure_prior"])
-            writer.writeheader()
-            if report is None:
-                return writer.writerow
-
-            def write_and_keep(row):
-                writer.writerow(row)
-                report.add(row)
-            return write_and_keep
-
-        result = jobs.identify_job(model, args.spectra, args.candidates, settings, store_path=args.store,
-                                   feedback=jobs.Feedback(_progress, _log), candidate_sink=candidate_table)
-    return result, report
+def _identify_into(tmp, model, args, settings, app):
+    """Run ``identify`` streaming the candidate table into the folder ``tmp``; ``(results, report rows or None)``."""
+    with open(tmp / CANDIDATES_FILE, "w", encoding="utf-8", newline="") as handle:
+        # rows written as they are ranked, not held until the end; the report keeps a few fields of each
+        table = app.CandidateTableWriter(handle, keep_for_report=args.report)
+        results = app.identify(args.spectra, args.candidates, model, settings, store=args.store,
+                               feedback=app.Feedback(_progress, _log), candidate_sink=table)
+    return results, table.report
 
 
 def run_index(args):
@@ -451,12 +409,12 @@ def run_evaluate(args):
     _check_common(args)
     inputs = {**_spectra_inputs(args.spectra), "--candidates": args.candidates, "--store": args.store}
     check_outputs({"--output": args.output}, inputs, overwrite=args.overwrite, expect="folder")
-    jobs = _load_app()
+    app = _load_app()
     out_dir = Path(args.output)
     with output_folder(out_dir, overwrite=args.overwrite, inputs=inputs) as tmp:
-        summary = jobs.evaluate_job(args.spectra, args.candidates, _model_options(args, jobs),
-                                    model_output=tmp / "model.npz", feedback=jobs.Feedback(_progress, _log),
-                                    min_structures=_min_structures(args, jobs))
+        summary = app.evaluate(args.spectra, args.candidates, _model_options(args, app),
+                               model_output=tmp / "model.npz", feedback=app.Feedback(_progress, _log),
+                               min_structures=_min_structures(args)).summary
         write_json(tmp / "summary.json", summary)
         from ._report import markdown_report
 

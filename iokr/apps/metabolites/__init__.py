@@ -1,111 +1,83 @@
-"""Metabolite identification from MS/MS spectra (Brouard et al. 2016): spectra reading and cleaning, spectrum
-kernels, RDKit fingerprints, candidate lists and a formula-keyed candidate store, train / identify / evaluate.
+"""Metabolite identification from MS/MS spectra (Brouard et al. 2016): rank candidate structures for each spectrum.
 
-RDKit is needed for fingerprints and candidates, matchms for MGF/MSP files (``pip install 'iokr[chem]'``).
+Three calls for a notebook, the same three the command line makes::
+
+    from iokr.apps.metabolites import identify, train, evaluate
+    results = identify("queries.mgf", "candidates.tsv")   # the ready model; or model="model.npz" from train()
+    results.identifications_frame()                         # one row per query (needs pandas)
+    results.write("out/")                                   # the command line's output folder
+
+The package reads in the order data flows (``docs/metabolites.md`` shows the tree): ``spectra`` (the container,
+cleaning) -> ``chemistry`` (formulas, adducts, structures, fingerprints, annotation) -> ``importing`` (files) ->
+``kernels`` -> ``candidates`` (lists, store, database) -> ``model`` (the estimator, sub-models, confidence, files)
+-> ``evaluation`` -> ``selection`` (cross-validation) -> ``exporting`` (output schema, writers, report) ->
+``ranking`` (a query file against a candidate source) -> ``workflows`` (train, identify, evaluate); every default is
+in ``defaults``. RDKit is needed for fingerprints and candidates, matchms for MGF/MSP files
+(``pip install 'iokr[chem]'``).
+
+Names are loaded on first access (PEP 562), so ``iokr.apps.metabolites.defaults`` is read without numpy.
 """
 
-from .candidates._candidates import CandidateList, CandidateStore, read_candidate_lists
-from .candidates._database import StructureDatabase
-from .chemistry._annotation import AnnotationReport, AnnotationSettings, annotate, precursor_ion, subformulas
-from .chemistry._fingerprints import FINGERPRINT_PARTS, FINGERPRINTS, Fingerprinter, inchikey, parse_structure
-from .chemistry._formulas import FormulaError, canonical_formula
-from .exporting._report_page import REPORT_FILE, ReportCandidates, report_html
-from .importing._readers import ReadReport, read_massbank_jsonl, read_spectra
-from .kernels._annotated_kernels import FormulaTokenKernel
-from .kernels._kernels import BinnedKernel, PeakProductKernel, SpectrumKernel, normalized_gram
-from .model._model import MetaboliteIdentifier, alignf_weights, make_output_kernel, make_spectrum_kernel
-from .model._persist import load_fingerprinter, load_identifier, save_identifier
-from .model._submodels import MetaboliteModel, load_metabolite_model, save_metabolite_model
-from .model._training import DEFAULT_MIN_STRUCTURES
-from .ranking._identify import QUERY_COLUMNS, RESULT_COLUMNS, IdentifySettings
-from .selection._pipeline import (
-    Cleaning,
-    cross_validate,
-    evaluate_lists,
-    fold_candidate_sets,
-    fold_ids,
-    formula_candidate_sets,
-    topk_percentages,
-    training_set,
-)
-from .spectra._spectra import Spectra, clean_spectra, concatenate, merge_spectra
-from .workflows._default_model import default_model_path, ensure_default_model, forget_verified_model
-from .workflows._jobs import (
-    DEFAULT_FINGERPRINT,
-    DEFAULT_GRID,
-    DEFAULT_PARAMS,
-    DEFAULT_SURROGATE,
-    Feedback,
-    TrainingConfig,
-    evaluate_job,
-    identify_job,
-    train_job,
-)
+from importlib import import_module as _import_module
 
-__all__ = [
-    "DEFAULT_PARAMS",
-    "DEFAULT_MIN_STRUCTURES",
-    "SpectrumKernel",
-    "make_output_kernel",
-    "subformulas",
-    "topk_percentages",
-    "AnnotationReport",
-    "AnnotationSettings",
-    "FormulaTokenKernel",
-    "annotate",
-    "precursor_ion",
-    "DEFAULT_FINGERPRINT",
-    "DEFAULT_GRID",
-    "DEFAULT_SURROGATE",
-    "FINGERPRINTS",
-    "FINGERPRINT_PARTS",
-    "QUERY_COLUMNS",
-    "REPORT_FILE",
-    "ReportCandidates",
-    "report_html",
-    "RESULT_COLUMNS",
-    "BinnedKernel",
-    "CandidateList",
-    "CandidateStore",
-    "Cleaning",
-    "Feedback",
-    "Fingerprinter",
-    "IdentifySettings",
-    "MetaboliteIdentifier",
-    "PeakProductKernel",
-    "ReadReport",
-    "Spectra",
-    "StructureDatabase",
-    "TrainingConfig",
-    "alignf_weights",
-    "clean_spectra",
-    "concatenate",
-    "cross_validate",
-    "FormulaError",
-    "canonical_formula",
-    "default_model_path",
-    "ensure_default_model",
-    "forget_verified_model",
-    "evaluate_job",
-    "evaluate_lists",
-    "fold_candidate_sets",
-    "fold_ids",
-    "formula_candidate_sets",
-    "identify_job",
-    "inchikey",
-    "load_fingerprinter",
-    "load_identifier",
-    "load_metabolite_model",
-    "MetaboliteModel",
-    "save_metabolite_model",
-    "make_spectrum_kernel",
-    "merge_spectra",
-    "normalized_gram",
-    "parse_structure",
-    "read_candidate_lists",
-    "read_massbank_jsonl",
-    "read_spectra",
-    "save_identifier",
-    "train_job",
-    "training_set",
-]
+#: Public name -> the module defining it (relative to this package).
+_LAZY = {
+    # workflows: paths and settings in, typed results out
+    "identify": "workflows._identify", "train": "workflows._api", "evaluate": "workflows._api",
+    "IdentifyResults": "workflows._results", "TrainingResult": "workflows._api", "EvaluationResult": "workflows._api",
+    "SubmodelSummary": "workflows._api", "IdentifySettings": "ranking._identify", "TrainingConfig": "workflows._jobs",
+    "Feedback": "workflows._feedback", "default_model_path": "workflows._default_model",
+    "ensure_default_model": "workflows._default_model", "forget_verified_model": "workflows._default_model",
+    # exporting
+    "write_identify_folder": "exporting._writers", "CandidateTableWriter": "exporting._writers",
+    "write_identify_files": "exporting._writers",
+    "QUERY_COLUMNS": "exporting._schema", "RESULT_COLUMNS": "exporting._schema", "IDENTIFY_FILES": "exporting._schema",
+    "REPORT_FILE": "exporting._schema", "ReportCandidates": "exporting._report_page", "report_html": "exporting._report_page",
+    # spectra and files
+    "Spectra": "spectra._spectra", "clean_spectra": "spectra._spectra", "merge_spectra": "spectra._spectra",
+    "concatenate": "spectra._spectra", "Cleaning": "spectra._cleaning", "read_spectra": "importing._readers",
+    "read_massbank_jsonl": "importing._readers", "ReadReport": "importing._readers",
+    # chemistry
+    "Fingerprinter": "chemistry._fingerprints", "FINGERPRINTS": "chemistry._fingerprints",
+    "FINGERPRINT_PARTS": "chemistry._fingerprints", "inchikey": "chemistry._fingerprints",
+    "parse_structure": "chemistry._fingerprints", "canonical_formula": "chemistry._formulas",
+    "monoisotopic_mass": "chemistry._formulas", "FormulaError": "chemistry._formulas",
+    "annotate": "chemistry._annotation", "AnnotationReport": "chemistry._annotation",
+    "AnnotationSettings": "chemistry._annotation", "precursor_ion": "chemistry._annotation",
+    "subformulas": "chemistry._annotation",
+    # kernels
+    "SpectrumKernel": "kernels._kernels", "PeakProductKernel": "kernels._kernels", "BinnedKernel": "kernels._kernels",
+    "FormulaTokenKernel": "kernels._annotated_kernels",
+    # candidates
+    "CandidateList": "candidates._candidates", "CandidateStore": "candidates._candidates",
+    "read_candidate_lists": "candidates._candidates", "StructureDatabase": "candidates._database",
+    # model
+    "MetaboliteIdentifier": "model._model", "make_output_kernel": "model._model",
+    "make_spectrum_kernel": "model._model", "alignf_weights": "model._model", "normalized_gram": "kernels._kernels", "MetaboliteModel": "model._submodels",
+    "load_metabolite_model": "model._submodels", "save_metabolite_model": "model._submodels",
+    "load_identifier": "model._persist", "save_identifier": "model._persist", "load_fingerprinter": "model._persist",
+    # evaluation and selection (for studies; the workflows call them)
+    "evaluate_lists": "evaluation._evaluation", "topk_percentages": "evaluation._evaluation",
+    "cross_validate": "selection._pipeline", "training_set": "selection._pipeline", "fold_ids": "selection._pipeline",
+    "fold_candidate_sets": "selection._pipeline", "formula_candidate_sets": "selection._pipeline",
+}
+
+#: Defaults, readable here as before (their one place is :mod:`.defaults`).
+_DEFAULTS = frozenset({"DEFAULT_FINGERPRINT", "DEFAULT_PARAMS", "DEFAULT_GRID", "DEFAULT_SURROGATE",
+                       "DEFAULT_MIN_STRUCTURES"})
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name):
+    module = "defaults" if name in _DEFAULTS else _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(_import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # later accesses skip this function
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
+

@@ -242,7 +242,7 @@ def test_a_decoy_table_with_a_fingerprint_cache_is_fingerprinted_from_it(tmp_pat
 
 def test_the_bundled_decoy_table_ships_the_default_fingerprints():
     from iokr.apps.metabolites.candidates._decoys import decoy_store  # noqa: PLC0415
-    from iokr.apps.metabolites.workflows._jobs import DEFAULT_FINGERPRINT  # noqa: PLC0415
+    from iokr.apps.metabolites.defaults import DEFAULT_FINGERPRINT  # noqa: PLC0415
 
     store = decoy_store(BUNDLED_DECOYS, None, Fingerprinter(**DEFAULT_FINGERPRINT))
     table = read_decoy_table(BUNDLED_DECOYS)

@@ -15,10 +15,12 @@ from metab_helpers import bundled_lists_and_training, train_small_model
 
 from iokr.apps.metabolites import (
     Cleaning,
+    Feedback,
     Fingerprinter,
     MetaboliteIdentifier,
     Spectra,
     concatenate,
+    identify,
     load_identifier,
     parse_structure,
     read_spectra,
@@ -28,9 +30,7 @@ from iokr.apps.metabolites.chemistry._adducts import parse_adduct
 from iokr.apps.metabolites.chemistry._fingerprints import molecular_formula
 from iokr.apps.metabolites.chemistry._formulas import canonical_formula, monoisotopic_mass
 from iokr.apps.metabolites.model._hypotheses import score_hypotheses
-from iokr.apps.metabolites.ranking._identify import ADDUCT_POLICIES, IdentifySettings
-from iokr.apps.metabolites.workflows._jobs import Feedback, identify_job
-from iokr.cli import metabolites as cli
+from iokr.apps.metabolites.ranking._identify import IdentifySettings
 from iokr.cli.main import main
 
 N_TRAIN, N_PER_LIST = 30, 40
@@ -215,7 +215,6 @@ def test_query_scores_do_not_depend_on_the_batch(lab):
 
 
 def test_identify_settings_are_checked_and_match_the_command_line():
-    assert cli.ADDUCT_POLICIES == ADDUCT_POLICIES  # the CLI keeps its own copy to build --help without numpy
     for bad in ({"top_k": 0}, {"ppm": -1.0}, {"adduct_policy": "guess"}, {"batch_size": True}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             IdentifySettings(**bad)
@@ -245,9 +244,8 @@ def test_identify_with_annotated_kernels(lab, tmp_path):
     mgf.write_text(block(201, b, _shuffle_formula(fb)) + block(202, b) + block(203, a, fa)
                    + block(204, b, fb, f"\n{b['precursor_mz'] + 5.0} 500"))
     lines = []
-    result = identify_job(path, mgf, lab["db"], IdentifySettings(top_k=100),
-                          feedback=Feedback(log=lines.append))
-    ident = {r["query_id"]: r for r in result["identifications"]}
+    result = identify(mgf, lab["db"], path, IdentifySettings(top_k=100), feedback=Feedback(log=lines.append))
+    ident = {r["query_id"]: r for r in result.identifications}
     assert {r["status"] for r in ident.values()} == {"ok"}
     explained = re.fullmatch(rf"{fb}: (\d+)/(\d+) peaks explained", ident["201"]["annotation"])
     assert explained and 0 < int(explained[1]) <= int(explained[2])
@@ -256,7 +254,7 @@ def test_identify_with_annotated_kernels(lab, tmp_path):
     assert ident["203"]["annotation"] == f"{fa}: fallback to the unannotated kernels (low_resolution)"
     # the query cleaning drops peaks heavier than the precursor before any annotation: counted
     assert ident["204"]["annotation"] == ident["201"]["annotation"] + "; 1 peak above the precursor dropped by cleaning"
-    totals = result["parameters"]["annotation"]
+    totals = result.parameters["annotation"]
     assert totals == {"queries": 4, "queries_annotated": 3, "queries_with_given_formula": 3, "formula_hypotheses": 4,
                       "hypotheses_annotated": 3, "fallbacks": {"low_resolution": 1}, "peaks_above_precursor": 0,
                       "peaks_above_precursor_dropped_by_cleaning": 1}
@@ -276,7 +274,7 @@ def test_identify_with_annotated_kernels(lab, tmp_path):
                                     [[f for _, _, f in chosen]])
     order = np.argsort(-scores, kind="stable")
     for q in ("201", "202"):
-        got = [c for c in result["candidates"] if c["query_id"] == q]
+        got = [c for c in result.candidates if c["query_id"] == q]
         assert [c["identifier"] for c in got] == [chosen[j][0]["Identifier"] for j in order]
         np.testing.assert_allclose([float(c["score"]) for c in got], scores[order], rtol=1e-5)
 
@@ -299,8 +297,8 @@ def test_structure_prior_column_with_annotated_kernels_and_a_structure_database(
     assert main(["metabolites", "index", str(lab["db"]), "--output", str(store), "--model", str(path)]) == 0
 
     def run(weight):
-        result = identify_job(path, lab["mgf"], store, IdentifySettings(top_k=100, prior_weight=weight))
-        return {(c["query_id"], c["identifier"]): c for c in result["candidates"]}
+        result = identify(lab["mgf"], store, path, IdentifySettings(top_k=100, prior_weight=weight))
+        return {(c["query_id"], c["identifier"]): c for c in result.candidates}
 
     with_prior, alone, heavy = run(None), run(0.0), run(2.5)
     assert len(alone) > 5 and set(with_prior) == set(alone) == set(heavy)
@@ -310,3 +308,42 @@ def test_structure_prior_column_with_annotated_kernels_and_a_structure_database(
         assert float(with_prior[key]["score"]) == pytest.approx(float(b["score"]) + 0.7 * prior, abs=1e-4)
         assert float(heavy[key]["score"]) == pytest.approx(float(b["score"]) + 2.5 * prior, abs=2e-4)
     assert len({b["structure_prior"] for b in alone.values()}) > 1
+
+
+def test_the_python_api_returns_typed_results_and_writes_the_cli_folder_byte_for_byte(lab, tmp_path, capsys):
+    """``identify`` (issue #29): typed rows (floats, None for missing), and ``results.write`` writes the same bytes
+    as the command line, whose candidate table is streamed through :class:`CandidateTableWriter` instead."""
+    store = tmp_path / "structures.sqlite"
+    assert main(["metabolites", "index", str(lab["db"]), "--output", str(store), "--model", str(lab["model"])]) == 0
+    cli_out = tmp_path / "cli"
+    assert main(["metabolites", "identify", "--model", str(lab["model"]), "--spectra", str(lab["mgf"]),
+                 "--candidates", str(store), "--output", str(cli_out), "--top-k", "5"]) == 0
+    capsys.readouterr()
+    results = identify(lab["mgf"], store, lab["model"], IdentifySettings(top_k=5))
+    assert repr(results).startswith("IdentifyResults(9 queries: 2 ok")
+    rows = {r["query_id"]: r for r in results.identifications}
+    assert isinstance(rows["101"]["score"], float) and isinstance(rows["101"]["precursor_mz"], float)
+    assert rows["101"]["confidence"] is None  # not calibrated (30 training structures)
+    assert rows["104"]["precursor_mz"] is None and "score" not in rows["104"]
+    assert all(isinstance(c["score"], float) and isinstance(c["structure_prior"], float) and isinstance(c["rank"], int)
+               for c in results.candidates)
+    for q in ("101", "102"):
+        ranks = [c["rank"] for c in results.candidates if c["query_id"] == q]
+        assert ranks == list(range(1, len(ranks) + 1)) and 1 <= len(ranks) <= 5
+    api_out = results.write(tmp_path / "api")
+    for name in ("structure_identifications.tsv", "structure_candidates.tsv"):
+        assert (api_out / name).read_bytes() == (cli_out / name).read_bytes(), name
+    api_params, cli_params = (json.loads((d / "parameters.json").read_text()) for d in (api_out, cli_out))
+    assert api_params == cli_params
+    # an existing folder is replaced only when asked, and never one holding other files
+    with pytest.raises(FileExistsError, match="overwrite=True"):
+        results.write(api_out)
+    results.write(api_out, overwrite=True)
+    (api_out / "mine.txt").write_text("x")
+    with pytest.raises(FileExistsError, match="mine.txt"):
+        results.write(api_out, overwrite=True)
+    assert (api_out / "mine.txt").read_text() == "x"
+    pandas = pytest.importorskip("pandas")
+    frame = results.identifications_frame()
+    assert isinstance(frame, pandas.DataFrame) and list(frame["query_id"]) == [str(i) for i in range(101, 110)]
+    assert frame["score"].dtype.kind == "f"

@@ -17,15 +17,15 @@ from iokr.apps.metabolites import (
     MetaboliteIdentifier,
     TrainingConfig,
     alignf_weights,
-    evaluate_job,
+    evaluate,
     load_identifier,
     read_candidate_lists,
     read_spectra,
     save_identifier,
 )
+from iokr.apps.metabolites.defaults import DEFAULT_PARAMS
 from iokr.apps.metabolites.selection._pipeline import evaluate_lists, query_spectra, training_set
 from iokr.apps.metabolites.spectra._spectra import clean_spectra
-from iokr.apps.metabolites.workflows._jobs import DEFAULT_PARAMS
 from iokr.cli.main import main
 from iokr.datasets._metabolites import BUNDLED_METABOLITES
 from iokr.metrics import true_candidate_rank
@@ -81,7 +81,7 @@ def test_alignf_weights_maximize_alignment():
 
 def test_evaluate_job_marks_lists_and_matches_direct_scoring(tiny):
     config = TrainingConfig(grid={"alpha": (0.1, 1.0), "input_gamma": (None,), "output_gamma": (1.0,)}, n_folds=2)
-    summary = evaluate_job(tiny["spectra"], tiny["lists"], config, feedback=Feedback(log=lambda m: None))
+    summary = evaluate(tiny["spectra"], tiny["lists"], config, feedback=Feedback(log=lambda m: None)).summary
     assert summary["n_lists"] == N_LISTS + 1
     assert summary["n_lists_without_true_structure"] == 1
     assert summary["n_lists_with_spectra"] == N_LISTS

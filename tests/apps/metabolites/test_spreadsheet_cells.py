@@ -7,7 +7,7 @@ import json
 import pytest
 from metab_helpers import bundled_lists_and_training
 
-from iokr.cli._cells import FORMULA_TRIGGERS, spreadsheet_safe
+from iokr.apps.metabolites.exporting._cells import FORMULA_TRIGGERS, spreadsheet_safe
 from iokr.cli.main import main
 
 pytest.importorskip("rdkit")

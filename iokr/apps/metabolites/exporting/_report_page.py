@@ -21,9 +21,8 @@ import json
 
 from ._report_assets import CSS, SCRIPT
 from ._report_figures import StructureDrawer, annotate_top_hits, spectrum_svg
+from ._schema import REPORT_FILE  # noqa: F401 - the report's file name, read here by callers
 
-#: The report's file name in the identify output folder.
-REPORT_FILE = "report.html"
 #: Runs with at most this many queries get every section filled when the page opens (else: when scrolled to).
 EAGER_SECTIONS = 200
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from ....io import ModelFileError, load_model_file, save_model_file
 from ..chemistry._fingerprints import Fingerprinter
-from ..selection._pipeline import Cleaning
+from ..spectra._cleaning import Cleaning
 from ..spectra._spectra import Spectra
 from ._model import MetaboliteIdentifier
 

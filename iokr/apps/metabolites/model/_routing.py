@@ -21,9 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..chemistry._adducts import AdductError, parse_adduct
-
-#: Precursor type a query of each polarity is taken as when it names none.
-DEFAULT_TYPES = {"positive": "[M+H]+", "negative": "[M-H]-"}
+from ..defaults import DEFAULT_TYPES
 
 #: Sub-model that ranks a rarer precursor type under ``--adduct-policy assume`` (the neutral mass is always the
 #: query's own adduct's). Types not listed go to the default type of their polarity (:data:`DEFAULT_TYPES`).

@@ -23,12 +23,8 @@ import numpy as np
 
 from ....exceptions import IOKRDataError
 from ..chemistry._adducts import read_precursor_ion
+from ..defaults import DEFAULT_TYPES
 from ..spectra._spectra import concatenate
-from ._routing import DEFAULT_TYPES
-
-#: Structures a precursor type needs for a sub-model of its own when the training set has several types (the
-#: most frequent type is always trained). Placeholder until the per-type cross-validation study sets it.
-DEFAULT_MIN_STRUCTURES = 100
 
 #: Structures per cross-validation fold a model needs at least (every fold a training and a held-out side).
 MIN_STRUCTURES_PER_FOLD = 3

@@ -26,6 +26,8 @@ from ....decoding import CandidateSets
 from ..chemistry._adducts import read_precursor_ion
 from ..chemistry._formulas import FormulaError, canonical_formula
 from ..chemistry._precursor_precision import check_formula
+from ..defaults import ADDUCT_POLICIES, DEFAULT_ADDUCT_POLICY, DEFAULT_BATCH_SIZE, DEFAULT_PPM, DEFAULT_TOP_K
+from ..exporting._schema import QUERY_COLUMNS, RESERVED_COLUMNS, RESULT_COLUMNS  # noqa: F401 - read here by callers
 from ..importing._query_ids import QUERY_ID_FIELDS, QueryIds, query_ids  # noqa: F401 - QUERY_ID_FIELDS, QueryIds: public here
 from ..model._hypotheses import annotated_kernels, score_hypotheses
 from ..model._routing import route_query
@@ -38,17 +40,11 @@ from ._score_batches import ScoredQuery, chunk_queries, merge_chunks, plan_batch
 #: (the precursor's written decimals, a unit-resolution record's nominal mass; see :mod:`._precursor_precision`),
 #: with a note in ``detail``.
 FORMULA_MIN_PPM = 20.0
-ADDUCT_POLICIES = ("refuse", "assume")
 #: Precursor m/z above this are refused as implausible for small molecules (and would break m/z arithmetic).
 MAX_PRECURSOR_MZ = 5000.0
 #: A raw peak this far (Da) above the precursor m/z is heavier than the precursor (counted; cleaning drops it).
 ABOVE_PRECURSOR = 0.5
 
-#: Columns of ``structure_identifications.tsv`` before the candidate's own columns.
-QUERY_COLUMNS = ("query_id", "precursor_mz", "adduct", "query_formula", "lookup", "n_candidates")
-RESULT_COLUMNS = ("score", "confidence", "status", "detail", "annotation")
-#: Output names a candidate table's own columns must not take (prefixed ``candidate_`` when they clash).
-RESERVED_COLUMNS = (*QUERY_COLUMNS, *RESULT_COLUMNS, "rank", "structure_prior")
 
 
 @dataclass(frozen=True)
@@ -77,11 +73,11 @@ class IdentifySettings:
         so another weight leaves the ``confidence`` column empty.
     """
 
-    top_k: int = 10
-    ppm: float = 10.0
+    top_k: int = DEFAULT_TOP_K
+    ppm: float = DEFAULT_PPM
     query_id_field: str | None = None
-    adduct_policy: str = "refuse"
-    batch_size: int = 256
+    adduct_policy: str = DEFAULT_ADDUCT_POLICY
+    batch_size: int = DEFAULT_BATCH_SIZE
     prior_weight: float | None = None
 
     def __post_init__(self):

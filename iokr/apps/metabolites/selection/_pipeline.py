@@ -1,4 +1,5 @@
-"""Train / identify / evaluate: the metabolite-identification job from files to rankings and top-k tables.
+"""Model selection on training spectra: the training set, structure folds, surrogate candidate lists and the
+cross-validated search of ``train`` and ``evaluate``.
 
 Protocol of :func:`evaluate` (structure-disjoint): every structure that is the true answer of an evaluated list
 (first InChIKey block) is removed from training; the model is trained on one merged spectrum per remaining
@@ -22,38 +23,12 @@ import numpy as np
 from ....decoding import CandidateSets
 from ....metrics import true_candidate_rank
 from ....model_selection import IOKRCV
-
-# The evaluation on candidate lists lives in ._evaluation; evaluate_lists is re-exported here, where callers have
-# found it.
 from ..chemistry._fingerprints import formula_mass
+from ..defaults import DEFAULT_GRID, DEFAULT_SURROGATE, SURROGATES  # noqa: F401 - read here by callers
 from ..evaluation._evaluation import TOP_K, evaluate_lists, query_spectra, topk_percentages  # noqa: F401
 from ..kernels._grams import TrainingGrams
 from ..model._model import MetaboliteIdentifier, make_output_kernel
-from ..spectra._spectra import clean_spectra, merge_spectra
-
-
-@dataclass
-class Cleaning:
-    """Peak cleaning applied to every spectrum (training and queries alike)."""
-
-    min_relative_intensity: float = 0.01
-    remove_precursor: bool = True
-    max_peaks_single: int | None = None
-    max_peaks_merged: int = 100
-    merge_mz_tolerance: float = 0.01
-
-    def single(self, spectra):
-        return clean_spectra(spectra, min_relative_intensity=self.min_relative_intensity,
-                             max_peaks=self.max_peaks_single, remove_precursor=self.remove_precursor)
-
-    def merged(self, cleaned, groups=None):
-        merged, labels = merge_spectra(cleaned, groups, mz_tolerance=self.merge_mz_tolerance)
-        merged = clean_spectra(merged, min_relative_intensity=0.0, max_peaks=self.max_peaks_merged,
-                               remove_precursor=False)
-        return merged, labels
-
-    def params(self):
-        return dict(self.__dict__)
+from ..spectra._cleaning import Cleaning  # noqa: F401 - read here by callers
 
 
 @dataclass
@@ -103,27 +78,6 @@ def training_set(spectra, store, cleaning, exclude_keys=(), merge=True):
 
 
 # -- model selection ---------------------------------------------------------------------------------------------
-
-#: Grid searched by ``iokr metabolites train | evaluate`` (closed-form CV: the alphas share one eigendecomposition).
-#: The Tanimoto output kernel and ``sigma_mz=0.001`` were chosen by 3-fold CV on the 4,485 MassBank training
-#: structures of ``reports/metabolites.md`` (never on the evaluation lists), and kept by the second search (fold
-#: + same-formula lists) against Gaussian-Tanimoto gamma 0.25 and sigma_mz 0.0005; they are fixed here to keep
-#: the job short.
-DEFAULT_GRID = {
-    "alpha": (0.01, 0.03, 0.1, 0.3, 1.0, 3.0),
-    "input_gamma": (None,),
-    "output_kernel": ("tanimoto",),
-    "output_gamma": (1.0,),
-    "sigma_mz": (0.001,),
-}
-
-
-#: CV lists and score of ``iokr metabolites train | evaluate`` (see :func:`cross_validate`): the held-out fold's
-#: structures. ``"both"`` (adding same-formula training lists, median size 2) was tried in ``reports/metabolites.md``
-#: and is an option; its lists are too small to show what matters on PubChem isomer lists (see
-#: ``DEFAULT_FINGERPRINT`` in ``_jobs.py``).
-DEFAULT_SURROGATE = "fold"
-
 
 def fold_ids(n, n_folds, seed):
     """The cross-validation fold (0 .. n_folds - 1) of each of ``n`` training structures, balanced and seeded."""
@@ -228,7 +182,6 @@ def formula_candidate_sets(Y, formulas, min_size=FORMULA_LIST_SIZE):
     return CandidateSets(Y, lists), scored
 
 
-SURROGATES = ("fold", "formula", "both")
 
 
 def usable_surrogate(train, surrogate, n_folds=3, seed=0):

@@ -30,8 +30,9 @@ from ....datasets import BUNDLED_METABOLITES
 from ....io import ModelFileError, load_model_file
 from ....io._atomic import sweep_target, temporary_path
 from ....io._ownership import claim, release
-from ..selection._pipeline import DEFAULT_GRID
-from ._jobs import DEFAULT_FINGERPRINT, DEFAULT_PARAMS, Feedback, train_job
+from ..defaults import DEFAULT_FINGERPRINT, DEFAULT_GRID, DEFAULT_PARAMS
+from ._feedback import Feedback
+from ._jobs import train_job
 
 
 def cache_dir():

@@ -17,6 +17,17 @@ from ....exceptions import IOKRDataError
 from ..candidates._candidates import CandidateStore, read_candidate_lists
 from ..candidates._decoys import decoy_lists, decoy_store, read_decoy_table
 from ..chemistry._fingerprints import Fingerprinter
+from ..defaults import (
+    DEFAULT_CALIBRATION_DECOYS,
+    DEFAULT_FINGERPRINT,
+    DEFAULT_FOLDS,
+    DEFAULT_GRAM_STORAGE,
+    DEFAULT_GRID,
+    DEFAULT_MIN_STRUCTURES,
+    DEFAULT_PARAMS,
+    DEFAULT_SEED,
+    DEFAULT_SURROGATE,
+)
 from ..importing._readers import read_spectra
 from ..kernels._grams import TrainingGrams
 from ..model._confidence import fit_calibration
@@ -24,7 +35,6 @@ from ..model._model import MetaboliteIdentifier
 from ..model._routing import DEFAULT_TYPES
 from ..model._submodels import TrainedSubmodel, save_metabolite_model
 from ..model._training import (
-    DEFAULT_MIN_STRUCTURES,
     precursor_types,
     read_training_files,
     structures_per_type,
@@ -33,8 +43,6 @@ from ..model._training import (
 from ..ranking._identify import IdentifySettings  # noqa: F401 - the jobs' settings, imported from here by callers
 from ..selection._calibration_examples import calibration_data_record, calibration_examples
 from ..selection._pipeline import (
-    DEFAULT_GRID,
-    DEFAULT_SURROGATE,
     Cleaning,
     cross_validate,
     evaluate_lists,
@@ -44,19 +52,6 @@ from ..selection._pipeline import (
     usable_surrogate,
 )
 from ._feedback import Feedback
-
-#: Fingerprint of ``train`` and ``evaluate`` (:class:`Fingerprinter` parameters): Morgan radius 2 counts + MACCS.
-#: The isomer-list cross-validation of ``reports/metabolites.md`` preferred radius 1 by a hair; radius 1 was
-#: rejected because it cannot tell isomers apart: 4.8 % of PubChem isomer candidates share their whole
-#: fingerprint with another candidate of their list (0.3 % at radius 2), which caps top-1 on those lists.
-DEFAULT_FINGERPRINT = {"kind": "morgan_counts+maccs", "n_bits": 2048, "radius": 2}
-
-#: Base model settings shared by train and evaluate (the grid's keys are chosen by cross-validation).
-DEFAULT_PARAMS = {"kernels": ("ppk", "ppk_nl", "binned", "binned_nl"), "weights": "alignf", "sigma_mz": 0.005,
-                  "sigma_intensity": 0.25, "output_kernel": "gaussian_tanimoto",
-                  # the structure prior, chosen by cross-validation on training structures with decoy lists
-                  # (benchmarks/realdata_structure_prior.py, reports/metabolites.md)
-                  "prior_weight": 0.3, "prior_neighbors": 1}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,14 +92,14 @@ class TrainingConfig:
 
     fingerprint: object = dataclasses.field(default_factory=lambda: dict(DEFAULT_FINGERPRINT))
     grid: dict | None = None
-    n_folds: int = 3
-    seed: int = 0
+    n_folds: int = DEFAULT_FOLDS
+    seed: int = DEFAULT_SEED
     surrogate: str = DEFAULT_SURROGATE
     store_path: object = None
-    gram_storage: str = "file"
+    gram_storage: str = DEFAULT_GRAM_STORAGE
     prior_weight: float | None = None
     prior_neighbors: int | None = None
-    decoys: object = None
+    decoys: object = DEFAULT_CALIBRATION_DECOYS
 
     def fingerprinter(self):
         """The :class:`Fingerprinter` of :attr:`fingerprint`."""
@@ -432,6 +427,3 @@ def _fit_summary(fit, precursor_type, n_folds):
         "calibration_problem": fit.calibration_problem, "calibration_data": fit.calibration_data,
     }
 
-
-# identify lives in its own module; callers have found it here
-from ._identify_job import identify_job, model_precursor_types  # noqa: E402, F401

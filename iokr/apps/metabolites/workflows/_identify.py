@@ -1,5 +1,9 @@
-"""The job behind ``iokr metabolites identify``: rank candidates for every query of a file with a model file's
-sub-models (see :mod:`._identify` for the per-query plan and :mod:`._routing` for which sub-model ranks a query)."""
+"""``identify``: rank candidates for every query of a spectra file with a model file's sub-models.
+
+The per-query plan (precursor type, formula or mass lookup) is :func:`~..ranking._identify.plan_queries`, the
+scoring in batches :func:`~..ranking._identify.score_queries`, and which sub-model ranks a query
+:mod:`~..model._routing`. The results are typed (:class:`IdentifyResults`); :mod:`..exporting` writes them.
+"""
 
 from __future__ import annotations
 
@@ -10,41 +14,42 @@ from ..importing._readers import read_spectra
 from ..model._confidence import top_margins
 from ..model._hypotheses import annotated_kernels, annotation_totals
 from ..model._persist import read_model
-from ..model._submodels import LEGACY_PRECURSOR_TYPES, load_metabolite_model
+from ..model._submodels import load_metabolite_model
 from ..ranking._identify import RESERVED_COLUMNS, IdentifySettings, plan_queries, query_ids, score_queries
+from ._default_model import ensure_default_model
 from ._feedback import Feedback
+from ._results import IdentifyResults
 
 
-def model_precursor_types(meta):
-    """Canonical precursor types a model file was trained on (see :data:`LEGACY_PRECURSOR_TYPES`)."""
-    return set((meta.get("extra") or {}).get("precursor_types") or LEGACY_PRECURSOR_TYPES)
-
-
-def identify_job(model_path, spectra_path, candidates_path, settings=None, *, store_path=None, feedback=None,
-                 candidate_sink=None):
-    """Rank candidates for every query spectrum of a file (see :mod:`._identify`).
+def identify(spectra, candidates, model=None, settings=None, *, store=None, feedback=None, candidate_sink=None):
+    """Rank candidate structures for every query spectrum of a file.
 
     Parameters
     ----------
-    model_path : str or Path
-    spectra_path : str or Path
+    spectra : str or Path
         MGF, MSP, mzML, mzXML, JSON or MassBank JSONL (plain or gzip).
-    candidates_path : str or Path
-        An indexed structure database, one CSV/TSV/SDF, or a folder / ``.tar.gz`` of per-formula lists.
+    candidates : str or Path
+        An indexed structure database (``iokr metabolites index``), one CSV/TSV/SDF, or a folder / ``.tar.gz`` of
+        per-formula lists.
+    model : str or Path, optional
+        A model file (``iokr metabolites train``); None: the ready model (trained from the bundled spectra on first
+        use, then cached; see :func:`ensure_default_model`).
     settings : IdentifySettings, optional
-    store_path : str or Path, optional
+        top-k, mass window, query ids, adduct policy, structure prior weight (defaults: :mod:`..defaults`).
+    store : str or Path, optional
         On-disk store for candidates of a CSV/SDF/list source (in memory when None).
     feedback : Feedback, optional
+        Progress bars and log lines (silent when None).
     candidate_sink : callable, optional
         ``candidate_sink(candidate_columns) -> write(row)``: the top-k rows are passed to ``write`` as they are
-        ranked (memory stays that of one batch) instead of being collected in ``result["candidates"]``.
+        ranked (memory stays that of one batch; e.g. :class:`~..exporting.CandidateTableWriter`) instead of being
+        kept in ``results.candidates``.
 
     Returns
     -------
-    result : dict
-        ``identifications`` (one dict per query), ``candidates`` (top-k rows; empty with a ``candidate_sink``),
-        ``candidate_columns``, ``statuses`` (count per status), ``parameters`` (the run's settings and sources),
-        ``spectra`` (the queries as read, row ``i`` that of ``identifications[i]``; for ``identify --report``).
+    results : IdentifyResults
+        One typed row per query (``identifications``), the top-k candidates (``candidates``), the run's
+        ``parameters``; ``results.write(folder)`` writes the command line's output folder.
     """
     from threadpoolctl import threadpool_limits  # noqa: PLC0415 - threadpoolctl is optional
 
@@ -52,6 +57,8 @@ def identify_job(model_path, spectra_path, candidates_path, settings=None, *, st
     settings = IdentifySettings() if settings is None else settings
     feedback = _feedback(feedback)
     progress, log = feedback.progress, feedback.log
+    model_path = ensure_default_model(progress=progress, log=log) if model is None else model
+    spectra_path, candidates_path, store_path = spectra, candidates, store
     # The cheap checks first (the model file's integrity, the user's files); the sub-models' refits come last.
     contents = read_model(model_path)
     fingerprinter = contents[2]
@@ -97,7 +104,8 @@ def identify_job(model_path, spectra_path, candidates_path, settings=None, *, st
         q, calibration = scored.query, calibrations[scored.query.submodel]
         margins, sizes, _ = top_margins([scored.scores])
         confidence = calibration.probability(margins, sizes)[0] if calibration is not None else None
-        tops[q.row] = (q.candidates[scored.top], scored.scores[scored.top], scored.top_prior, confidence)
+        tops[q.row] = (q.candidates[scored.top], scored.scores[scored.top], scored.top_prior,
+                       None if confidence is None else float(confidence))
     identifications, candidates = {}, []
     write = candidates.append if candidate_sink is None else candidate_sink(source.columns)
     for q in queries:
@@ -107,15 +115,14 @@ def identify_job(model_path, spectra_path, candidates_path, settings=None, *, st
         records = source.records(top_ids)
         # the structure prior of each written candidate (its part of the score is prior_weight x this value)
         for rank, (record, score, p) in enumerate(zip(records, scores, prior, strict=True), 1):
-            write({"query_id": q.query_id, "rank": rank, **record, "score": f"{score:.6g}",
-                   "structure_prior": f"{p:.4f}"})
-        identifications[q.row] = {**records[0], "score": f"{scores[0]:.6g}",
-                                  "confidence": "" if confidence is None else f"{confidence:.3f}"}
+            write({"query_id": q.query_id, "rank": rank, **record, "score": float(score),
+                   "structure_prior": float(p)})
+        identifications[q.row] = {**records[0], "score": float(scores[0]), "confidence": confidence}
     rows, statuses = [], {}
     for q in queries:
         statuses[q.status] = statuses.get(q.status, 0) + 1
-        rows.append({"query_id": q.query_id, "precursor_mz": "" if not np.isfinite(q.precursor_mz) else
-                     f"{q.precursor_mz:.5f}", "adduct": q.adduct, "query_formula": q.formula, "lookup": q.lookup,
+        rows.append({"query_id": q.query_id, "precursor_mz": float(q.precursor_mz) if np.isfinite(q.precursor_mz)
+                     else None, "adduct": q.adduct, "query_formula": q.formula, "lookup": q.lookup,
                      "n_candidates": int(q.candidates.size), **identifications.get(q.row, {}), "status": q.status,
                      "detail": q.detail, "annotation": q.annotation})
     models_used = [models.submodel(t) for t in routed] or [models.submodel(models.precursor_types[0])]
@@ -144,8 +151,9 @@ def identify_job(model_path, spectra_path, candidates_path, settings=None, *, st
             f"annotated, fallbacks to the unannotated kernels: {falls}; "
             f"{totals['peaks_above_precursor_dropped_by_cleaning']} peaks above the precursor dropped by cleaning, "
             f"{totals['peaks_above_precursor']} left unannotated")
-    return {"identifications": rows, "candidates": candidates, "candidate_columns": source.columns,
-            "statuses": statuses, "parameters": parameters, "spectra": spectra}
+    return IdentifyResults(identifications=rows, candidates=candidates, candidate_columns=tuple(source.columns),
+                           statuses=statuses, parameters=parameters, spectra=spectra,
+                           candidates_streamed=candidate_sink is not None)
 
 
 def _feedback(feedback):
