@@ -33,12 +33,12 @@ from sklearn.model_selection import GroupKFold, KFold
 
 from experiments._common.reports import Outputs
 from iokr import IOKR
-from iokr.apps.retrieval import fold_candidate_sets, make_split, retrieval_ranks
+from iokr.apps.retrieval import make_split, retrieval_ranks
 from iokr.datasets import load_arff, load_parallel_text
 from iokr.decoding import CandidateSets
 from iokr.kernels import Gaussian
 from iokr.metrics import concordance_index, example_f1, mean_reciprocal_rank, top_k_accuracy, true_candidate_rank
-from iokr.model_selection import IOKRCV, RLSCV
+from iokr.model_selection import IOKRCV, RLSCV, fold_candidate_sets
 
 ALPHAS = np.logspace(-6, 2, 31)
 BIBTEX_ALPHAS = np.logspace(-2, 2, 13)

@@ -9,12 +9,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from experiments.ion_modes.rows import MAIN_TYPES, N_FOLDS, SEED
-from iokr.apps.metabolites import DEFAULT_GRID, MetaboliteIdentifier, alignf_weights, make_output_kernel
+from iokr.apps.metabolites import DEFAULT_GRID, MetaboliteIdentifier, make_output_kernel
+from iokr.decoding import CandidateSets
 
 # No public name yet: generic weighted sums of training Grams (issue #29 moves them into iokr.kernels).
-from iokr.apps.metabolites.kernels._grams import TrainingGrams
-from iokr.decoding import CandidateSets
-from iokr.model_selection import IOKRCV
+from iokr.kernels._training_grams import TrainingGrams
+from iokr.model_selection import IOKRCV, alignf_gram_weights
 
 #: The app's cross-validated choice on the [M+H]+ training structures (reports/metabolites.md), prior off.
 PARAMS = {"kernels": ("ppk", "ppk_nl", "binned", "binned_nl"), "weights": "alignf", "sigma_mz": 0.001,
@@ -92,7 +92,7 @@ def fold_ranks(grams, Y, sets, eligible, folds, weigh, alphas=ALPHAS):
 def alignf_on(view, Y):
     """``weigh(train)``: ALIGNF weights of ``view``'s Grams on the training rows."""
     output = make_output_kernel(PARAMS["output_kernel"])
-    return lambda train: alignf_weights(view.subset(train), output(Y[train]))
+    return lambda train: alignf_gram_weights(view.subset(train), output(Y[train]))
 
 
 def cross_weighted(view4, Y, c):

@@ -9,6 +9,7 @@ from ._basis_transform import TransformedBasis
 from ._combination import Normalized, Precomputed, WeightedSum
 from ._fingerprint import GaussianTanimoto, Tanimoto
 from ._random_features import RandomFourierFeatures
+from ._training_grams import FileGram, TrainingGrams
 from ._transform import FeatureTransform, KernelTransform
 from ._vector import Gaussian, Linear, Polynomial
 
@@ -41,6 +42,8 @@ def make_kernel(spec, name="kernel"):
 
 
 __all__ = [
+    "FileGram",
+    "TrainingGrams",
     "TransformedBasis",
     "FeatureTransform",
     "Gaussian",

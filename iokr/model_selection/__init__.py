@@ -10,9 +10,10 @@
 
 from ..linalg._pairwise_splits import pairwise_splits
 from ._conditional_rankcv import ConditionalRankRLSCV
+from ._fold_candidates import fold_candidate_sets
 from ._iokrcv import IOKRCV
 from ._kroncv import KronRLSCV
-from ._mkl import MKL_METHODS, AlignedKernelSum, alignf_weights, learn_weights
+from ._mkl import MKL_METHODS, AlignedKernelSum, alignf_gram_weights, alignf_weights, learn_weights
 from ._mpiokrcv import MPIOKRCV
 from ._rankrlscv import RankRLSCV
 from ._scoring import HoldoutResult
@@ -31,6 +32,8 @@ __all__ = [
     "KronRLSCV",
     "RankRLSCV",
     "TwoStepRLSCV",
+    "alignf_gram_weights",
+    "fold_candidate_sets",
     "alignf_weights",
     "holdout_splits",
     "learn_weights",

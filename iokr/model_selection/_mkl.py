@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import optimize
 
-from ..kernels import Kernel, KernelTransform, make_kernel
+from ..kernels import Kernel, KernelTransform, TrainingGrams, make_kernel
 
 MKL_METHODS = ("unimkl", "align", "alignf")
 
@@ -49,6 +49,35 @@ def alignf_weights(M, a):
     if v.sum() <= 0:
         raise ValueError("ALIGNF: no non-negative combination of the kernels is positively aligned with the target.")
     return v / v.sum()
+
+
+def alignf_gram_weights(grams, target):
+    """ALIGNF weights: maximize the centered alignment of ``sum_k w_k K_k`` with ``target`` over ``w >= 0``.
+
+    The form of ALIGNF for base Grams already computed (dense, or held out of core by
+    :class:`~iokr.kernels.TrainingGrams`): centers the Grams and the target one row block at a time
+    (:meth:`TrainingGrams.alignment_terms`), then solves ``min_{v >= 0} v^T M v - 2 v^T a``
+    (``M_kl = <K_k^c, K_l^c>_F``, ``a_k = <K_k^c, T^c>_F``) with :func:`alignf_weights`; returns ``v / sum(v)``,
+    or uniform weights when no combination is positively aligned with the target (or every centered Gram is zero).
+
+    Parameters
+    ----------
+    grams : list of ndarray of shape (n, n), or TrainingGrams
+    target : ndarray of shape (n, n)
+
+    Returns
+    -------
+    weights : ndarray of shape (n_kernels,), summing to 1
+
+    References
+    ----------
+    Cortes, Mohri, Rostamizadeh, Algorithms for learning kernels based on centered alignment, JMLR 13, 2012.
+    """
+    grams = grams if isinstance(grams, TrainingGrams) else TrainingGrams(grams)
+    try:
+        return alignf_weights(*grams.alignment_terms(target))
+    except ValueError:
+        return np.full(grams.n_kernels, 1.0 / grams.n_kernels)
 
 
 def learn_weights(grams, target, method):

@@ -7,9 +7,10 @@ import pytest
 from _retrieval_refit import refit_fold_mrr
 from sklearn.model_selection import KFold
 
-from iokr.apps.retrieval import evaluate_retrieval, fold_candidate_sets, make_split, select_alpha
+from iokr.apps.retrieval import evaluate_retrieval, make_split, select_alpha
 from iokr.datasets import load_parallel_text
 from iokr.exceptions import GridEdgeWarning
+from iokr.model_selection import fold_candidate_sets
 
 
 @pytest.fixture(scope="module")

@@ -23,9 +23,8 @@ import warnings
 import numpy as np
 from sklearn.model_selection import KFold
 
-from ...decoding import CandidateSets
 from ...exceptions import GridEdgeWarning
-from ...model_selection import IOKRCV
+from ...model_selection import IOKRCV, fold_candidate_sets
 from ._features import Features, SplitFeatures
 
 #: Alphas searched when ``alpha="cv"``: eleven decades. The hold-out MRR is flat below ~1e-3 on TF-IDF and plain LSA
@@ -33,15 +32,6 @@ from ._features import Features, SplitFeatures
 DEFAULT_ALPHAS = tuple(np.logspace(-6, 4, 11).tolist())
 #: Folds of the training documents.
 CV_FOLDS = 5
-
-
-def fold_candidate_sets(Y, folds):
-    """Candidate set of every example: the outputs of its own held-out fold (its own output among them)."""
-    indices = [None] * Y.shape[0]
-    for _, test in folds:
-        for i in test:
-            indices[i] = test
-    return CandidateSets(Y, indices)
 
 
 def _folds(n_train, n_folds, seed):

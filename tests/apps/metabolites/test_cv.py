@@ -10,15 +10,15 @@ from iokr.apps.metabolites import MetaboliteIdentifier, Spectra
 from iokr.apps.metabolites.model._model import make_output_kernel
 from iokr.apps.metabolites.selection._pipeline import (
     TrainingSet,
-    _fold_ids,
     _grid_points,
     cross_validate,
     cross_validate_refit,
-    fold_candidate_sets,
+    fold_ids,
 )
 from iokr.cli.metabolites import _grid
 from iokr.estimators import IOKR
 from iokr.metrics import true_candidate_rank
+from iokr.model_selection import fold_candidate_sets
 
 BASE = {"kernels": ("ppk", "binned"), "weights": "alignf", "sigma_mz": 0.05, "sigma_intensity": 0.25,
         "bin_width": 0.1, "output_kernel": "gaussian_tanimoto", "output_gamma": 1.0}
@@ -48,7 +48,7 @@ def test_grid_points_drop_unused_output_gamma():
 
 
 def test_fold_candidate_sets_are_the_held_out_folds():
-    folds = _fold_ids(10, 3, 0)
+    folds = fold_ids(10, 3, 0)
     sets = fold_candidate_sets(np.eye(10), folds)
     for i in range(10):
         np.testing.assert_array_equal(sets.indices[i], np.flatnonzero(folds == folds[i]))
@@ -79,7 +79,7 @@ def _brute_force_ranks(train, base, alpha, n_folds=3, seed=0):
     model = MetaboliteIdentifier(**base)
     grams, diags = model.base_grams(train.spectra)
 
-    folds = _fold_ids(len(train.spectra), n_folds, seed)
+    folds = fold_ids(len(train.spectra), n_folds, seed)
     ranks = np.empty(len(train.spectra))
     for f in range(n_folds):
         tr, te = np.flatnonzero(folds != f), np.flatnonzero(folds == f)
@@ -109,7 +109,7 @@ def test_closed_form_matches_refitting_without_normalization(monkeypatch):
     for alpha in (0.03, 0.3):
         _, table = cross_validate(train, base, {"alpha": (alpha,), "output_gamma": (1.0,)}, n_folds=3)
         ranks = _brute_force_ranks(train, base, alpha)
-        folds = _fold_ids(len(ranks), 3, 0)
+        folds = fold_ids(len(ranks), 3, 0)
         for k in (1, 5, 10, 20):
             expected = np.mean([100.0 * np.mean(ranks[folds == f] <= k) for f in range(3)])
             assert table[0][f"top{k}"] == pytest.approx(expected, abs=1e-9)
@@ -156,7 +156,7 @@ def test_kernel_weights_are_fitted_inside_each_fold():
     train = _train(seed=1)
     base = {**BASE, "output_kernel": "tanimoto"}
     _, table = cross_validate(train, base, {"alpha": (0.1,), "output_gamma": (1.0,)}, n_folds=3)
-    folds = _fold_ids(len(train.spectra), 3, 0)
+    folds = fold_ids(len(train.spectra), 3, 0)
     per_fold = [MetaboliteIdentifier(**base).fit(train.spectra[folds != f], train.Y[folds != f]).weights_
                 for f in range(3)]
     assert table[0]["weights"] == pytest.approx(np.mean(per_fold, axis=0), abs=1e-4)

@@ -9,12 +9,13 @@ import pytest
 import iokr.model_selection._iokrcv as iokrcv
 from iokr.apps.metabolites import CandidateStore, Fingerprinter, MetaboliteIdentifier, Spectra
 from iokr.apps.metabolites.candidates._candidates import export_fingerprint_cache
-from iokr.apps.metabolites.chemistry._fingerprints import formula_mass
+from iokr.apps.metabolites.chemistry._formulas import FormulaError
+from iokr.apps.metabolites.chemistry._structures import formula_mass
 from iokr.apps.metabolites.model._model import make_output_kernel
 from iokr.apps.metabolites.selection._pipeline import (
     TrainingSet,
-    _fold_ids,
     cross_validate,
+    fold_ids,
     formula_candidate_sets,
     usable_surrogate,
 )
@@ -85,7 +86,9 @@ def test_formula_lists_match_brute_force(min_size, seed):
 def test_formula_mass():
     assert formula_mass("C9H8O4") == pytest.approx(180.042259, abs=1e-6)
     assert formula_mass("C5H5N5+") == pytest.approx(135.054495, abs=1e-6)
-    assert np.isnan(formula_mass(None)) and np.isnan(formula_mass("not a formula"))
+    for bad in (None, "not a formula"):
+        with pytest.raises(FormulaError):
+            formula_mass(bad)
 
 
 def _brute_force_formula_ranks(train, alpha, n_folds=3, seed=0):
@@ -95,7 +98,7 @@ def _brute_force_formula_ranks(train, alpha, n_folds=3, seed=0):
     grams, diags = model.base_grams(train.spectra)
     K, _ = model.combined_training_gram(grams, diags, train.Y)
     sets, scored = formula_candidate_sets(train.Y, train.formulas)
-    folds = _fold_ids(len(train.spectra), n_folds, seed)
+    folds = fold_ids(len(train.spectra), n_folds, seed)
     ranks = np.full(len(train.spectra), np.nan)
     for f in range(n_folds):
         tr, te = np.flatnonzero(folds != f), np.flatnonzero(folds == f)

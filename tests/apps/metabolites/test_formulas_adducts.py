@@ -12,7 +12,6 @@ from iokr.apps.metabolites.chemistry._adducts import (
     read_charge,
     read_precursor_ion,
 )
-from iokr.apps.metabolites.chemistry._fingerprints import formula_mass
 from iokr.apps.metabolites.chemistry._formulas import (
     ELECTRON_MASS,
     ELEMENT_MASSES,
@@ -21,6 +20,7 @@ from iokr.apps.metabolites.chemistry._formulas import (
     monoisotopic_mass,
     parse_formula,
 )
+from iokr.apps.metabolites.chemistry._structures import formula_mass
 
 PROTON = ELEMENT_MASSES["H"] - ELECTRON_MASS
 
@@ -165,11 +165,16 @@ def test_ion_modes():
         ["positive", "positive", "positive", "negative", "negative", None, None]
 
 
-def test_formula_mass_agrees_with_the_legacy_rdkit_route():
+def test_formula_mass_is_the_ion_mass_for_neutral_formulas_and_ignores_a_charge():
+    """The one mass formula (issue #29): ``formula_mass`` (candidates: neutral-equivalent, isotope labels) is
+    ``monoisotopic_mass`` (ions: electrons counted) on uncharged formulas; a charge suffix is dropped, not counted."""
     pytest.importorskip("rdkit")
 
     for f in ("C9H8O4", "C19H23ClN2", "C6H12O6", "C5H11NO2S"):
-        assert np.isclose(formula_mass(f), monoisotopic_mass(f), atol=1e-6)
+        assert formula_mass(f) == monoisotopic_mass(f)
+    # choline: the atoms' mass; the ion's mass is lighter by one electron
+    assert formula_mass("C5H14NO+") == monoisotopic_mass("C5H14NO")
+    assert np.isclose(monoisotopic_mass("C5H14NO+"), formula_mass("C5H14NO+") - 0.000548579909, atol=1e-9)
 
 
 @pytest.mark.parametrize("value, expected", [

@@ -11,20 +11,20 @@ import json
 import numpy as np
 import pytest
 
-import iokr.apps.metabolites.kernels._grams as grams_module
+import iokr.kernels._training_grams as grams_module
 from iokr.apps.metabolites import MetaboliteIdentifier, read_spectra
-from iokr.apps.metabolites.kernels._grams import TrainingGrams, compact_gram
 from iokr.apps.metabolites.model._model import make_output_kernel
 from iokr.apps.metabolites.selection._calibration_examples import calibration_examples
 from iokr.apps.metabolites.selection._pipeline import (
     Cleaning,
     TrainingSet,
-    _fold_ids,
     _sliced_test_kernel,
     cross_validate,
     cross_validate_refit,
+    fold_ids,
 )
 from iokr.datasets import BUNDLED_METABOLITES
+from iokr.kernels._training_grams import TrainingGrams, compact_gram
 from iokr.model_selection import learn_weights
 
 N_STRUCTURES = 60
@@ -106,7 +106,7 @@ def test_combined_blocks_bit_identical_to_dense_sum(train, small_blocks, compact
 
 def test_alignment_terms_equal_whole_matrix_centering(train, small_blocks):
     dense, diags = MetaboliteIdentifier(**PARAMS).base_grams(train.spectra)
-    rows = np.flatnonzero(_fold_ids(len(diags[0]), 3, 0) != 0)
+    rows = np.flatnonzero(fold_ids(len(diags[0]), 3, 0) != 0)
     Y = np.asarray(train.Y, dtype=np.float64)[rows]
     target = make_output_kernel("tanimoto")(Y)
     M, a = TrainingGrams([compact_gram(G) for G in dense], diags).subset(rows).alignment_terms(target)
@@ -122,7 +122,7 @@ def test_reused_grams_fit_equals_recomputed_fit(train):
     """A fold's model fitted from the Grams on all structures (a view) equals one fitted from scratch on the fold."""
     spectra, Y = train.spectra, train.Y
     grams = MetaboliteIdentifier(**PARAMS).base_grams(spectra, storage="csr")
-    folds = _fold_ids(len(spectra), 3, 0)
+    folds = fold_ids(len(spectra), 3, 0)
     tr, te = np.flatnonzero(folds != 1), np.flatnonzero(folds == 1)
     reused = MetaboliteIdentifier(**PARAMS).fit(spectra[tr], Y[tr], base_grams=grams.subset(tr))
     fresh = MetaboliteIdentifier(**PARAMS).fit(spectra[tr], Y[tr])

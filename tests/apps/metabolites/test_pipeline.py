@@ -16,7 +16,6 @@ from iokr.apps.metabolites import (
     Fingerprinter,
     MetaboliteIdentifier,
     TrainingConfig,
-    alignf_weights,
     evaluate,
     load_identifier,
     read_candidate_lists,
@@ -59,24 +58,6 @@ def tiny(tmp_path_factory):
     spectra_path = root / "spectra.jsonl"
     spectra_path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
     return {"root": root, "lists": lists_dir, "spectra": spectra_path, "true": true}
-
-
-def test_alignf_weights_maximize_alignment():
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(40, 5))
-    target = X[:, :2] @ X[:, :2].T
-    grams = [X[:, :2] @ X[:, :2].T, X[:, 2:] @ X[:, 2:].T, np.eye(40)]
-    w = alignf_weights(grams, target)
-
-    def alignment(v):
-        K = sum(vi * G for vi, G in zip(v, grams, strict=True))
-        H = np.eye(40) - 1.0 / 40
-        Kc, Tc = H @ K @ H, H @ target @ H
-        return np.vdot(Kc, Tc) / np.linalg.norm(Kc)
-
-    best = max(alignment(v) for v in rng.dirichlet(np.ones(3), size=3000))
-    assert alignment(w) >= best - 1e-9
-    np.testing.assert_allclose(w.sum(), 1.0)
 
 
 def test_evaluate_job_marks_lists_and_matches_direct_scoring(tiny):

@@ -5,8 +5,6 @@ Structures RDKit rejects are reported (``None`` rows and a count), never silentl
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from ....decoding import PackedBinaryFeatures
@@ -67,21 +65,6 @@ def molecular_formula(mol):
     from rdkit.Chem.rdMolDescriptors import CalcMolFormula  # noqa: PLC0415 - rdkit is an optional dependency
 
     return CalcMolFormula(mol)
-
-
-def formula_mass(formula):
-    """Monoisotopic mass of a molecular formula such as ``"C9H8O4"`` (charge signs ignored); NaN if unreadable."""
-    if not isinstance(formula, str) or not re.fullmatch(r"(?:[A-Z][a-z]?\d*)+[+-]*\d*", formula.strip()):
-        return float("nan")
-    Chem = _rdkit()
-    table = Chem.GetPeriodicTable()
-    mass = 0.0
-    for symbol, count in re.findall(r"([A-Z][a-z]?)(\d*)", formula.strip()):
-        try:
-            mass += table.GetMostCommonIsotopeMass(symbol) * (int(count) if count else 1)
-        except RuntimeError:  # an unknown element symbol
-            return float("nan")
-    return mass
 
 
 def _generator(name, n_bits, radius):

@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 
 from ._fingerprints import _rdkit, inchikey, inchikey_of_inchi, molecular_formula, parse_structure
-from ._formulas import ELEMENT_MASSES, FormulaError, canonical_formula, parse_formula
+from ._formulas import ELEMENT_MASSES, FormulaError, canonical_formula, monoisotopic_mass
 
 #: Symbols RDKit's formula uses for hydrogen isotopes (``abbreviateHIsotopes``).
 _HYDROGEN_ISOTOPES = {"D": 2, "T": 3}
@@ -114,8 +114,7 @@ def formula_mass(formula):
         raise FormulaError(f"a molecular formula must be text, got {type(formula).__name__}")
     body = _CHARGE_SUFFIX.sub("", formula.strip())
     if "[" not in body and not any(symbol in body for symbol in _HYDROGEN_ISOTOPES):
-        counts, _ = parse_formula(body)
-        return sum(ELEMENT_MASSES[e] * n for e, n in counts.items())
+        return monoisotopic_mass(body)  # uncharged once the suffix is gone: the formula's own mass
     table = _rdkit().GetPeriodicTable()
     mass, consumed = 0.0, 0
     for match in _ISOTOPE_TOKEN.finditer(body):

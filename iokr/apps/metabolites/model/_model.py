@@ -18,9 +18,9 @@ from ...._validation import check_nonnegative_scalar, check_positive_scalar
 from ....decoding import CandidateSets, neighbour_similarity, top_mean
 from ....estimators import IOKR
 from ....kernels import GaussianTanimoto, Linear, Normalized, Tanimoto
-from ....model_selection import alignf_weights as _alignf_from_terms
+from ....kernels._training_grams import GRAM_STORAGES, FileGram, TrainingGrams, compact_gram, input_gaussian
+from ....model_selection import alignf_gram_weights
 from ..kernels._annotated_kernels import FormulaTokenKernel
-from ..kernels._grams import GRAM_STORAGES, FileGram, TrainingGrams, compact_gram, input_gaussian
 from ..kernels._kernels import BinnedKernel, PeakProductKernel, normalized_gram
 from ..spectra._spectra import Spectra
 
@@ -59,34 +59,6 @@ def make_output_kernel(name, gamma=1.0):
     if name == "linear":
         return Normalized(Linear())
     raise ValueError(f"Unknown output kernel {name!r}; expected one of {OUTPUT_KERNELS}.")
-
-
-def alignf_weights(grams, target):
-    """ALIGNF weights: maximize the centered alignment of ``sum_k w_k K_k`` with ``target`` over ``w >= 0``.
-
-    Centers the Grams and the target (one row block at a time, :meth:`TrainingGrams.alignment_terms`), then solves
-    ``min_{v >= 0} v^T M v - 2 v^T a`` (``M_kl = <K_k^c, K_l^c>_F``, ``a_k = <K_k^c, T^c>_F``) with
-    :func:`iokr.model_selection.alignf_weights`; returns ``v / sum(v)``, or uniform weights when no combination is
-    positively aligned with the target.
-
-    Parameters
-    ----------
-    grams : list of ndarray of shape (n, n), or TrainingGrams
-    target : ndarray of shape (n, n)
-
-    Returns
-    -------
-    weights : ndarray of shape (n_kernels,), summing to 1
-
-    References
-    ----------
-    Cortes, Mohri, Rostamizadeh, Algorithms for learning kernels based on centered alignment, JMLR 13, 2012.
-    """
-    grams = grams if isinstance(grams, TrainingGrams) else TrainingGrams(grams)
-    try:
-        return _alignf_from_terms(*grams.alignment_terms(target))
-    except ValueError:
-        return np.full(grams.n_kernels, 1.0 / grams.n_kernels)
 
 
 #: Budget (MiB) of the row blocks of spectrum-kernel Grams (and their peak-pair temporaries) when the model's
@@ -302,7 +274,7 @@ class MetaboliteIdentifier(BaseEstimator):
             if self.weights == "uniform" or m == 1:
                 return np.full(m, 1.0 / m)
             if self.weights == "alignf":
-                return alignf_weights(grams, output(Y, working_memory=self.working_memory))
+                return alignf_gram_weights(grams, output(Y, working_memory=self.working_memory))
             raise ValueError(f"The 'weights' parameter of MetaboliteIdentifier must be 'alignf', 'uniform' or "
                              f"{m} non-negative floats. Got {self.weights!r} instead.")
         w = np.asarray(self.weights, dtype=np.float64)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ....decoding import CandidateSets
-from ..kernels._grams import TrainingGrams
+from ....kernels import TrainingGrams
 from ..model._confidence import top_margins
 from ..model._model import MetaboliteIdentifier
 from ._pipeline import _sliced_test_kernel, fold_ids, formula_candidate_sets

@@ -21,12 +21,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ....decoding import CandidateSets
+from ....kernels import TrainingGrams
 from ....metrics import true_candidate_rank
-from ....model_selection import IOKRCV
-from ..chemistry._fingerprints import formula_mass
+from ....model_selection import IOKRCV, fold_candidate_sets
+from ..chemistry._formulas import FormulaError
+from ..chemistry._structures import formula_mass
 from ..defaults import DEFAULT_GRID, DEFAULT_SURROGATE, SURROGATES  # noqa: F401 - read here by callers
 from ..evaluation._evaluation import TOP_K, evaluate_lists, query_spectra, topk_percentages  # noqa: F401
-from ..kernels._grams import TrainingGrams
 from ..model._model import MetaboliteIdentifier, make_output_kernel
 from ..spectra._cleaning import Cleaning  # noqa: F401 - read here by callers
 
@@ -85,7 +86,6 @@ def fold_ids(n, n_folds, seed):
     return rng.permutation(np.arange(n) % n_folds)
 
 
-_fold_ids = fold_ids  # the name benchmarks used before it was public
 
 
 def _grid_points(grid, base_params):
@@ -125,14 +125,16 @@ def _topk_row(ranks):
     return row, float((row["top1"] + row["top10"] + row["top20"]) / 3.0)
 
 
-def fold_candidate_sets(Y, folds):
-    """Surrogate candidate lists: every structure's set is all structures of its fold (its own one included)."""
-    members = [np.flatnonzero(folds == f) for f in range(int(folds.max()) + 1)]
-    return CandidateSets(Y, [members[f] for f in folds])
-
-
 #: Minimum length of an isomer-like CV list (same-formula structures, filled up by the nearest masses).
 FORMULA_LIST_SIZE = 20
+
+
+def _mass_or_nan(formula):
+    """The neutral-equivalent mass of a formula; NaN for text that is no formula (its lists get no mass neighbours)."""
+    try:
+        return formula_mass(formula)
+    except FormulaError:
+        return np.nan
 
 
 def formula_candidate_sets(Y, formulas, min_size=FORMULA_LIST_SIZE):
@@ -162,7 +164,7 @@ def formula_candidate_sets(Y, formulas, min_size=FORMULA_LIST_SIZE):
     for i, f in enumerate(formulas):
         if f:
             groups.setdefault(f, []).append(i)
-    mass_of = {f: formula_mass(f) for f in groups}
+    mass_of = {f: _mass_or_nan(f) for f in groups}
     masses = np.array([mass_of.get(f, np.nan) if f else np.nan for f in formulas])
     far = np.where(np.isnan(masses), np.inf, masses)
     scored = np.zeros(n, dtype=bool)
@@ -190,7 +192,7 @@ def usable_surrogate(train, surrogate, n_folds=3, seed=0):
     if surrogate == "fold" or train.formulas is None or len(train.formulas) != len(train.spectra):
         return "fold"
     _, scored = formula_candidate_sets(np.zeros((len(train.formulas), 1)), train.formulas, min_size=1)
-    folds = _fold_ids(len(train.formulas), n_folds, seed)
+    folds = fold_ids(len(train.formulas), n_folds, seed)
     return surrogate if all(scored[folds == f].any() for f in range(n_folds)) else "fold"
 
 
@@ -354,7 +356,7 @@ def cross_validate(train, base_params, grid=None, n_folds=3, seed=0, progress=No
                          f"Got {surrogate!r} instead.")
     points, names = _grid_points(DEFAULT_GRID if grid is None else grid, base_params)
     spectra, Y = train.spectra, np.asarray(train.Y, dtype=np.float64)
-    folds = _fold_ids(len(spectra), n_folds, seed)
+    folds = fold_ids(len(spectra), n_folds, seed)
     splits = [(np.flatnonzero(folds != f), np.flatnonzero(folds == f)) for f in range(n_folds)]
     surrogates, scored = _surrogate_lists(train, Y, folds, splits, surrogate)
     kernel_settings = {}
@@ -412,7 +414,7 @@ def cross_validate_refit(train, base_params, grid=None, n_folds=3, seed=0, progr
     spectra, Y = train.spectra, train.Y
     grams = TrainingGrams.of(MetaboliteIdentifier(**base_params).base_grams(spectra) if base_grams is None
                              else base_grams)
-    folds = _fold_ids(len(spectra), n_folds, seed)
+    folds = fold_ids(len(spectra), n_folds, seed)
     results = {i: [] for i in range(len(points))}
     for f in range(n_folds):
         tr, te = np.flatnonzero(folds != f), np.flatnonzero(folds == f)

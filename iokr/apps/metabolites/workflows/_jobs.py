@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ....exceptions import IOKRDataError
+from ....kernels import TrainingGrams
 from ..candidates._candidates import CandidateStore, read_candidate_lists
 from ..candidates._decoys import decoy_lists, decoy_store, read_decoy_table
 from ..chemistry._fingerprints import Fingerprinter
@@ -29,7 +30,6 @@ from ..defaults import (
     DEFAULT_SURROGATE,
 )
 from ..importing._readers import read_spectra
-from ..kernels._grams import TrainingGrams
 from ..model._confidence import fit_calibration
 from ..model._model import MetaboliteIdentifier
 from ..model._routing import DEFAULT_TYPES

@@ -1,7 +1,7 @@
-"""Training Grams of the base spectrum kernels, computed once and read by row blocks.
+"""Training Grams of several base kernels, computed once and read by row blocks (out of core when asked).
 
-The metabolite job reuses the normalized base Grams of its training spectra for every cross-validation fold, the
-confidence calibration and the final fit. :class:`TrainingGrams` holds them (dense, or compact: CSR, exact) with
+Multiple-kernel learning reuses the base Grams of its training inputs for every cross-validation fold, the
+calibration and the final fit (the metabolite app does so with its spectrum kernels). :class:`TrainingGrams` holds them (dense, or compact: CSR, exact) with
 their raw diagonals, and gives what those steps need without forming ``n x n`` temporaries beside the one result:
 
 - :meth:`TrainingGrams.combined`: ``sum_k w_k G_k`` on any rows x columns, built block by block in one output
@@ -13,7 +13,7 @@ their raw diagonals, and gives what those steps need without forming ``n x n`` t
 - :meth:`TrainingGrams.subset`: the Grams of a subset of the training rows (a cross-validation fold's training
   side) as a view, without copying sub-Grams.
 
-Storage (``storage`` of :meth:`MetaboliteIdentifier.base_grams`), all exact:
+Storage (e.g. ``storage`` of the metabolite app's ``MetaboliteIdentifier.base_grams``), all exact:
 
 - ``"csr"``: the float64 nonzero entries in memory (normalized PPK and binned Grams of merged MassBank spectra are
   20-45 % nonzero: about half the bytes of the dense Grams); blocks are made dense on reading;
@@ -30,7 +30,7 @@ import tempfile
 import numpy as np
 import scipy.sparse as sp
 
-from ....linalg.developer import row_slices
+from ..linalg.developer import row_slices
 
 #: Budget (MiB) of the dense row blocks that :class:`TrainingGrams` forms at a time.
 GRAM_BLOCK_MEMORY = 64
