@@ -26,9 +26,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from experiments._common.reports import Outputs
-from iokr.apps.metabolites import Cleaning, Fingerprinter, MetaboliteIdentifier, canonical_formula, read_spectra
-from iokr.apps.metabolites.chemistry._formulas import monoisotopic_mass
-from iokr.apps.metabolites.model._hypotheses import hypothesis_spectra, prediction_sq_norms, score_hypotheses
+from iokr.apps.metabolites import (
+    Cleaning,
+    Fingerprinter,
+    MetaboliteIdentifier,
+    canonical_formula,
+    hypothesis_spectra,
+    monoisotopic_mass,
+    prediction_sq_norms,
+    read_spectra,
+    score_hypotheses,
+)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from sklearn.model_selection import KFold
 
 from experiments._common.reports import Outputs
 from experiments.multilabel import IOKR_MAX_TRAIN, SEED, load
-from iokr.apps.multilabel._selection import closed_form_search, default_kernels, make_scaler
+from iokr.apps.multilabel import closed_form_search, default_kernels, make_scaler
 
 ALPHAS = np.logspace(-6, 4, 21).tolist()
 SCALES = [4.0 ** k for k in range(-6, 4)]

@@ -42,6 +42,7 @@ from iokr.apps.metabolites import (
     DEFAULT_FINGERPRINT,
     DEFAULT_GRID,
     DEFAULT_PARAMS,
+    SCORING_WORKING_MEMORY,
     CandidateStore,
     Cleaning,
     Fingerprinter,
@@ -57,7 +58,6 @@ from iokr.apps.metabolites import (
     read_spectra,
     training_set,
 )
-from iokr.apps.metabolites.model._model import SCORING_WORKING_MEMORY
 from iokr.datasets import BUNDLED_METABOLITES
 from iokr.decoding import CandidateSets
 from iokr.metrics import true_candidate_rank

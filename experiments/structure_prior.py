@@ -41,13 +41,13 @@ from iokr.apps.metabolites import (
     Fingerprinter,
     MetaboliteIdentifier,
     fold_ids,
+    molecular_formula,
+    monoisotopic_mass,
     parse_structure,
     read_candidate_lists,
     read_spectra,
     training_set,
 )
-from iokr.apps.metabolites.chemistry._fingerprints import molecular_formula
-from iokr.apps.metabolites.chemistry._formulas import monoisotopic_mass
 from iokr.metrics import true_candidate_rank
 
 #: The app's cross-validated choice on this training set (reports/metabolites.md), the prior switched off.

@@ -13,7 +13,7 @@ from iokr.apps.metabolites import DEFAULT_GRID, MetaboliteIdentifier, make_outpu
 from iokr.decoding import CandidateSets
 
 # No public name yet: generic weighted sums of training Grams (issue #29 moves them into iokr.kernels).
-from iokr.kernels._training_grams import TrainingGrams
+from iokr.kernels import TrainingGrams
 from iokr.model_selection import IOKRCV, alignf_gram_weights
 
 #: The app's cross-validated choice on the [M+H]+ training structures (reports/metabolites.md), prior off.

@@ -8,17 +8,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
+# No public name yet: the app's adduct parser (issue #29 gives the app a public chemistry/ layer).
 from iokr.apps.metabolites import (
+    AdductError,
     Cleaning,
     concatenate,
     fold_ids,
     formula_candidate_sets,
+    parse_adduct,
     read_massbank_jsonl,
     training_set,
 )
-
-# No public name yet: the app's adduct parser (issue #29 gives the app a public chemistry/ layer).
-from iokr.apps.metabolites.chemistry._adducts import AdductError, parse_adduct
 
 MAIN_TYPES = {1: "[M+H]+", -1: "[M-H]-"}
 N_FOLDS, SEED = 3, 0

@@ -62,6 +62,18 @@ _LAZY = {
     "formula_candidate_sets": "selection._pipeline",
 }
 
+#: Names for studies and benchmarks (``experiments/``, ``benchmarks/``): stable, resolvable here, not part of the
+#: user-facing ``__all__``.
+_STUDY = {
+    "parse_adduct": "chemistry._adducts", "AdductError": "chemistry._adducts",
+    "molecular_formula": "chemistry._fingerprints", "expected_calibration_error": "model._confidence",
+    "hypothesis_spectra": "model._hypotheses", "prediction_sq_norms": "model._hypotheses",
+    "score_hypotheses": "model._hypotheses", "SCORING_WORKING_MEMORY": "model._model",
+    "BUNDLED_DECOYS": "candidates._decoys", "decoy_lists": "candidates._decoys",
+    "read_decoy_table": "candidates._decoys", "decoy_list_scores": "selection._calibration_examples",
+    "TrainingSet": "selection._pipeline", "cross_validate_refit": "selection._pipeline",
+}
+
 #: Defaults, readable here as before (their one place is :mod:`.defaults`).
 _DEFAULTS = frozenset({"DEFAULT_FINGERPRINT", "DEFAULT_PARAMS", "DEFAULT_GRID", "DEFAULT_SURROGATE",
                        "DEFAULT_MIN_STRUCTURES"})
@@ -70,7 +82,7 @@ __all__ = sorted(_LAZY)
 
 
 def __getattr__(name):
-    module = "defaults" if name in _DEFAULTS else _LAZY.get(name)
+    module = "defaults" if name in _DEFAULTS else _LAZY.get(name) or _STUDY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(_import_module(f"{__name__}.{module}"), name)

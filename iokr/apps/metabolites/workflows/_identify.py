@@ -1,4 +1,4 @@
-"""``identify``: rank candidates for every query of a spectra file with a model file's sub-models.
+"""Rank candidates for every query of a spectra file with a model file's sub-models (``identify``).
 
 The per-query plan (precursor type, formula or mass lookup) is :func:`~..ranking._identify.plan_queries`, the
 scoring in batches :func:`~..ranking._identify.score_queries`, and which sub-model ranks a query

@@ -1,8 +1,7 @@
-"""The three jobs behind ``iokr metabolites train | identify | evaluate``, from paths to results.
+"""The train and evaluate jobs, from paths to results (``identify`` is in :mod:`._identify`).
 
-Each job takes paths, one settings object (:class:`TrainingConfig` for train / evaluate, :class:`IdentifySettings`
-for identify) and one :class:`Feedback` (progress bars and log lines), and returns plain data (dicts, lists) for
-the command line to print.
+Each job takes paths, one settings object (:class:`TrainingConfig`) and one :class:`Feedback` (progress bars and
+log lines), and returns plain data (dicts, lists); :mod:`._api` gives them typed results.
 """
 
 from __future__ import annotations
