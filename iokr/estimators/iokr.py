@@ -12,6 +12,7 @@ from .._validation import check_positive_scalar
 from ..decoding import QueryRanking, decoding_rule, dense_scores, rankings_from_scores, set_scores, top_k_scores
 from ..decoding.developer import Scorer, as_candidate_sets, check_decoding, row_norms, warn_empty
 from ..linalg import cholesky_shifted
+from ..linalg.developer import row_slices
 from ._sides import InputSide, OutputSide, check_output_features
 
 #: Relative rounding level of ``||h(x)||`` under which cosine decoding scores a query 0 (see ``_cosine_norm_floor``).
@@ -222,6 +223,31 @@ class IOKR(BaseEstimator):
         return Scorer(X.shape[0], max(width, self.input_.n_train), query_block, candidate_block,
                       self.output_.candidate_bytes_per_row(self.input_.n_train) + extra,
                       binary_rule=self.output_.binary_rule(rule))
+
+    def prediction_norms(self, X, *, input_diag=None):
+        """Return the norms ``||h(x)||`` of the predictions in the output space, one per query.
+
+        With distance decoding a candidate's score is ``2 <h(x), psi(y)> - ||psi(y)||^2``, so ``score - ||h(x)||^2``
+        is minus the squared distance from the prediction: what compares across candidate lists scored for the
+        same query under different inputs. Computed by row blocks under the working-memory budget.
+
+        Parameters
+        ----------
+        %(X)s
+        %(input_diag)s
+
+        Returns
+        -------
+        norms : ndarray of shape (n_queries,)
+            ``||h(x)||`` of each query (the norm of ``c^T K_y c`` on the kernel path).
+        """
+        check_is_fitted(self, "output_")
+        X, input_diag = self.input_.check_test(X, input_diag)
+        out = np.empty(X.shape[0])
+        width = self.output_.n_features if self.output_.explicit else self.input_.n_train
+        for rows in row_slices(X.shape[0], 8 * (self.input_.n_train + width), self.working_memory):
+            out[rows] = self.output_.query_norms(self._coefficients(self.input_.test_block(X, rows, input_diag)))
+        return out
 
     def scorer(self, X, *, input_diag=None, candidates_name="candidates", candidate_term=None):
         """Return the bilinear scoring rule of the fitted model for the queries ``X``.

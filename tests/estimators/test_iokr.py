@@ -24,7 +24,7 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils import estimator_checks
 
-from iokr import IOKR, CandidateSets, config_context
+from iokr import IOKR, MPIOKR, CandidateSets, SketchedIOKR, config_context
 from iokr.exceptions import EmptyCandidateSetWarning
 from iokr.kernels import Gaussian, GaussianTanimoto, Linear, Normalized, Polynomial, Precomputed, Tanimoto
 
@@ -597,3 +597,42 @@ def test_candidate_term_equals_brute_force_on_every_scoring_path(decoding, trans
     for q, r in enumerate(model.rank(X[:3], CandidateSets.shared(pool, 3), top_k=4, candidate_term=term)):
         np.testing.assert_allclose(r.scores, np.sort(full[q])[::-1][:4], rtol=tol, atol=tol)
         np.testing.assert_allclose(full[q][r.pool_indices], r.scores, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("output_kernel", ["linear", "gaussian"])
+def test_prediction_norms_against_the_naive_closed_form(output_kernel):
+    """``||h(x)||`` of IOKR's predictions, by the naive formulas: explicit ``h = k(x)^T (K + alpha I)^{-1} Y`` for a
+    linear output kernel, ``c^T K_y c`` with ``c = (K + alpha I)^{-1} k(x)`` for a Gaussian one; blocks of any size
+    (the working-memory budget) give the same norms."""
+    rng = np.random.default_rng(3)
+    X, Y, X_test = rng.normal(size=(30, 4)), rng.normal(size=(30, 6)), rng.normal(size=(7, 4))
+    out = Linear() if output_kernel == "linear" else Gaussian(gamma=0.2)
+    model = IOKR(alpha=0.5, input_kernel=Gaussian(gamma=0.3), output_kernel=out, center_input=False,
+                 normalize_input=False, center_output=False, normalize_output=False).fit(X, Y)
+    K = np.exp(-0.3 * ((X[:, None] - X[None]) ** 2).sum(-1))
+    k = np.exp(-0.3 * ((X_test[:, None] - X[None]) ** 2).sum(-1))
+    C = np.linalg.solve(K + 0.5 * np.eye(30), k.T)  # (n, m) dual coefficients
+    if output_kernel == "linear":
+        expected = np.linalg.norm(C.T @ Y, axis=1)
+    else:
+        K_y = np.exp(-0.2 * ((Y[:, None] - Y[None]) ** 2).sum(-1))
+        expected = np.sqrt(np.einsum("im,ij,jm->m", C, K_y, C))
+    np.testing.assert_allclose(model.prediction_norms(X_test), expected, rtol=1e-10)
+    small = clone(model).set_params(working_memory=1e-3).fit(X, Y)
+    np.testing.assert_allclose(small.prediction_norms(X_test), expected, rtol=1e-10)
+
+
+@pytest.mark.parametrize("estimator", ["IOKR", "MPIOKR", "SketchedIOKR"])
+def test_prediction_norms_are_those_of_the_distance_scorer(estimator):
+    """Every IOKR-family estimator: ``prediction_norms`` is the norm of the distance rule's query representation
+    ``2 h(x)`` halved, as the scorer forms it."""
+    rng = np.random.default_rng(4)
+    X, Y, X_test = rng.normal(size=(25, 3)), rng.integers(0, 2, size=(25, 8)).astype(float), rng.normal(size=(5, 3))
+    params = {"alpha": 0.3, "input_kernel": Gaussian(gamma=0.5), "output_kernel": Tanimoto()}
+    if estimator == "MPIOKR":
+        model = MPIOKR(**params, approximation="joint").fit(X, Y, CandidateSets(Y, [np.arange(25)] * 25))
+    else:
+        model = {"IOKR": IOKR, "SketchedIOKR": SketchedIOKR}[estimator](**params).fit(X, Y)
+    scorer = model.scorer(X_test)
+    expected = model.output_.query_norms(0.5 * scorer.query_block(slice(0, 5)))
+    np.testing.assert_allclose(model.prediction_norms(X_test), expected, rtol=1e-12)

@@ -123,16 +123,9 @@ def hypothesis_test_kernel(model, hypotheses, of_query, grams_of_queries):
 def prediction_sq_norms(model, K, diag):
     """``||h(x)||^2`` of the IOKR predictions of test rows ``(K, diag)`` in the output space, or ``None`` when the
     model's decoding needs no shift (not ``"distance"``)."""
-    iokr = model.iokr_
-    if iokr.decoding != "distance":
+    if model.iokr_.decoding != "distance":
         return None
-    scorer = iokr.scorer(K, input_diag=diag)
-    out = np.empty(K.shape[0])
-    for start in range(0, K.shape[0], HYPOTHESIS_BLOCK):
-        rows = slice(start, start + HYPOTHESIS_BLOCK)
-        # the distance rule's query representation is 2 h (exact scaling)
-        out[rows] = iokr.output_.query_norms(0.5 * scorer.query_block(rows)) ** 2
-    return out
+    return model.iokr_.prediction_norms(K, input_diag=diag) ** 2
 
 
 @dataclass(frozen=True)
