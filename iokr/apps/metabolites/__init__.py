@@ -53,13 +53,9 @@ _LAZY = {
     "read_candidate_lists": "candidates._candidates", "StructureDatabase": "candidates._database",
     # model
     "MetaboliteIdentifier": "model._model", "make_output_kernel": "model._model",
-    "make_spectrum_kernel": "model._model", "normalized_gram": "kernels._kernels", "MetaboliteModel": "model._submodels",
+    "make_spectrum_kernel": "model._model", "MetaboliteModel": "model._submodels",
     "load_metabolite_model": "model._submodels", "save_metabolite_model": "model._submodels",
     "load_identifier": "model._persist", "save_identifier": "model._persist", "load_fingerprinter": "model._persist",
-    # evaluation and selection (for studies; the workflows call them)
-    "evaluate_lists": "evaluation._evaluation", "topk_percentages": "evaluation._evaluation",
-    "cross_validate": "selection._pipeline", "training_set": "selection._pipeline", "fold_ids": "selection._pipeline",
-    "formula_candidate_sets": "selection._pipeline",
 }
 
 #: Names for studies and benchmarks (``experiments/``, ``benchmarks/``): stable, resolvable here, not part of the
@@ -72,6 +68,9 @@ _STUDY = {
     "BUNDLED_DECOYS": "candidates._decoys", "decoy_lists": "candidates._decoys",
     "read_decoy_table": "candidates._decoys", "decoy_list_scores": "selection._calibration_examples",
     "TrainingSet": "selection._pipeline", "cross_validate_refit": "selection._pipeline",
+    "evaluate_lists": "evaluation._evaluation", "topk_percentages": "evaluation._evaluation",
+    "cross_validate": "selection._pipeline", "training_set": "selection._pipeline", "fold_ids": "selection._pipeline",
+    "formula_candidate_sets": "selection._pipeline", "normalized_gram": "kernels._kernels",
 }
 
 #: Defaults, readable here as before (their one place is :mod:`.defaults`).
