@@ -51,54 +51,75 @@ def identify(spectra, candidates, model=None, settings=None, *, store=None, feed
         One typed row per query (``identifications``), the top-k candidates (``candidates``), the run's
         ``parameters``; ``results.write(folder)`` writes the command line's output folder.
     """
-    from threadpoolctl import threadpool_limits  # noqa: PLC0415 - threadpoolctl is optional
-
-
     settings = IdentifySettings() if settings is None else settings
-    feedback = _feedback(feedback)
+    feedback = Feedback() if feedback is None else feedback
     progress, log = feedback.progress, feedback.log
     model_path = ensure_default_model(progress=progress, log=log) if model is None else model
-    spectra_path, candidates_path, store_path = spectra, candidates, store
-    # The cheap checks first (the model file's integrity, the user's files); the sub-models' refits come last.
+    # The cheap checks first (the model file's integrity, the user's files); the sub-models' loading comes last.
     contents = read_model(model_path)
     fingerprinter = contents[2]
-    spectra, report = read_spectra(spectra_path, require_precursor=False, keep_empty=True,
-                                   id_field=settings.query_id_field)
-    log(f"{spectra_path}: {report.summary()}")
-    ids = query_ids(spectra.metadata, settings.query_id_field)
+    queries_read, report = read_spectra(spectra, require_precursor=False, keep_empty=True,
+                                        id_field=settings.query_id_field)
+    log(f"{spectra}: {report.summary()}")
+    ids = query_ids(queries_read.metadata, settings.query_id_field)
     if ids.note:
         log(f"query ids: {ids.note}")
-    source = open_source(candidates_path, fingerprinter, store_path, progress=progress, reserved=RESERVED_COLUMNS)
+    source = open_source(candidates, fingerprinter, store, progress=progress, reserved=RESERVED_COLUMNS)
     log(f"candidates: {source.describe()}")
     if source.renamed:
         log("candidate columns renamed (their names are output columns): "
             + ", ".join(f"{c} -> {n}" for c, n in source.renamed.items()))
     models = load_metabolite_model(model_path, contents)
-    cleaning = models.cleaning
-    cleaned = cleaning.single(spectra)
-    cleaned = cleaning.merged(cleaned, groups=list(range(len(cleaned))))[0]
-    queries = plan_queries(spectra, cleaned.n_peaks, models, source, settings, ids=ids)
+    cleaned = models.cleaning.single(queries_read)
+    cleaned = models.cleaning.merged(cleaned, groups=list(range(len(cleaned))))[0]
+    queries = plan_queries(queries_read, cleaned.n_peaks, models, source, settings, ids=ids)
     routed = sorted({q.submodel for q in queries if q.status == "ok"})
-    calibrations, calibration_state = {}, {}
-    # One BLAS thread for the refit of a sub-model's factorization: a 2-thread factorization of a few thousand rows
-    # is 10-30 times slower when the other core is busy, and barely faster when it is not.
-    with threadpool_limits(limits=1):
-        for precursor_type in routed:
+    calibrations, calibration_state = _calibrations(models, routed, settings, log)
+    tops = _top_hits(models, cleaned, queries, source, fingerprinter, settings, calibrations, progress)
+    candidate_rows = []
+    write = candidate_rows.append if candidate_sink is None else candidate_sink(source.columns)
+    rows, statuses = _query_rows(queries, _write_candidates(queries, tops, source, write))
+    run = {"model": str(model_path), "spectra": str(spectra), "spectra_read": report.summary(),
+           "candidates": str(candidates), "calibrations": calibrations, "calibration_state": calibration_state,
+           "statuses": statuses, "ids": ids}
+    parameters = _parameters(run, models, routed, queries, source, fingerprinter, settings, log)
+    return IdentifyResults(identifications=rows, candidates=candidate_rows, candidate_columns=tuple(source.columns),
+                           statuses=statuses, parameters=parameters, spectra=queries_read,
+                           candidates_streamed=candidate_sink is not None)
+
+
+def _calibrations(models, routed, settings, log):
+    """Each routed sub-model's confidence calibration and its state for ``parameters.json``; a structure prior weight
+    other than the model's (``settings.prior_weight``) is set on the sub-model, and voids its calibration."""
+    from threadpoolctl import threadpool_limits  # noqa: PLC0415 - threadpoolctl is optional
+
+    calibrations, state = {}, {}
+    for precursor_type in routed:
+        # One BLAS thread for a sub-model's loading (a refit of its factorization for older files): a 2-thread
+        # factorization of a few thousand rows is 10-30 times slower when the other core is busy.
+        with threadpool_limits(limits=1):
             model = models.submodel(precursor_type)
-            calibrations[precursor_type] = models.calibration(precursor_type)
-            calibration_state[precursor_type] = "calibrated" if calibrations[precursor_type] is not None else \
-                f"not calibrated ({models.record(precursor_type).get('calibration_problem') or 'no calibration'})"
-            if settings.prior_weight is not None and settings.prior_weight != model.prior_weight:
-                log(f"structure prior weight {settings.prior_weight} instead of the {precursor_type} sub-model's "
-                    f"{model.prior_weight}: the confidence calibration holds for the model's weight only, no "
-                    "confidence is reported")
-                model.set_params(prior_weight=settings.prior_weight)
-                calibrations[precursor_type] = None
-                calibration_state[precursor_type] = "not used (--prior-weight differs from the model's)"
-    n_ok = sum(q.status == "ok" for q in queries)
-    # Queries are scored in batches of neighbouring masses; only each one's top-k is kept (a few numbers) and the
-    # rows are written afterwards in the input's order.
+        calibrations[precursor_type] = models.calibration(precursor_type)
+        state[precursor_type] = "calibrated" if calibrations[precursor_type] is not None else \
+            f"not calibrated ({models.record(precursor_type).get('calibration_problem') or 'no calibration'})"
+        if settings.prior_weight is not None and settings.prior_weight != model.prior_weight:
+            log(f"structure prior weight {settings.prior_weight} instead of the {precursor_type} sub-model's "
+                f"{model.prior_weight}: the confidence calibration holds for the model's weight only, no "
+                "confidence is reported")
+            model.set_params(prior_weight=settings.prior_weight)
+            calibrations[precursor_type] = None
+            state[precursor_type] = "not used (--prior-weight differs from the model's)"
+    return calibrations, state
+
+
+def _top_hits(models, cleaned, queries, source, fingerprinter, settings, calibrations, progress):
+    """``{query row: (top-k candidate ids, scores, structure priors, confidence or None)}`` of the ranked queries.
+
+    Queries are scored in batches of neighbouring masses; only each one's top-k is kept (a few numbers), so the rows
+    can be written afterwards in the input's order.
+    """
     tops = {}
+    n_ok = sum(q.status == "ok" for q in queries)
     for scored in score_queries(models, cleaned, queries, source, fingerprinter, settings,
                                 progress(n_ok, "scoring queries")):
         q, calibration = scored.query, calibrations[scored.query.submodel]
@@ -106,8 +127,12 @@ def identify(spectra, candidates, model=None, settings=None, *, store=None, feed
         confidence = calibration.probability(margins, sizes)[0] if calibration is not None else None
         tops[q.row] = (q.candidates[scored.top], scored.scores[scored.top], scored.top_prior,
                        None if confidence is None else float(confidence))
-    identifications, candidates = {}, []
-    write = candidates.append if candidate_sink is None else candidate_sink(source.columns)
+    return tops
+
+
+def _write_candidates(queries, tops, source, write):
+    """Pass every ranked query's top-k candidate rows to ``write`` (input order); ``{query row: top hit columns}``."""
+    top_hits = {}
     for q in queries:
         if q.row not in tops:
             continue
@@ -115,28 +140,38 @@ def identify(spectra, candidates, model=None, settings=None, *, store=None, feed
         records = source.records(top_ids)
         # the structure prior of each written candidate (its part of the score is prior_weight x this value)
         for rank, (record, score, p) in enumerate(zip(records, scores, prior, strict=True), 1):
-            write({"query_id": q.query_id, "rank": rank, **record, "score": float(score),
-                   "structure_prior": float(p)})
-        identifications[q.row] = {**records[0], "score": float(scores[0]), "confidence": confidence}
+            write({"query_id": q.query_id, "rank": rank, **record, "score": float(score), "structure_prior": float(p)})
+        top_hits[q.row] = {**records[0], "score": float(scores[0]), "confidence": confidence}
+    return top_hits
+
+
+def _query_rows(queries, top_hits):
+    """One typed row per query (input order) and the count of queries per status."""
     rows, statuses = [], {}
     for q in queries:
         statuses[q.status] = statuses.get(q.status, 0) + 1
         rows.append({"query_id": q.query_id, "precursor_mz": float(q.precursor_mz) if np.isfinite(q.precursor_mz)
                      else None, "adduct": q.adduct, "query_formula": q.formula, "lookup": q.lookup,
-                     "n_candidates": int(q.candidates.size), **identifications.get(q.row, {}), "status": q.status,
+                     "n_candidates": int(q.candidates.size), **top_hits.get(q.row, {}), "status": q.status,
                      "detail": q.detail, "annotation": q.annotation})
+    return rows, statuses
+
+
+def _parameters(run, models, routed, queries, source, fingerprinter, settings, log):
+    """``parameters.json``: the run's settings, sources, sub-models, calibration and annotation (logged)."""
+    calibrations, ids = run["calibrations"], run["ids"]
     models_used = [models.submodel(t) for t in routed] or [models.submodel(models.precursor_types[0])]
     annotated = any(annotated_kernels(m) for m in models_used)
-    parameters = {"model": str(model_path), **models.describe(q for q in queries if q.status == "ok"),
+    parameters = {"model": run["model"], **models.describe(q for q in queries if q.status == "ok"),
                   "calibrated": bool(calibrations) and all(c is not None for c in calibrations.values()),
-                  "calibration": calibration_state, "spectra": str(spectra_path),
+                  "calibration": run["calibration_state"], "spectra": run["spectra"],
                   "calibration_data": {t: models.record(t).get("calibration_data") for t in routed},
-                  "spectra_read": report.summary(), "candidates": str(candidates_path),
+                  "spectra_read": run["spectra_read"], "candidates": run["candidates"],
                   "candidate_source": source.describe(), "candidate_columns_renamed": source.renamed,
                   "top_k": settings.top_k, "ppm": settings.ppm,
                   "query_id_field": settings.query_id_field, "adduct_policy": settings.adduct_policy,
                   "query_ids": {"field": ids.field_used, "note": ids.note},
-                  "fingerprint": fingerprinter.params(), "statuses": statuses,
+                  "fingerprint": fingerprinter.params(), "statuses": run["statuses"],
                   "structure_prior": {"weight": models_used[0].prior_weight,
                                       "neighbors": models_used[0].prior_neighbors},
                   "structure_prior_per_submodel": {t: {"weight": m.prior_weight, "neighbors": m.prior_neighbors}
@@ -151,10 +186,4 @@ def identify(spectra, candidates, model=None, settings=None, *, store=None, feed
             f"annotated, fallbacks to the unannotated kernels: {falls}; "
             f"{totals['peaks_above_precursor_dropped_by_cleaning']} peaks above the precursor dropped by cleaning, "
             f"{totals['peaks_above_precursor']} left unannotated")
-    return IdentifyResults(identifications=rows, candidates=candidates, candidate_columns=tuple(source.columns),
-                           statuses=statuses, parameters=parameters, spectra=spectra,
-                           candidates_streamed=candidate_sink is not None)
-
-
-def _feedback(feedback):
-    return Feedback() if feedback is None else feedback
+    return parameters
