@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import iokr.apps.metabolites as app
 from iokr.apps.metabolites import defaults
 from iokr.cli.main import build_parser
@@ -75,3 +77,19 @@ def test_command_line_defaults_are_the_modules():
         options = _subcommand(build_parser(), "metabolites", action)
         assert options["folds"].default == defaults.DEFAULT_FOLDS and options["seed"].default == defaults.DEFAULT_SEED
         assert tuple(options["cv_lists"].choices) == defaults.SURROGATES
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda: app.identify(123, "c.csv"), "The 'spectra' parameter of identify must be a path .* Got int 123"),
+    (lambda: app.identify("q.mgf", ["c.csv"]), "The 'candidates' parameter of identify must be a path"),
+    (lambda: app.identify("q.mgf", "c.csv", settings={"top_k": 3}),
+     r"must be an instance of IdentifySettings or None. Got dict instead; for a dict d, pass IdentifySettings\(\*\*d\)"),
+    (lambda: app.train([], "m.npz"), "The 'spectra' parameter of train must be a path .* or a non-empty list"),
+    (lambda: app.train("s.mgf", "m.npz", config="fast"), "The 'config' parameter of train must be an instance of "
+                                                         "TrainingConfig"),
+    (lambda: app.evaluate("s.mgf", "lists/", model_output=3.5), "The 'model_output' parameter of evaluate"),
+])
+def test_the_workflows_check_their_arguments_at_the_boundary(call, message):
+    """A notebook's wrong argument is one error naming the parameter, before any file is read."""
+    with pytest.raises(TypeError, match=message):
+        call()

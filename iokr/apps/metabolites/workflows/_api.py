@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..defaults import DEFAULT_MIN_STRUCTURES
-from ._jobs import evaluate_job, train_job
+from ._arguments import check_path, check_settings
+from ._jobs import TrainingConfig, evaluate_job, train_job
 
 TOP_KEYS = ("top1", "top5", "top10", "top20")
 
@@ -100,6 +101,10 @@ def train(spectra, output, config=None, *, exclude_candidates=None, feedback=Non
     -------
     result : TrainingResult
     """
+    check_path(spectra, "spectra", "train", several=True)
+    check_path(output, "output", "train")
+    check_path(exclude_candidates, "exclude_candidates", "train", optional=True)
+    config = check_settings(config, TrainingConfig, "config", "train")
     out = train_job(spectra, output, config, exclude_candidates=exclude_candidates, feedback=feedback,
                     min_structures=min_structures)
     submodels = {t: SubmodelSummary(t, s["n_train"], s["chosen"], s["weights"], s["cv"], s["timings"],
@@ -130,6 +135,11 @@ def evaluate(spectra, candidates, config=None, *, model_output=None, fingerprint
     -------
     result : EvaluationResult
     """
+    check_path(spectra, "spectra", "evaluate", several=True)
+    check_path(candidates, "candidates", "evaluate")
+    check_path(model_output, "model_output", "evaluate", optional=True)
+    check_path(fingerprint_cache, "fingerprint_cache", "evaluate", optional=True, several=True)
+    config = check_settings(config, TrainingConfig, "config", "evaluate")
     return EvaluationResult(evaluate_job(spectra, candidates, config, model_output=model_output,
                                          fingerprint_cache=fingerprint_cache, feedback=feedback,
                                          min_structures=min_structures))

@@ -16,6 +16,7 @@ from ..model._hypotheses import annotated_kernels, annotation_totals
 from ..model._persist import read_model
 from ..model._submodels import load_metabolite_model
 from ..ranking._identify import RESERVED_COLUMNS, IdentifySettings, plan_queries, query_ids, score_queries
+from ._arguments import check_path, check_settings
 from ._default_model import ensure_default_model
 from ._feedback import Feedback
 from ._results import IdentifyResults
@@ -51,7 +52,11 @@ def identify(spectra, candidates, model=None, settings=None, *, store=None, feed
         One typed row per query (``identifications``), the top-k candidates (``candidates``), the run's
         ``parameters``; ``results.write(folder)`` writes the command line's output folder.
     """
-    settings = IdentifySettings() if settings is None else settings
+    check_path(spectra, "spectra", "identify")
+    check_path(candidates, "candidates", "identify")
+    check_path(model, "model", "identify", optional=True)
+    check_path(store, "store", "identify", optional=True)
+    settings = check_settings(settings, IdentifySettings, "settings", "identify")
     feedback = Feedback() if feedback is None else feedback
     progress, log = feedback.progress, feedback.log
     model_path = ensure_default_model(progress=progress, log=log) if model is None else model

@@ -1,0 +1,39 @@
+"""Checks of the workflows' arguments at the Python boundary: one clear error naming the parameter, what was
+expected and what was received (the command line passes strings; a notebook may pass anything)."""
+
+from __future__ import annotations
+
+import os
+
+
+def check_path(value, name, function, *, optional=False, several=False):
+    """``value`` as given when it is a path (``str`` or ``os.PathLike``), or a non-empty sequence of paths with
+    ``several``; None only when ``optional``.
+
+    Raises
+    ------
+    TypeError
+        Naming ``function``'s parameter ``name``, what it takes and the type received.
+    """
+    if value is None and optional:
+        return value
+    if isinstance(value, (str, os.PathLike)):
+        return value
+    if several and isinstance(value, (list, tuple)) and value and all(isinstance(v, (str, os.PathLike))
+                                                                       for v in value):
+        return value
+    expected = "a path (str or os.PathLike)" + (" or a non-empty list of paths" if several else "") + \
+        (" or None" if optional else "")
+    raise TypeError(f"The {name!r} parameter of {function} must be {expected}. Got {type(value).__name__} "
+                    f"{value!r:.80} instead.")
+
+
+def check_settings(value, cls, name, function):
+    """``value`` when it is a ``cls`` instance, a default ``cls()`` for None."""
+    if value is None:
+        return cls()
+    if isinstance(value, cls):
+        return value
+    hint = f"; for a dict d, pass {cls.__name__}(**d)" if isinstance(value, dict) else ""
+    raise TypeError(f"The {name!r} parameter of {function} must be an instance of {cls.__name__} or None. Got "
+                    f"{type(value).__name__} instead{hint}.")
