@@ -1,22 +1,33 @@
-"""Features of the top hit's confidence, chosen by cross-validation on training structures with decoy lists.
+"""Features and default of the top hit's confidence, chosen by cross-validation on training decoy lists sized like
+users' lists (issue #30, second design).
 
 ::
 
     python -m experiments confidence_calibration --data ../shared/data --set decoys=PATH --set store=STORE.sqlite
 
-Calibration examples as the app forms them (:mod:`iokr.apps.metabolites.candidates._decoys`, issue #30): the training set of
-``iokr metabolites evaluate`` (the candidate lists' true structures excluded, one merged spectrum per structure), 3
-structure folds (seed 0); each fold's model (refitted on the other folds) ranks each held-out structure that has an
-isomer among the training structures of its formula and its decoys (non-library isomers and nearest-mass
-structures of the decoy table). Per ranked list: the margin (best minus second-best score), the list size, and
-the candidate features the issue names: the structure prior of the top hit, the score gap from the top hit to the
-5th candidate, the number of other candidates within one median margin of the top hit.
+Calibration examples as the app forms them (:mod:`iokr.apps.metabolites.candidates._decoys`, ``list_size="pubchem"``): the
+training set of ``iokr metabolites evaluate`` (the candidate lists' true structures excluded, one merged spectrum
+per structure), 3 structure folds (seed 0); each fold's model (refitted on the other folds) ranks each held-out
+structure that has an isomer among the training structures of its formula and its decoys (non-library isomers,
+then nearest-mass structures of the decoy table) up to a list size drawn from the log-normal fit of PubChem list
+sizes. The same fold model also ranks its held-out structures on the app's training-structure lists (the
+calibration without decoys, ``--calibration-decoys none``).
 
-Feature sets (each with margin / median margin and log list size, as the app's logistic calibration) are compared
-by leave-one-fold-out: a logistic regression fitted on two folds' examples, its log-loss and expected calibration
-error on the third. Criterion, fixed before any number was seen: the set with the lowest mean held-out log-loss
-is adopted if it beats the app's two features by at least 0.005 nats per example; otherwise the app keeps them.
-The evaluated candidate lists (the 60 shared lists) are read for their true structures' names only.
+Compared by leave-one-fold-out (a calibration fitted by the app's :func:`fit_calibration` -- size weight
+constrained <= 0, degenerate fits refused -- on two folds' examples; log-loss and expected calibration error on
+the third fold's sized decoy lists): margin + size; + gap to the 5th; + candidates within one median margin; +
+both. The prior of the top hit is not a candidate (it learns the protocol: a held-out structure is never a library
+compound). And the calibration without decoys (fitted on the two folds' training-structure lists, margin + size),
+scored on the same held-out sized decoy lists.
+
+Criterion, written before any number of this design was seen:
+1. features: the set with the lowest mean held-out log-loss (weighted by the folds' list counts) is adopted if it
+   beats margin + size by at least 0.005 nats per list, else margin + size; a set whose fit is refused on a fold is
+   out;
+2. default: the decoy calibration with those features becomes the app's default if its held-out log-loss beats the
+   calibration without decoys by at least 0.005 nats per list; else the default stays without decoys.
+The evaluated candidate lists (the 60 shared lists) are read for their true structures' names only (the decoy list
+sizes' distribution was fitted to their sizes, disclosed in reports/metabolites.md).
 """
 
 from __future__ import annotations

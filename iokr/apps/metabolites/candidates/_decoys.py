@@ -1,11 +1,14 @@
 """Decoy structures for the confidence calibration: non-library structures from a large public structure set.
 
 Users rank their spectra against lists from PubChem, ChemSpider or a lab's database: mostly structures that are not
-among the model's training structures (the library), most of them isomers of the query's formula. Calibration lists
-made of training structures only are unlike those lists: the structure prior separates little among library
-compounds. Here each training structure gets decoys of its own: the isomers of its formula in a decoy table
-(at most :data:`MAX_ISOMERS`, drawn at random, seeded), and, to fill its list up to :data:`LIST_SIZE` candidates,
-the decoys of other formulas nearest in monoisotopic mass (within :data:`MAX_MASS_DIFFERENCE`). Decoys that are
+among the model's training structures (the library), most of them isomers of the query's formula, hundreds to
+thousands of them. Calibration lists made of training structures only are unlike those lists: the structure prior
+separates little among library compounds. Here each training structure gets decoys of its own, up to a list size
+drawn for it (seeded) from the size distribution of real PubChem lists (:func:`sample_list_sizes`, the default
+``list_size="pubchem"``; an int gives every list that size): the isomers of its formula in a decoy table (a random
+draw, seeded, when there are more than fit), then the decoys of other formulas nearest in monoisotopic mass (within
+:data:`MAX_MASS_DIFFERENCE`; a list is shorter than its drawn size when the table has no more decoys in that
+window, the record gives the sizes reached). Decoys that are
 library compounds (first InChIKey block of a training structure) are removed, so is every decoy RDKit rejects.
 
 The decoy table is a text file of structures (a ``smiles`` column, optionally a ``formula`` column; the bundled
@@ -29,14 +32,22 @@ from ..chemistry._structures import formula_mass, parent_of
 from ._candidates import CandidateStore
 
 __all__ = ["BUNDLED_DECOYS", "DecoyLists", "DecoyTable", "decoy_lists", "decoy_store", "fingerprint_cache_of",
-           "read_decoy_table"]
+           "read_decoy_table", "sample_list_sizes"]
 
 #: The decoy table shipped with the package: MOSES (ZINC, MIT licence) isomers of the MassBank training formulas.
 BUNDLED_DECOYS = Path(__file__).resolve().parents[3] / "datasets" / "data" / "metabolites" / "decoys_moses.tsv.gz"
-#: Decoy isomers per training formula (a random draw, seeded, when the table holds more).
+#: Decoy isomers per training formula with ``list_size`` an int (a random draw, seeded, when the table holds more).
 MAX_ISOMERS = 100
-#: Candidates of a calibration list (training isomers and decoy isomers count; nearest-mass decoys fill up to it).
+#: Candidates of a calibration list with ``list_size`` an int (training and decoy isomers count; nearest-mass decoys
+#: fill up to it).
 LIST_SIZE = 100
+#: Log-normal size distribution of users' candidate lists: mean and standard deviation of log(candidates) over the
+#: 60 PubChem lists of the shared data (sizes 2 to 7,705, median 627, geometric mean 412; their sizes only, no
+#: structure, score or label read; disclosed in reports/metabolites.md, issue #30).
+PUBCHEM_LOG_SIZE_MEAN = 6.02
+PUBCHEM_LOG_SIZE_SD = 1.78
+#: Bounds of a drawn list size (the largest of the 60 lists holds 7,705 candidates).
+MIN_DRAWN_SIZE, MAX_DRAWN_SIZE = 2, 8000
 #: Largest mass difference (Da) of a nearest-mass decoy from the training structure's formula.
 MAX_MASS_DIFFERENCE = 10.0
 
@@ -83,6 +94,18 @@ class DecoyTable:
     formulas: np.ndarray
     source: str
     n_without_formula: int = 0
+
+
+def sample_list_sizes(n, seed=0):
+    """List sizes drawn from the log-normal size distribution of PubChem lists (:data:`PUBCHEM_LOG_SIZE_MEAN`,
+    :data:`PUBCHEM_LOG_SIZE_SD`), rounded, clipped to ``[MIN_DRAWN_SIZE, MAX_DRAWN_SIZE]``.
+
+    Returns
+    -------
+    sizes : ndarray of int, shape (n,)
+    """
+    draws = np.exp(np.random.default_rng(seed).normal(PUBCHEM_LOG_SIZE_MEAN, PUBCHEM_LOG_SIZE_SD, n))
+    return np.clip(np.rint(draws), MIN_DRAWN_SIZE, MAX_DRAWN_SIZE).astype(np.int64)
 
 
 def read_decoy_table(path):
@@ -175,7 +198,7 @@ class DecoyLists:
     record: dict = field(default_factory=dict)
 
 
-def decoy_lists(formulas, library_keys, table, store, *, max_isomers=MAX_ISOMERS, list_size=LIST_SIZE,
+def decoy_lists(formulas, library_keys, table, store, *, max_isomers=MAX_ISOMERS, list_size="pubchem",
                 max_mass_difference=MAX_MASS_DIFFERENCE, seed=0):
     """Decoys of every training structure (see the module docstring).
 
@@ -188,7 +211,10 @@ def decoy_lists(formulas, library_keys, table, store, *, max_isomers=MAX_ISOMERS
     table : DecoyTable
     store : CandidateStore
         Parses and fingerprints the decoys (the training set's fingerprint).
-    max_isomers, list_size : int
+    max_isomers : int
+        Decoy isomers drawn per formula into the pool with an int ``list_size`` ("pubchem": all of them).
+    list_size : "pubchem" or int
+        Candidates of each list: drawn per structure by :func:`sample_list_sizes` (seed ``seed``), or this many.
     max_mass_difference : float
     seed : int
 
@@ -198,20 +224,14 @@ def decoy_lists(formulas, library_keys, table, store, *, max_isomers=MAX_ISOMERS
     """
     rng = np.random.default_rng(seed)
     n = len(formulas)
+    sized = isinstance(list_size, str)
+    if sized and list_size != "pubchem":
+        raise ValueError(f"list_size must be 'pubchem' or an int; got {list_size!r}")
+    targets = sample_list_sizes(n, seed) if sized else np.full(n, int(list_size), dtype=np.int64)
+    if sized:
+        max_isomers = None
     wanted = {f for f in formulas if f}
-    hill = {f: _hill(f) for f in set(table.formulas.tolist())}
-    rows_of = {}
-    for i, f in enumerate(table.formulas.tolist()):
-        h = hill[f]
-        if h in wanted:
-            rows_of.setdefault(h, []).append(i)
-    chosen = []
-    for f in sorted(rows_of):
-        rows = np.asarray(rows_of[f])
-        if rows.size > max_isomers:
-            rows = np.sort(rng.choice(rows, max_isomers, replace=False))
-        chosen.extend(rows.tolist())
-    structures = table.structures[np.asarray(chosen, dtype=np.intp)].tolist()
+    structures = table.structures[_pool_rows(table, wanted, max_isomers, rng)].tolist()
     keys, ok = store.keys_for(structures)
     parsed = store.formulas_for(structures)
     library = {k[:14] for k in library_keys if k}
@@ -241,8 +261,11 @@ def decoy_lists(formulas, library_keys, table, store, *, max_isomers=MAX_ISOMERS
     indices, n_isomers = [], np.zeros(n, dtype=np.int64)
     for i, f in enumerate(formulas):
         own = np.asarray(members.get(f, []) if f else [], dtype=np.intp)
+        room = int(targets[i]) - (training_isomers.get(f, 1) if f else 1)
+        if sized and own.size > max(room, 0):  # more isomers than the drawn size holds: a seeded draw
+            own = np.sort(rng.choice(own, max(room, 0), replace=False))
         n_isomers[i] = own.size
-        room = list_size - own.size - (training_isomers.get(f, 1) if f else 1)
+        room -= own.size
         fill = np.zeros(0, dtype=np.intp)
         m = mass_of.get(f, np.nan) if f else np.nan
         if room > 0 and np.isfinite(m) and sorted_mass.size:
@@ -255,10 +278,47 @@ def decoy_lists(formulas, library_keys, table, store, *, max_isomers=MAX_ISOMERS
         indices.append(np.concatenate([own, fill]))
     pool = store.fingerprints(kept, compact=True)
     record = {"source": table.source, "n_table_structures": int(len(table.structures)),
-              "max_isomers": int(max_isomers), "list_size": int(list_size),
+              "max_isomers": None if max_isomers is None else int(max_isomers),
+              "list_size": (f"drawn per structure: round(exp(N({PUBCHEM_LOG_SIZE_MEAN}, {PUBCHEM_LOG_SIZE_SD}^2))) "
+                            f"clipped to [{MIN_DRAWN_SIZE}, {MAX_DRAWN_SIZE}], the log-normal fit of the sizes of the "
+                            "60 shared PubChem lists") if sized else int(list_size),
               "max_mass_difference_da": float(max_mass_difference), "seed": int(seed),
               "n_decoys": len(kept), "n_drawn": len(structures), "n_library_compounds_removed": n_library,
               "n_rejected_by_rdkit": n_rejected,
               "n_structures_with_decoy_isomers": int(np.count_nonzero(n_isomers)),
-              "n_structures": n}
+              "n_structures": n, "list_sizes_reached": _quantiles([own_formula + idx.size for own_formula, idx in
+                                                                   zip(_training_counts(formulas, training_isomers),
+                                                                       indices, strict=True)])}
     return DecoyLists(pool, indices, n_isomers, record)
+
+
+def _training_counts(formulas, training_isomers):
+    """Training structures of each structure's formula (itself included; 1 without a formula)."""
+    return [training_isomers.get(f, 1) if f else 1 for f in formulas]
+
+
+def _quantiles(sizes):
+    """Median, mean and the 10/90 % quantiles of list sizes (for the record)."""
+    sizes = np.asarray(sizes, dtype=np.float64)
+    if sizes.size == 0:
+        return {}
+    return {"median": float(np.median(sizes)), "mean": float(sizes.mean()),
+            "q10": float(np.quantile(sizes, 0.1)), "q90": float(np.quantile(sizes, 0.9))}
+
+
+def _pool_rows(table, wanted, max_isomers, rng):
+    """Rows of the decoy table whose formula (Hill form) is one of ``wanted``: all of them, or at most
+    ``max_isomers`` per formula (a seeded draw)."""
+    hill = {f: _hill(f) for f in set(table.formulas.tolist())}
+    rows_of = {}
+    for i, f in enumerate(table.formulas.tolist()):
+        h = hill[f]
+        if h in wanted:
+            rows_of.setdefault(h, []).append(i)
+    chosen = []
+    for f in sorted(rows_of):
+        rows = np.asarray(rows_of[f])
+        if max_isomers is not None and rows.size > max_isomers:
+            rows = np.sort(rng.choice(rows, max_isomers, replace=False))
+        chosen.extend(rows.tolist())
+    return np.asarray(chosen, dtype=np.intp)

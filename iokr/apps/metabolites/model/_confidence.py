@@ -10,9 +10,13 @@ among all held-out structures of its fold and (b) when its molecular formula is 
 structures, among the structures of its formula filled up to 20 by the nearest masses (the prior of a candidate
 that is one of the fold model's training structures leaves the candidate itself out). Each ranked list gives one
 example: the score margin between the best and the second-best candidate, the list size, and whether the best
-candidate is the true one. A logistic regression on ``(margin / scale, log(list size))`` maps them to a
+candidate is the true one, and (optional features, :data:`OPTIONAL_FEATURES`, issue #30) the score gap from the
+best to the 5th-best candidate and the number of other candidates within one ``scale`` of the best. A logistic
+regression on ``(margin / scale, log(list size)[, gap / scale][, log(1 + candidates within)])`` maps them to a
 probability; ``scale`` is the median margin of the calibration data, so the coefficients are comparable between
-models. The probability is conditional on the true structure being among the candidates: it cannot see a database
+models. The size weight is constrained to be <= 0 (a longer list never makes a top hit likelier to be right; a
+positive fitted weight, an artefact of the calibration lists, is set to 0 and the other weights refitted: the
+constrained maximum-likelihood fit, since the log-loss is convex). The probability is conditional on the true structure being among the candidates: it cannot see a database
 that lacks it.
 """
 
@@ -32,6 +36,13 @@ MAX_CALIBRATION_COEFFICIENT = 50.0
 #: A fit giving every one of its own examples a probability outside ``[LOW, 1 - LOW]`` is degenerate as well.
 DEGENERATE_PROBABILITY = 0.01
 
+#: Features beyond margin and list size a calibration may use: the score gap from the top hit to the 5th candidate
+#: (to the last one in shorter lists) and the number of other candidates scoring within one ``scale`` of the top hit.
+OPTIONAL_FEATURES = ("gap_to_5th", "n_within_margin")
+#: Optional features of a calibration on decoy lists, chosen by leave-one-fold-out log-loss on training decoy lists
+#: (``experiments/confidence_calibration.py``; the 60 shared lists were not used).
+DECOY_CALIBRATION_FEATURES = ("gap_to_5th", "n_within_margin")
+
 #: Bins of the expected calibration error and the reliability diagram (equal width on [0, 1]).
 N_BINS = 10
 
@@ -50,6 +61,14 @@ class Calibration:
         Largest calibration margin; larger margins (and single-candidate lists) are clipped to it.
     n_examples : int
         Ranked lists the calibration was fitted on.
+    gap_weight, within_weight : float
+        Weights of ``gap / scale`` (gap to the 5th candidate, clipped to ``[0, max_gap]``) and of
+        ``log(1 + n_within)`` (other candidates within one ``scale`` of the top hit); 0 for a calibration that does
+        not use them (and for model files written before they existed).
+    max_gap : float
+        Largest calibration gap; larger gaps (and single-candidate lists) are clipped to it.
+    size_weight_clipped : bool
+        The unconstrained fit had a positive size weight: it was set to 0 and the other weights refitted.
     """
 
     intercept: float
@@ -58,8 +77,35 @@ class Calibration:
     scale: float
     max_margin: float
     n_examples: int
+    gap_weight: float = 0.0
+    within_weight: float = 0.0
+    max_gap: float = 1.0
+    size_weight_clipped: bool = False
 
-    def probability(self, margins, sizes):
+    @property
+    def features(self):
+        """The features this calibration uses (margin and size, then those of :data:`OPTIONAL_FEATURES`)."""
+        return ("margin", "size") + tuple(f for f, w in zip(OPTIONAL_FEATURES, (self.gap_weight, self.within_weight),
+                                                             strict=True) if w != 0)
+
+    def confidence(self, scores):
+        """Probability that each list's top hit is right, from its candidates' scores.
+
+        Parameters
+        ----------
+        scores : list of m ndarrays
+            Candidate scores per list (higher is better); empty lists get NaN.
+
+        Returns
+        -------
+        p : ndarray of shape (m,)
+        """
+        margins, sizes, _, gaps, n_within = top_hit_features(scores, self.scale)
+        p = self.probability(margins, sizes, gaps, n_within)
+        p[sizes == 0] = np.nan
+        return p
+
+    def probability(self, margins, sizes, gaps=None, n_within=None):
         """Probability that each query's top hit is right.
 
         Parameters
@@ -68,24 +114,49 @@ class Calibration:
             Best minus second-best score (``inf`` or NaN for a single candidate: clipped to ``max_margin``).
         sizes : array-like of shape (m,)
             Number of candidates.
+        gaps, n_within : array-like of shape (m,), optional
+            Gap to the 5th candidate and candidates within one ``scale`` (:func:`top_hit_features`); required
+            when the calibration uses them.
 
         Returns
         -------
         p : ndarray of shape (m,)
+
+        Raises
+        ------
+        ValueError
+            When the calibration uses a feature that is not given.
         """
-        margins = np.asarray(margins, dtype=np.float64)
-        margins = np.where(np.isfinite(margins), margins, self.max_margin)
-        margins = np.clip(margins, 0.0, self.max_margin)
+        margins = _clipped(margins, self.max_margin)
         sizes = np.maximum(np.asarray(sizes, dtype=np.float64), 1.0)
         z = self.intercept + self.margin_weight * margins / self.scale + self.size_weight * np.log(sizes)
+        for name, weight, values in (("gaps", self.gap_weight, gaps), ("n_within", self.within_weight, n_within)):
+            if weight != 0 and values is None:
+                raise ValueError(f"this calibration uses {name}; none were given")
+        if self.gap_weight != 0:
+            z = z + self.gap_weight * _clipped(gaps, self.max_gap) / self.scale
+        if self.within_weight != 0:
+            z = z + self.within_weight * np.log1p(np.asarray(n_within, dtype=np.float64))
         return 1.0 / (1.0 + np.exp(-z))
 
     def to_dict(self):
-        return {k: float(v) if k != "n_examples" else int(v) for k, v in asdict(self).items()}
+        return {k: (int(v) if k == "n_examples" else bool(v) if k == "size_weight_clipped" else float(v))
+                for k, v in asdict(self).items()}
 
     @classmethod
     def from_dict(cls, data):
-        return cls(**{k: (int if k == "n_examples" else float)(data[k]) for k in cls.__dataclass_fields__})
+        """From :meth:`to_dict`; model files written before the optional features lack them (weights 0)."""
+        fields = {k: v for k, v in cls.__dataclass_fields__.items()
+                  if k in data or k in ("intercept", "margin_weight", "size_weight", "scale", "max_margin",
+                                        "n_examples")}
+        kinds = {"n_examples": int, "size_weight_clipped": bool}
+        return cls(**{k: kinds.get(k, float)(data[k]) for k in fields})
+
+
+def _clipped(values, largest):
+    """``values`` with non-finite entries (single-candidate lists) set to ``largest``, clipped to ``[0, largest]``."""
+    values = np.asarray(values, dtype=np.float64)
+    return np.clip(np.where(np.isfinite(values), values, largest), 0.0, largest)
 
 
 def top_margins(scores, truth=None):
@@ -121,13 +192,90 @@ def top_margins(scores, truth=None):
     return margins, sizes, correct
 
 
-def fit_calibration(margins, sizes, correct):
+def top_hit_features(scores, scale, truth=None):
+    """The calibration's features of each list's top hit (:func:`top_margins` and :data:`OPTIONAL_FEATURES`).
+
+    Parameters
+    ----------
+    scores : list of m ndarrays
+        Candidate scores per list (higher is better).
+    scale : float
+        The margin unit: ``n_within`` counts candidates scoring at least ``best - scale``.
+    truth : sequence of int, optional
+
+    Returns
+    -------
+    margins, sizes, correct
+        As :func:`top_margins`.
+    gaps : ndarray of shape (m,)
+        Best minus 5th-best score (minus the lowest in lists of 2-4 candidates; ``inf`` for one candidate, NaN for
+        none).
+    n_within : ndarray of int, shape (m,)
+        Other candidates with a score >= best - ``scale`` (ties with the best included).
+    """
+    margins, sizes, correct = top_margins(scores, truth)
+    gaps = np.full(len(scores), np.nan)
+    n_within = np.zeros(len(scores), dtype=np.int64)
+    for i, s in enumerate(scores):
+        s = np.asarray(s, dtype=np.float64)
+        if s.size == 0:
+            continue
+        best = s.max()
+        k = min(5, s.size)
+        # the k-th largest without a full sort (lists of thousands of candidates)
+        gaps[i] = best - np.partition(s, s.size - k)[s.size - k] if s.size > 1 else np.inf
+        n_within[i] = np.count_nonzero(s >= best - scale) - 1
+    return margins, sizes, correct, gaps, n_within
+
+
+def fit_calibration_on_lists(scores, truth, features=()):
+    """Fit :class:`Calibration` on hold-out ranked lists, with optional features.
+
+    Parameters
+    ----------
+    scores : list of m ndarrays
+        Candidate scores per hold-out list.
+    truth : sequence of m int
+        Position of the true candidate per list.
+    features : tuple of str
+        Those of :data:`OPTIONAL_FEATURES` to use besides margin and list size.
+
+    Returns
+    -------
+    Calibration
+
+    Raises
+    ------
+    ValueError
+        An unknown feature, or as :func:`fit_calibration`.
+    """
+    unknown = sorted(set(features) - set(OPTIONAL_FEATURES))
+    if unknown:
+        raise ValueError(f"calibration features must be among {list(OPTIONAL_FEATURES)}; got {unknown}")
+    margins = top_margins(scores)[0]
+    finite = margins[np.isfinite(margins)]
+    scale = _median_margin(finite, float(finite.max()) if finite.size else 1.0)
+    margins, sizes, correct, gaps, n_within = top_hit_features(scores, scale, truth)
+    return fit_calibration(margins, sizes, correct, gaps=gaps if "gap_to_5th" in features else None,
+                           n_within=n_within if "n_within_margin" in features else None, scale=scale)
+
+
+def _median_margin(finite, max_margin):
+    median = float(np.median(finite)) if finite.size else 0.0
+    return median if median > 0 else max(max_margin, 1e-12)
+
+
+def fit_calibration(margins, sizes, correct, *, gaps=None, n_within=None, scale=None):
     """Fit :class:`Calibration` on hold-out lists (see the module docstring).
 
     Parameters
     ----------
     margins, sizes : ndarray of shape (m,)
     correct : ndarray of bool, shape (m,)
+    gaps, n_within : ndarray of shape (m,), optional
+        The optional features (:func:`top_hit_features`); given ones are used.
+    scale : float, optional
+        The margin unit ``n_within`` was counted with (default: the median finite margin, which it must be).
 
     Returns
     -------
@@ -144,6 +292,8 @@ def fit_calibration(margins, sizes, correct):
     margins = np.asarray(margins, dtype=np.float64)
     keep = ~np.isnan(margins)
     margins, sizes, correct = margins[keep], np.asarray(sizes)[keep], np.asarray(correct, dtype=bool)[keep]
+    gaps = None if gaps is None else np.asarray(gaps, dtype=np.float64)[keep]
+    n_within = None if n_within is None else np.asarray(n_within, dtype=np.float64)[keep]
     # the count first: a handful of lists is the reason even when they also happen to be all right or all wrong
     if correct.size < MIN_CALIBRATION_EXAMPLES:
         raise ValueError(f"calibration needs at least {MIN_CALIBRATION_EXAMPLES} hold-out lists; got {correct.size}")
@@ -152,17 +302,26 @@ def fit_calibration(margins, sizes, correct):
                          f"{correct.size}")
     finite = margins[np.isfinite(margins)]
     max_margin = float(finite.max()) if finite.size else 1.0
-    scale = float(np.median(finite)) if finite.size and np.median(finite) > 0 else max(max_margin, 1e-12)
-    margins = np.clip(np.where(np.isfinite(margins), margins, max_margin), 0.0, max_margin)
-    X = np.column_stack([margins / scale, np.log(np.maximum(sizes, 1))])
-    model = LogisticRegression(C=100.0).fit(X, correct)
-    calibration = Calibration(float(model.intercept_[0]), float(model.coef_[0, 0]), float(model.coef_[0, 1]), scale,
-                              max_margin, int(correct.size))
-    largest = max(abs(calibration.intercept), abs(calibration.margin_weight), abs(calibration.size_weight))
+    scale = _median_margin(finite, max_margin) if scale is None else float(scale)
+    finite_gaps = gaps[np.isfinite(gaps)] if gaps is not None else np.zeros(0)
+    max_gap = float(finite_gaps.max()) if finite_gaps.size else 1.0
+    columns = {"margin": _clipped(margins, max_margin) / scale, "size": np.log(np.maximum(sizes, 1))}
+    if gaps is not None:
+        columns["gap_to_5th"] = _clipped(gaps, max_gap) / scale
+    if n_within is not None:
+        columns["n_within_margin"] = np.log1p(n_within)
+    weights, intercept = _logistic(columns, correct)
+    clipped = weights["size"] > 0
+    if clipped:  # the constrained optimum lies on the bound: size weight 0, the others refitted
+        weights, intercept = _logistic({k: v for k, v in columns.items() if k != "size"}, correct)
+        weights["size"] = 0.0
+    calibration = Calibration(intercept, weights["margin"], weights["size"], scale, max_margin, int(correct.size),
+                              weights.get("gap_to_5th", 0.0), weights.get("n_within_margin", 0.0), max_gap, clipped)
+    largest = max(abs(intercept), *(abs(w) for w in weights.values()))
     if not largest <= MAX_CALIBRATION_COEFFICIENT:
         raise ValueError(f"degenerate calibration fit (a coefficient of magnitude {largest:.3g} > "
                          f"{MAX_CALIBRATION_COEFFICIENT:g}) on {correct.size} hold-out lists")
-    p = calibration.probability(margins, sizes)
+    p = calibration.probability(margins, sizes, gaps, n_within)
     if p[correct].min() > p[~correct].max():
         raise ValueError(f"degenerate calibration fit (its {correct.size} hold-out lists are separable: every right "
                          "top hit gets a higher probability than every wrong one)")
@@ -170,6 +329,13 @@ def fit_calibration(margins, sizes, correct):
         raise ValueError(f"degenerate calibration fit (every one of its {correct.size} hold-out lists gets a "
                          f"probability below {DEGENERATE_PROBABILITY} or above {1 - DEGENERATE_PROBABILITY})")
     return calibration
+
+
+def _logistic(columns, correct):
+    """Weights (by column name) and intercept of a logistic regression of ``correct`` on ``columns``."""
+    names = list(columns)
+    model = LogisticRegression(C=100.0, max_iter=1000).fit(np.column_stack([columns[k] for k in names]), correct)
+    return {k: float(w) for k, w in zip(names, model.coef_[0], strict=True)}, float(model.intercept_[0])
 
 
 def expected_calibration_error(probabilities, correct, n_bins=N_BINS):
@@ -221,8 +387,9 @@ def calibration_report(calibration, scores, truth):
         ``ece``, ``bins`` (see :func:`expected_calibration_error`), ``n``, ``mean_confidence``, ``accuracy``.
     """
     keep = [i for i, t in enumerate(truth) if t is not None]
-    margins, sizes, correct = top_margins([scores[i] for i in keep], [truth[i] for i in keep])
-    p = calibration.probability(margins, sizes)
+    kept = [scores[i] for i in keep]
+    correct = top_margins(kept, [truth[i] for i in keep])[2]
+    p = calibration.confidence(kept)
     ece, bins = expected_calibration_error(p, correct)
     return {"ece": ece, "bins": bins, "n": int(p.size), "mean_confidence": float(p.mean()) if p.size else None,
             "accuracy": float(correct.mean()) if p.size else None}

@@ -13,7 +13,6 @@ import numpy as np
 
 from ....decoding import CandidateSets
 from ....kernels import TrainingGrams
-from ..model._confidence import top_margins
 from ..model._model import MetaboliteIdentifier
 from ._pipeline import _sliced_test_kernel, fold_ids, formula_candidate_sets
 
@@ -21,7 +20,9 @@ __all__ = ["calibration_data_record", "calibration_examples", "decoy_list_scores
 
 
 def calibration_examples(train, params, n_folds, seed, base_grams, progress=None, decoys=None):
-    """Hold-out ranked lists on training structures (see :mod:`._confidence`): ``(margins, sizes, correct)``.
+    """Hold-out ranked lists on training structures (see :mod:`._confidence`): ``(scores, truth)``, the candidate
+    scores of every list and the position of its true structure (for
+    :func:`~._confidence.fit_calibration_on_lists`).
 
     With ``decoys`` (:class:`~._decoys.DecoyLists` of the training structures), each held-out structure that has an
     isomer (a decoy isomer or another training structure of its formula) is ranked among all training structures
@@ -64,7 +65,7 @@ def calibration_examples(train, params, n_folds, seed, base_grams, progress=None
             if mask.any():
                 scores, truth = decoy_list_scores(model, spectra[te[mask]], Y, train.formulas, te[mask], decoys,
                                                   (K[mask], diag[mask]))
-                examples.append(top_margins(scores, truth))
+                examples.append((scores, truth))
         else:
             examples.extend(_training_list_examples(model, spectra, Y, tr, te, (K, diag), formula_sets, scored))
         del model, K, diag  # one fold's model at a time (its fit and factor are n x n arrays)
@@ -73,7 +74,7 @@ def calibration_examples(train, params, n_folds, seed, base_grams, progress=None
     if not examples:
         raise ValueError("calibration needs at least two structures per fold" if decoys is None else
                          "calibration found no held-out training structure with an isomer (no decoy lists)")
-    return tuple(np.concatenate([e[k] for e in examples]) for k in range(3))
+    return [s for e in examples for s in e[0]], [t for e in examples for t in e[1]]
 
 
 def _training_list_examples(model, spectra, Y, tr, te, test_kernel, formula_sets, scored):
@@ -81,14 +82,13 @@ def _training_list_examples(model, spectra, Y, tr, te, test_kernel, formula_sets
     and (those sharing a formula) among the training structures of their formula filled up by the nearest masses."""
     K, diag = test_kernel
     fold_lists = CandidateSets(Y[te], [np.arange(te.size)] * te.size)
-    out = [top_margins(model.score_sets(spectra[te], fold_lists, test_kernel=(K, diag)), list(range(te.size)))]
+    out = [(model.score_sets(spectra[te], fold_lists, test_kernel=(K, diag)), list(range(te.size)))]
     mask = scored[te]
     if mask.any():
         queries = te[mask]
         lists = [formula_sets.indices[i] for i in queries]
         truth = [int(np.flatnonzero(lst == i)[0]) for lst, i in zip(lists, queries, strict=True)]
-        out.append(top_margins(_training_list_scores(model, spectra[queries], Y, lists, tr, (K[mask], diag[mask])),
-                               truth))
+        out.append((_training_list_scores(model, spectra[queries], Y, lists, tr, (K[mask], diag[mask])), truth))
     return out
 
 
@@ -115,18 +115,20 @@ def _training_list_scores(model, spectra, Y, lists, training_rows, test_kernel):
     return [s + weight * prior[idx] for s, idx in zip(scores, lists, strict=True)]
 
 
-def calibration_data_record(decoys, n_folds):
+def calibration_data_record(decoys, n_folds, features=()):
     """How the calibration data are formed, for the model file's record and the reports (``n_examples`` and
     ``n_right_top_hits`` are added once the examples exist)."""
+    used = ["margin / median margin", "log list size (weight constrained <= 0)"] + list(features)
     if decoys is None:
         return {"lists": "training structures only: each held-out structure among its fold's held-out structures "
                          "and among the training structures of its formula filled up to 20 by the nearest masses",
-                "n_folds": int(n_folds)}
+                "n_folds": int(n_folds), "features": used}
     return {"lists": "each held-out training structure that has an isomer among all training structures of its "
                      "formula (library compounds of the fold model) and its decoys: non-library isomers of its "
-                     "formula and non-library structures nearest in mass, from the decoy table; structure prior of "
-                     "the fold model, which has not seen the held-out structure",
-            "n_folds": int(n_folds), "decoys": dict(decoys.record)}
+                     "formula and non-library structures nearest in mass, from the decoy table, up to a list size "
+                     "drawn from the size distribution of PubChem lists; structure prior of the fold model, which "
+                     "has not seen the held-out structure",
+            "n_folds": int(n_folds), "features": used, "decoys": dict(decoys.record)}
 
 
 def _formula_groups(formulas):

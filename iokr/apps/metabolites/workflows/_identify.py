@@ -11,7 +11,6 @@ import numpy as np
 
 from ..candidates._candidate_sources import open_source
 from ..importing._readers import read_spectra
-from ..model._confidence import top_margins
 from ..model._hypotheses import annotated_kernels, annotation_totals
 from ..model._persist import read_model
 from ..model._submodels import load_metabolite_model
@@ -128,8 +127,8 @@ def _top_hits(models, cleaned, queries, source, fingerprinter, settings, calibra
     for scored in score_queries(models, cleaned, queries, source, fingerprinter, settings,
                                 progress(n_ok, "scoring queries")):
         q, calibration = scored.query, calibrations[scored.query.submodel]
-        margins, sizes, _ = top_margins([scored.scores])
-        confidence = calibration.probability(margins, sizes)[0] if calibration is not None else None
+        # the whole list's scores: the calibration's features count candidates near the top hit
+        confidence = calibration.confidence([scored.scores])[0] if calibration is not None else None
         tops[q.row] = (q.candidates[scored.top], scored.scores[scored.top], scored.top_prior,
                        None if confidence is None else float(confidence))
     return tops

@@ -29,7 +29,7 @@ from ..defaults import (
     DEFAULT_SURROGATE,
 )
 from ..importing._readers import read_spectra
-from ..model._confidence import fit_calibration
+from ..model._confidence import DECOY_CALIBRATION_FEATURES, fit_calibration_on_lists, top_margins
 from ..model._model import MetaboliteIdentifier
 from ..model._routing import DEFAULT_TYPES
 from ..model._submodels import TrainedSubmodel, save_metabolite_model
@@ -218,12 +218,15 @@ def fit_training_set(train, config=None, feedback=None, timings=None, store=None
                                      decoy_store(config.decoys, store, config.fingerprinter()), seed=seed)
                 log(f"confidence: {decoys.record['n_decoys']} decoys from {config.decoys} "
                     f"({decoys.record['n_structures_with_decoy_isomers']} training structures have decoy isomers)")
-            data = calibration_data_record(decoys, n_folds)
+            features = DECOY_CALIBRATION_FEATURES if decoys is not None else ()
+            data = calibration_data_record(decoys, n_folds, features)
             with progress(n_folds, "confidence calibration folds") as tick:
-                examples = calibration_examples(train, best, n_folds, seed, grams, progress=tick, decoys=decoys)
-            data["n_examples"] = int(np.count_nonzero(~np.isnan(examples[0])))
-            data["n_right_top_hits"] = int(np.count_nonzero(examples[2]))
-            calibration, problem = fit_calibration(*examples), ""
+                scores, truth = calibration_examples(train, best, n_folds, seed, grams, progress=tick, decoys=decoys)
+            correct = top_margins(scores, truth)[2]
+            data["n_examples"] = int(sum(len(s) > 0 for s in scores))
+            data["n_right_top_hits"] = int(np.count_nonzero(correct))
+            calibration, problem = fit_calibration_on_lists(scores, truth, features), ""
+            data["size_weight_clipped"] = calibration.size_weight_clipped
         except ValueError as exc:
             problem = str(exc)
             log(f"confidence: not calibrated ({exc})")
