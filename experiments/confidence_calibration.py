@@ -37,7 +37,6 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.linear_model import LogisticRegression
 
 from experiments._common.reports import Outputs
 from iokr.apps.metabolites import (
@@ -49,15 +48,22 @@ from iokr.apps.metabolites import (
     read_spectra,
     training_set,
 )
-from iokr.apps.metabolites.candidates._decoys import BUNDLED_DECOYS, decoy_lists, read_decoy_table
+from iokr.apps.metabolites.candidates._decoys import BUNDLED_DECOYS, decoy_lists, decoy_store, read_decoy_table
 from iokr.apps.metabolites.defaults import DEFAULT_FINGERPRINT, DEFAULT_PARAMS
-from iokr.apps.metabolites.model._confidence import expected_calibration_error
-from iokr.apps.metabolites.selection._calibration_examples import _has_isomer, decoy_list_scores
+from iokr.apps.metabolites.model._confidence import expected_calibration_error, fit_calibration, top_hit_features
+from iokr.apps.metabolites.selection._calibration_examples import (
+    _has_isomer,
+    _training_list_examples,
+    decoy_list_scores,
+)
+from iokr.apps.metabolites.selection._pipeline import formula_candidate_sets
 
 #: The app's cross-validated choice on the MassBank [M+H]+ training set (reports/metabolites.md), with its prior.
 PARAMS = {**DEFAULT_PARAMS, "sigma_mz": 0.001, "output_kernel": "tanimoto", "alpha": 0.1}
-FEATURE_SETS = {"margin+size (app)": (), "+prior of top hit": ("prior_top",), "+gap to 5th": ("gap5",),
-                "+count within a margin": ("n_within",), "all": ("prior_top", "gap5", "n_within")}
+FEATURE_SETS = {"margin+size": (), "+gap to 5th": ("gap_to_5th",), "+count within a margin": ("n_within_margin",),
+                "+both": ("gap_to_5th", "n_within_margin")}
+BASE = "margin+size"
+WITHOUT_DECOYS = "without decoys (training lists), margin+size"
 MIN_GAIN = 0.005
 
 
@@ -79,81 +85,103 @@ OUTPUTS = Outputs(json="confidence_calibration.json", markdown="confidence_calib
 
 
 def _examples(train, decoys, folds, log):
-    """Per ranked list: fold, correct, margin, size, prior of the top hit, gap to the 5th, scores (raw; scaled in
-    :func:`_design`)."""
+    """Per fold: the held-out sized decoy lists ``(scores, truth)`` and the training-structure lists (the app's
+    calibration without decoys) of the same fold model."""
     Y = np.asarray(train.Y, dtype=np.float64)
     eligible = _has_isomer(train.formulas, decoys)
-    rows = []
+    formula_sets, scored = formula_candidate_sets(Y, train.formulas)
+    out = []
     for f in range(int(folds.max()) + 1):
         t0 = time.perf_counter()
-        tr, te = np.flatnonzero(folds != f), np.flatnonzero((folds == f) & eligible)
+        tr, te = np.flatnonzero(folds != f), np.flatnonzero(folds == f)
         model = MetaboliteIdentifier(**PARAMS).fit(train.spectra[tr], Y[tr])
-        scores, truth = decoy_list_scores(model, train.spectra[te], Y, train.formulas, te, decoys,
-                                          model.test_kernel(train.spectra[te]))
-        prior_y, prior_pool = model.structure_prior(Y), model.structure_prior(decoys.pool)
-        groups = {}
-        for i, g in enumerate(train.formulas):
-            groups.setdefault(g, []).append(i)
-        for i, s, t in zip(te, scores, truth, strict=True):
-            prior = np.concatenate([prior_y[groups[train.formulas[i]]], prior_pool[decoys.indices[i]]])
-            order = np.argsort(-s, kind="stable")
-            top = s[order[0]]
-            rows.append((f, bool(order[0] == t and np.count_nonzero(s == top) == 1), top - s[order[1]], s.size,
-                         prior[order[0]], top - s[order[min(4, s.size - 1)]], s))
-        log(f"fold {f}: {te.size} lists, {time.perf_counter() - t0:.0f} s")
-    return rows
+        K, diag = model.test_kernel(train.spectra[te])
+        mask = eligible[te]
+        decoy = decoy_list_scores(model, train.spectra[te[mask]], Y, train.formulas, te[mask], decoys,
+                                  (K[mask], diag[mask]))
+        plain = _training_list_examples(model, train.spectra, Y, tr, te, (K, diag), formula_sets, scored)
+        out.append({"decoy": decoy, "plain": ([s for e in plain for s in e[0]], [t for e in plain for t in e[1]])})
+        log(f"fold {f}: {int(mask.sum())} decoy lists (median size "
+            f"{np.median([s.size for s in decoy[0]]):.0f}), {len(out[-1]['plain'][0])} training lists, "
+            f"{time.perf_counter() - t0:.0f} s")
+        del model, K, diag
+    return out
 
 
-def _design(rows, names, scale):
-    margins = np.array([r[2] for r in rows])
-    columns = [margins / scale, np.log(np.array([r[3] for r in rows], dtype=np.float64))]
-    for name in names:
-        if name == "prior_top":
-            columns.append(np.array([r[4] for r in rows]))
-        elif name == "gap5":
-            columns.append(np.array([r[5] for r in rows]) / scale)
-        elif name == "n_within":
-            columns.append(np.log1p([np.count_nonzero(r[6] >= r[6].max() - scale) - 1 for r in rows]))
-    return np.column_stack(columns)
+def _features(lists, scale, names):
+    margins, sizes, correct, gaps, n_within = top_hit_features(lists[0], scale, lists[1])
+    return (margins, sizes, correct, {"gaps": gaps if "gap_to_5th" in names else None,
+                                      "n_within": n_within if "n_within_margin" in names else None})
 
 
-def _compare(rows):
-    folds = np.array([r[0] for r in rows])
-    y = np.array([r[1] for r in rows])
+def _concat(parts):
+    return [s for p in parts for s in p[0]], [t for p in parts for t in p[1]]
+
+
+def _held_out(fit_lists, test_lists, names):
+    """Fit on ``fit_lists`` (the app's fit), log-loss and ECE on ``test_lists``; None when the fit is refused."""
+    margins = top_hit_features(fit_lists[0], 1.0)[0]
+    finite = margins[np.isfinite(margins)]
+    scale = float(np.median(finite))
+    m, n, y, extra = _features(fit_lists, scale, names)
+    try:
+        calibration = fit_calibration(m, n, y, scale=scale, **extra)
+    except ValueError as exc:
+        return None, str(exc)
+    y_test = top_hit_features(test_lists[0], scale, test_lists[1])[2]
+    p = np.clip(calibration.confidence(test_lists[0]), 1e-12, 1 - 1e-12)
+    loss = float(-np.mean(y_test * np.log(p) + (~y_test) * np.log(1 - p)))
+    return {"log_loss": loss, "ece": expected_calibration_error(p, y_test)[0], "n": int(y_test.size),
+            "calibration": calibration.to_dict()}, ""
+
+
+def _compare(folds):
     out = {}
-    for label, names in FEATURE_SETS.items():
-        losses, eces, n = [], [], []
-        for f in np.unique(folds):
-            fit, test = folds != f, folds == f
-            scale = float(np.median([r[2] for r, k in zip(rows, fit, strict=True) if k]))
-            X = _design(rows, names, scale)
-            model = LogisticRegression(C=100.0, max_iter=1000).fit(X[fit], y[fit])
-            p = np.clip(model.predict_proba(X[test])[:, 1], 1e-12, 1 - 1e-12)
-            losses.append(float(-np.mean(y[test] * np.log(p) + (~y[test]) * np.log(1 - p))))
-            eces.append(expected_calibration_error(p, y[test])[0])
-            n.append(int(test.sum()))
-        out[label] = {"log_loss": float(np.average(losses, weights=n)), "ece": float(np.average(eces, weights=n)),
-                      "per_fold_log_loss": losses, "per_fold_ece": eces}
-    base = out["margin+size (app)"]["log_loss"]
-    best = min(out, key=lambda k: out[k]["log_loss"])
-    chosen = best if base - out[best]["log_loss"] >= MIN_GAIN else "margin+size (app)"
-    return out, chosen
+    candidates = {label: ("decoy", names) for label, names in FEATURE_SETS.items()}
+    candidates[WITHOUT_DECOYS] = ("plain", ())
+    for label, (kind, names) in candidates.items():
+        per_fold, problem = [], ""
+        for f in range(len(folds)):
+            fit = _concat([folds[g][kind] for g in range(len(folds)) if g != f])
+            result, problem = _held_out(fit, folds[f]["decoy"], names)
+            if result is None:
+                break
+            per_fold.append(result)
+        if problem:
+            out[label] = {"refused": problem}
+            continue
+        n = [r["n"] for r in per_fold]
+        out[label] = {"log_loss": float(np.average([r["log_loss"] for r in per_fold], weights=n)),
+                      "ece": float(np.average([r["ece"] for r in per_fold], weights=n)), "folds": per_fold}
+    usable = [k for k in FEATURE_SETS if "log_loss" in out[k]]
+    best = min(usable, key=lambda k: out[k]["log_loss"])
+    chosen = best if BASE in usable and out[BASE]["log_loss"] - out[best]["log_loss"] >= MIN_GAIN else BASE
+    default = "decoys" if "log_loss" in out.get(WITHOUT_DECOYS, {}) and \
+        out[WITHOUT_DECOYS]["log_loss"] - out[chosen]["log_loss"] >= MIN_GAIN else "none"
+    return out, chosen, default
 
 
 def render(report):
-    lines = ["# Confidence features chosen by cross-validation on decoy lists", "",
-             f"{report['n_training_structures']} training structures, {report['n_examples']} ranked lists "
+    lines = ["# Confidence features and default chosen by cross-validation on sized decoy lists (issue #30)", "",
+             f"{report['n_training_structures']} training structures, {report['n_examples']} sized decoy lists "
              f"({report['n_right']} right top hits); decoys: {report['decoys']}.", "",
-             f"Chosen: **{report['chosen']}** (criterion: lowest held-out log-loss, adopted only if it beats the "
-             f"app's margin + size by >= {MIN_GAIN} nats).", "",
-             "| features | held-out log-loss | held-out ECE |", "|---|---|---|"]
+             f"Chosen features: **{report['chosen']}**; default calibration: **{report['default']}** (criterion in "
+             "the experiment's docstring, written before any number: lowest held-out log-loss on sized decoy "
+             f"lists, a gain of >= {MIN_GAIN} nats needed).", "",
+             "| calibration | held-out log-loss | held-out ECE | size weight per fold | size weight clipped |",
+             "|---|---|---|---|---|"]
     for label, r in report["rows"].items():
-        lines.append(f"| {label} | {r['log_loss']:.4f} | {r['ece']:.4f} |")
+        if "refused" in r:
+            lines.append(f"| {label} | refused: {r['refused']} | | | |")
+            continue
+        weights = ", ".join(f"{f['calibration']['size_weight']:.3f}" for f in r["folds"])
+        clipped = ", ".join(str(f["calibration"]["size_weight_clipped"]) for f in r["folds"])
+        lines.append(f"| {label} | {r['log_loss']:.4f} | {r['ece']:.4f} | {weights} | {clipped} |")
     return "\n".join(lines) + "\n"
 
 
 def run(config, data, previous=None, checkpoint=None):
-    """Decoy lists, fold models' ranked lists, the comparison and the choice (``previous``, ``checkpoint``
+    """Sized decoy lists, fold models' ranked lists, the comparison and the choice (``previous``, ``checkpoint``
     unused)."""
     t0 = time.perf_counter()
     store = CandidateStore(config.store, Fingerprinter(**DEFAULT_FINGERPRINT))
@@ -167,10 +195,14 @@ def run(config, data, previous=None, checkpoint=None):
         train = type(train)(train.spectra[keep], [train.keys[i] for i in keep], train.Y[keep], train.n_spectra,
                             train.n_excluded_structures, train.n_unparsable, train.licenses,
                             [train.formulas[i] for i in keep])
-    decoys = decoy_lists(train.formulas, train.keys, read_decoy_table(config.decoys or BUNDLED_DECOYS), store)
+    table = read_decoy_table(config.decoys or BUNDLED_DECOYS)
+    decoys = decoy_lists(train.formulas, train.keys, table,
+                         decoy_store(config.decoys or BUNDLED_DECOYS, store, Fingerprinter(**DEFAULT_FINGERPRINT)))
     print(f"{len(train.Y)} training structures; {decoys.record}", flush=True)
-    rows = _examples(train, decoys, fold_ids(len(train.Y), config.folds, 0), lambda m: print(m, flush=True))
-    table, chosen = _compare(rows)
+    folds = _examples(train, decoys, fold_ids(len(train.Y), config.folds, 0), lambda m: print(m, flush=True))
+    table, chosen, default = _compare(folds)
+    everything = _concat([f["decoy"] for f in folds])
+    right = top_hit_features(everything[0], 1.0, everything[1])[2]
     return {"params": {**PARAMS, "kernels": list(PARAMS["kernels"])}, "n_training_structures": len(train.Y),
-            "n_examples": len(rows), "n_right": int(sum(r[1] for r in rows)), "decoys": decoys.record,
-            "rows": table, "chosen": chosen, "wall_s": time.perf_counter() - t0}
+            "n_examples": len(everything[0]), "n_right": int(right.sum()), "decoys": decoys.record,
+            "rows": table, "chosen": chosen, "default": default, "wall_s": time.perf_counter() - t0}

@@ -87,10 +87,64 @@ def test_decoy_lists_against_brute_force(list_size, window):
 def test_isomers_per_formula_are_capped_by_a_seeded_draw():
     store = CandidateStore("", Fingerprinter(kind="morgan_counts+maccs", n_bits=256, radius=2))
     table = DecoyTable(np.array(C8H10O, dtype=object), np.array(["C8H10O"] * 6, dtype=object), "test")
-    a = decoy_lists(["C8H10O"], set(), table, store, max_isomers=3, seed=1)
-    b = decoy_lists(["C8H10O"], set(), table, store, max_isomers=3, seed=1)
+    a = decoy_lists(["C8H10O"], set(), table, store, max_isomers=3, list_size=100, seed=1)
+    b = decoy_lists(["C8H10O"], set(), table, store, max_isomers=3, list_size=100, seed=1)
     assert a.n_isomers.tolist() == [3] and a.record["n_drawn"] == 3
     np.testing.assert_array_equal(a.pool[:], b.pool[:])
+
+
+@pytest.mark.parametrize("targets,window", [((3, 4, 9, 2), 20.0), ((12, 2, 5, 7), 20.0), ((6, 6, 6, 6), 10.0),
+                                             ((30, 30, 30, 30), 100.0)])
+def test_sized_decoy_lists_against_brute_force(monkeypatch, targets, window):
+    """Lists of a drawn size: every isomer when they fit (a seeded draw of them when not), then the nearest other
+    masses within the window, never more candidates (training isomers included) than the drawn size."""
+    from iokr.apps.metabolites import _decoys  # noqa: PLC0415
+
+    monkeypatch.setattr(_decoys, "sample_list_sizes", lambda n, seed=0: np.array(targets[:n], dtype=np.int64))
+    store = CandidateStore("", Fingerprinter(kind="morgan_counts+maccs", n_bits=256, radius=2))
+    rows = C7H8O + C8H10O + C6H6O
+    table = DecoyTable(np.array(rows, dtype=object),
+                       np.array(["C7H8O"] * 5 + ["C8H10O"] * 6 + ["C6H6O"], dtype=object), "test")
+    library = {store.keys_for([C7H8O[0]])[0][0]}
+    formulas = ["C7H8O", "C8H10O", "C8H10O", None]
+    got = decoy_lists(formulas, library, table, store, max_mass_difference=window)
+    assert got.record["max_isomers"] is None and "log-normal" in got.record["list_size"]
+    drawn = [s for s, k in zip(rows, store.keys_for(rows)[0], strict=True) if k not in library and s not in C6H6O]
+    pool_formula = {s: ("C7H8O" if s in C7H8O else "C8H10O") for s in drawn}
+    for i, f in enumerate(formulas[:3]):
+        room = targets[i] - formulas.count(f)
+        isomers = [s for s in drawn if pool_formula[s] == f]
+        others = sorted((abs(formula_mass(pool_formula[s]) - formula_mass(f)), s) for s in drawn
+                        if pool_formula[s] != f)
+        others = [s for d, s in others if d <= window]
+        listed = [drawn[j] for j in got.indices[i]]
+        assert len(set(listed)) == len(listed) <= max(room, 0)
+        own = [s for s in listed if pool_formula[s] == f]
+        assert len(own) == min(len(isomers), max(room, 0)) == got.n_isomers[i]
+        # the fill: all other-formula decoys in the window when they fit (two formulas: nearest = all of the other)
+        assert len(listed) - len(own) == min(len(others), max(room - len(own), 0))
+    assert got.indices[3].size == 0
+    again = decoy_lists(formulas, library, table, store, max_mass_difference=window)
+    assert all(np.array_equal(a, b) for a, b in zip(got.indices, again.indices, strict=True))  # seeded
+
+
+def test_sampled_list_sizes_follow_the_documented_log_normal():
+    from iokr.apps.metabolites._decoys import (  # noqa: PLC0415
+        MAX_DRAWN_SIZE,
+        MIN_DRAWN_SIZE,
+        PUBCHEM_LOG_SIZE_MEAN,
+        sample_list_sizes,
+    )
+
+    sizes = sample_list_sizes(20000, seed=3)
+    assert sizes.min() >= MIN_DRAWN_SIZE and sizes.max() <= MAX_DRAWN_SIZE
+    assert np.median(np.log(sizes)) == pytest.approx(PUBCHEM_LOG_SIZE_MEAN, abs=0.05)
+    np.testing.assert_array_equal(sizes, sample_list_sizes(20000, seed=3))
+    with pytest.raises(ValueError, match="list_size must be 'pubchem' or an int; got 'big'"):
+        decoy_lists(["C8H10O"], set(), DecoyTable(np.array(C8H10O, dtype=object),
+                                                  np.array(["C8H10O"] * 6, dtype=object), "t"),
+                    CandidateStore("", Fingerprinter(kind="morgan_counts+maccs", n_bits=256, radius=2)),
+                    list_size="big")
 
 
 def _tanimoto(a, b):
@@ -139,8 +193,9 @@ def test_calibration_examples_on_decoy_lists_rank_every_held_out_structure_with_
     train = TrainingSet(spectra, [f"K{i}" for i in range(42)], Y, 42, 0, 0, {}, formulas)
     params = {"kernels": ("ppk", "binned"), "output_kernel": "tanimoto", "prior_weight": 0.5}
     grams = MetaboliteIdentifier(**params).base_grams(spectra)
-    margins, sizes, correct = calibration_examples(train, params, 3, 0, grams, decoys=decoys)
-    assert margins.size == 41
+    scores, truth = calibration_examples(train, params, 3, 0, grams, decoys=decoys)
+    assert len(scores) == len(truth) == 41
+    sizes = np.array([s.size for s in scores])
     expected_sizes = sorted(sum(g == formulas[i] for g in formulas) + decoys.indices[i].size for i in range(1, 42))
     assert sorted(sizes.tolist()) == expected_sizes
     lonely = TrainingSet(spectra, train.keys, Y, 42, 0, 0, {}, [f"F{i}" for i in range(42)])

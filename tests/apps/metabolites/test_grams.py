@@ -184,8 +184,10 @@ def test_cross_validation_and_calibration_same_with_dense_or_compact_grams(train
     assert compact.storage == storage and compact.nbytes() < sum(G.nbytes for G in dense[0]) / 2
     best_dense, table_dense = cross_validate(train, PARAMS, grid, n_folds=3, base_grams=dense)
     assert (best, table) == (best_dense, table_dense)
-    for a, b in zip(calibration_examples(train, best, 3, 0, compact), calibration_examples(train, best, 3, 0, dense),
-                    strict=True):
+    (scores_a, truth_a), (scores_b, truth_b) = (calibration_examples(train, best, 3, 0, grams)
+                                                for grams in (compact, dense))
+    assert truth_a == truth_b
+    for a, b in zip(scores_a, scores_b, strict=True):
         np.testing.assert_array_equal(a, b)
     refit = cross_validate_refit(train, PARAMS, {"alpha": (0.3,)}, n_folds=3, base_grams=compact)[1]
     assert refit == cross_validate_refit(train, PARAMS, {"alpha": (0.3,)}, n_folds=3)[1]

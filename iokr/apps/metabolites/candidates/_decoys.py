@@ -288,7 +288,7 @@ def decoy_lists(formulas, library_keys, table, store, *, max_isomers=MAX_ISOMERS
               "n_structures_with_decoy_isomers": int(np.count_nonzero(n_isomers)),
               "n_structures": n, "list_sizes_reached": _quantiles([own_formula + idx.size for own_formula, idx in
                                                                    zip(_training_counts(formulas, training_isomers),
-                                                                       indices, strict=True)])}
+                                                                       indices, strict=True) if idx.size])}
     return DecoyLists(pool, indices, n_isomers, record)
 
 
@@ -298,7 +298,7 @@ def _training_counts(formulas, training_isomers):
 
 
 def _quantiles(sizes):
-    """Median, mean and the 10/90 % quantiles of list sizes (for the record)."""
+    """Median, mean and the 10/90 % quantiles of the sizes of the lists that have decoys (for the record)."""
     sizes = np.asarray(sizes, dtype=np.float64)
     if sizes.size == 0:
         return {}
