@@ -156,8 +156,8 @@ def _compare(folds):
     usable = [k for k in FEATURE_SETS if "log_loss" in out[k]]
     best = min(usable, key=lambda k: out[k]["log_loss"])
     chosen = best if BASE in usable and out[BASE]["log_loss"] - out[best]["log_loss"] >= MIN_GAIN else BASE
-    default = "decoys" if "log_loss" in out.get(WITHOUT_DECOYS, {}) and \
-        out[WITHOUT_DECOYS]["log_loss"] - out[chosen]["log_loss"] >= MIN_GAIN else "none"
+    plain = out[WITHOUT_DECOYS].get("log_loss", np.inf)  # a refused fit gives no confidence at all
+    default = "decoys" if plain - out[chosen]["log_loss"] >= MIN_GAIN else "none"
     return out, chosen, default
 
 

@@ -35,12 +35,19 @@ def _describe(data):
     text = data.get("lists", "")
     decoys = data.get("decoys")
     if decoys:
-        text += (f"; decoy table {decoys.get('source')}: {decoys.get('n_decoys')} decoys (at most "
-                 f"{decoys.get('max_isomers')} isomers per formula, lists filled to {decoys.get('list_size')} by "
+        size = decoys.get("list_size")
+        # lists of one size with at most max_isomers isomers, or (issue #30) sizes drawn like PubChem lists'
+        fill = (f"at most {decoys.get('max_isomers')} isomers per formula, lists filled to {size}"
+                if isinstance(size, int) else f"list sizes {size}, reached {decoys.get('list_sizes_reached')}")
+        text += (f"; decoy table {decoys.get('source')}: {decoys.get('n_decoys')} decoys ({fill} by "
                  f"the nearest masses within {decoys.get('max_mass_difference_da')} Da; "
                  f"{decoys.get('n_library_compounds_removed')} library compounds removed); "
                  f"{decoys.get('n_structures_with_decoy_isomers')} of {decoys.get('n_structures')} training "
                  "structures have decoy isomers")
+    if data.get("features"):
+        text += f"; features {', '.join(data['features'])}"
+    if data.get("size_weight_clipped"):
+        text += " (the fitted size weight was positive: set to 0, the others refitted)"
     if "n_examples" in data:
         text += f"; {data['n_examples']} ranked lists, {data.get('n_right_top_hits')} right top hits"
     return text + f"; {data.get('n_folds')} structure folds"

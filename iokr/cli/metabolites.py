@@ -62,8 +62,9 @@ def _model_options(args, app):
 def _decoys_option(value, default):
     """``--calibration-decoys``: a decoy table path, "none" (training-structure lists), "bundled" (the bundled MOSES
     table), or the app's default when not given."""
+    value = default if value is None else value
     if value is None:
-        return default
+        return None
     if value == "bundled":
         from ..apps.metabolites.candidates._decoys import BUNDLED_DECOYS  # noqa: PLC0415 - the app loads lazily
 
@@ -102,7 +103,7 @@ def _add_model_options(parser):
                         help="decoy table of the confidence calibration (.tsv/.csv, optionally .gz, a 'smiles' and "
                              "optionally a 'formula' column): held-out training structures are ranked among its "
                              "non-library isomers and nearest-mass structures; 'none': among training structures "
-                             "only (the default); 'bundled': the bundled MOSES subset")
+                             "only; 'bundled': the bundled MOSES subset (the default)")
     parser.add_argument("--min-structures", type=int, default=None,
                         help="training structures a precursor type needs for a sub-model of its own when the "
                              "spectra mix types; the most frequent type is always trained (default: the app's "

@@ -23,35 +23,52 @@ def _train(n=30, p=20, seed=0):
     return train, DecoyLists(pool, indices, np.full(n, 3), {})
 
 
-def test_features_equal_a_brute_force_recomputation(monkeypatch):
+def test_decoy_list_scores_equal_a_brute_force_recomputation(monkeypatch):
     monkeypatch.setattr(study, "PARAMS", PARAMS)
     train, decoys = _train()
     folds = fold_ids(30, 3, 0)
-    rows = study._examples(train, decoys, folds, log=lambda message: None)
-    assert len(rows) == 30
-    order = [i for f in range(3) for i in np.flatnonzero(folds == f)]
-    for (fold, correct, margin, size, prior_top, gap5, scores), i in zip(rows, order, strict=True):
-        tr = np.flatnonzero(folds != folds[i])
+    out = study._examples(train, decoys, folds, log=lambda message: None)
+    assert len(out) == 3 and sum(len(f["decoy"][0]) for f in out) == 30  # every structure has an isomer here
+    for f, fold in enumerate(out):
+        members = np.flatnonzero(folds == f)
+        tr = np.flatnonzero(folds != f)
         model = MetaboliteIdentifier(**PARAMS).fit(train.spectra[tr], train.Y[tr])
-        own = [j for j in range(30) if train.formulas[j] == train.formulas[i]]
-        C = np.vstack([train.Y[own], decoys.pool[decoys.indices[i]]])
-        s = model.score_sets(train.spectra[[i]], [C])[0]
-        np.testing.assert_allclose(scores, s, rtol=1e-6, atol=1e-9)
-        ranked = np.sort(s)[::-1]
-        assert fold == folds[i] and size == C.shape[0]
-        assert abs(margin - (ranked[0] - ranked[1])) < 1e-9
-        assert abs(gap5 - (ranked[0] - ranked[4])) < 1e-9
-        assert abs(prior_top - model.structure_prior(C[[int(np.argmax(s))]])[0]) < 1e-9
-        assert correct == (int(np.argmax(s)) == own.index(i) and np.count_nonzero(s == s.max()) == 1)
+        assert len(fold["plain"][0]) >= members.size  # the fold list of each held-out structure, at least
+        for scores, truth, i in zip(*fold["decoy"], members, strict=True):
+            own = [j for j in range(30) if train.formulas[j] == train.formulas[i]]
+            C = np.vstack([train.Y[own], decoys.pool[decoys.indices[i]]])
+            np.testing.assert_allclose(scores, model.score_sets(train.spectra[[i]], [C])[0], rtol=1e-6, atol=1e-9)
+            assert truth == own.index(i)
 
 
-def test_the_comparison_keeps_the_app_features_without_a_clear_gain():
+def _synthetic_lists(rng, n, easy_shift):
+    """Lists whose true candidate leads by an exponential margin, plus ``easy_shift`` on it (a harder or easier
+    kind of list)."""
+    scores, truth = [], []
+    for _ in range(n):
+        s = rng.normal(0, 0.3, size=int(rng.integers(2, 60)))
+        s[0] += rng.exponential(0.5) + easy_shift
+        scores.append(s)
+        truth.append(0)
+    return scores, truth
+
+
+def test_the_comparison_keeps_margin_and_size_without_a_clear_gain_and_the_default_follows_the_rule():
     rng = np.random.default_rng(0)
-    rows = []
-    for k in range(600):
-        margin = rng.exponential(1.0)
-        correct = rng.random() < 1 / (1 + np.exp(-(2 * margin - 1)))
-        scores = np.concatenate([[margin], rng.normal(-1, 0.3, size=20)])
-        rows.append((k % 3, bool(correct), margin, 21, rng.random(), margin + 1, scores))
-    table, chosen = study._compare(rows)
-    assert set(table) == set(study.FEATURE_SETS) and chosen == "margin+size (app)"
+    folds = [{"decoy": _synthetic_lists(rng, 300, 0.0), "plain": _synthetic_lists(rng, 300, 0.0)} for _ in range(3)]
+    table, chosen, default = study._compare(folds)
+    assert set(table) == {*study.FEATURE_SETS, study.WITHOUT_DECOYS}
+    assert chosen == study.BASE or table[study.BASE]["log_loss"] - table[chosen]["log_loss"] >= study.MIN_GAIN
+    gain = table[study.WITHOUT_DECOYS]["log_loss"] - table[chosen]["log_loss"]
+    assert default == ("decoys" if gain >= study.MIN_GAIN else "none")
+    same = [{"decoy": f["decoy"], "plain": f["decoy"]} for f in folds]  # the same lists: margin + size ties
+    table_same = study._compare(same)[0]
+    assert table_same[study.WITHOUT_DECOYS]["log_loss"] == table_same[study.BASE]["log_loss"]
+    # plain lists much easier than the decoy lists: their calibration is over-confident on decoy lists
+    easy = [{"decoy": f["decoy"], "plain": _synthetic_lists(rng, 300, 0.7)} for f in folds]
+    table, chosen, default = study._compare(easy)
+    assert table[study.WITHOUT_DECOYS]["log_loss"] - table[chosen]["log_loss"] >= study.MIN_GAIN
+    assert default == "decoys"
+    separable = [{"decoy": f["decoy"], "plain": _synthetic_lists(rng, 300, 5.0)} for f in folds]
+    table, chosen, default = study._compare(separable)
+    assert "right and wrong top hits" in table[study.WITHOUT_DECOYS]["refused"] and default == "decoys"

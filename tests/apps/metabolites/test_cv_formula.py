@@ -164,16 +164,16 @@ def test_cli_model_options_default_to_the_app_and_override():
                               output_kernels=None, output_gammas=None, folds=3, seed=0, store=None,
                               prior_weight=None, prior_neighbors=None, calibration_decoys=None)
     opts = _model_options(args, _jobs)
-    assert opts.decoys is None  # training-structure calibration lists by default (see docs/metabolites.md)
+    assert Path(opts.decoys).name == "decoys_moses.tsv.gz"  # decoy calibration lists by default (issue #30)
     assert opts.fingerprint == _jobs.DEFAULT_FINGERPRINT and opts.surrogate == _jobs.DEFAULT_SURROGATE
     assert opts.grid == dict(_jobs.DEFAULT_GRID)
     assert opts.prior_weight is None and opts.prior_neighbors is None  # the app's DEFAULT_PARAMS
     args = argparse.Namespace(fingerprint="atompair_counts+maccs", fingerprint_radius=3, cv_lists="fold",
                               alphas=[0.5], output_kernels=None, output_gammas=None, folds=4, seed=1, store=None,
-                              prior_weight=0.0, prior_neighbors=5, calibration_decoys="bundled")
+                              prior_weight=0.0, prior_neighbors=5, calibration_decoys="none")
     opts = _model_options(args, _jobs)
     assert opts.prior_weight == 0.0 and opts.prior_neighbors == 5
-    assert opts.decoys is not None and Path(opts.decoys).name == "decoys_moses.tsv.gz"
+    assert opts.decoys is None
     assert opts.fingerprint == {**_jobs.DEFAULT_FINGERPRINT, "kind": "atompair_counts+maccs", "radius": 3}
     assert opts.surrogate == "fold" and opts.grid["alpha"] == (0.5,) and opts.n_folds == 4 and opts.seed == 1
     assert opts.fingerprinter().params() == opts.fingerprint

@@ -98,7 +98,7 @@ def test_isomers_per_formula_are_capped_by_a_seeded_draw():
 def test_sized_decoy_lists_against_brute_force(monkeypatch, targets, window):
     """Lists of a drawn size: every isomer when they fit (a seeded draw of them when not), then the nearest other
     masses within the window, never more candidates (training isomers included) than the drawn size."""
-    from iokr.apps.metabolites import _decoys  # noqa: PLC0415
+    from iokr.apps.metabolites.candidates import _decoys  # noqa: PLC0415
 
     monkeypatch.setattr(_decoys, "sample_list_sizes", lambda n, seed=0: np.array(targets[:n], dtype=np.int64))
     store = CandidateStore("", Fingerprinter(kind="morgan_counts+maccs", n_bits=256, radius=2))
@@ -129,7 +129,7 @@ def test_sized_decoy_lists_against_brute_force(monkeypatch, targets, window):
 
 
 def test_sampled_list_sizes_follow_the_documented_log_normal():
-    from iokr.apps.metabolites._decoys import (  # noqa: PLC0415
+    from iokr.apps.metabolites.candidates._decoys import (  # noqa: PLC0415
         MAX_DRAWN_SIZE,
         MIN_DRAWN_SIZE,
         PUBCHEM_LOG_SIZE_MEAN,

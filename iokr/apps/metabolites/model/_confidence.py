@@ -39,10 +39,6 @@ DEGENERATE_PROBABILITY = 0.01
 #: Features beyond margin and list size a calibration may use: the score gap from the top hit to the 5th candidate
 #: (to the last one in shorter lists) and the number of other candidates scoring within one ``scale`` of the top hit.
 OPTIONAL_FEATURES = ("gap_to_5th", "n_within_margin")
-#: Optional features of a calibration on decoy lists, chosen by leave-one-fold-out log-loss on training decoy lists
-#: (``experiments/confidence_calibration.py``; the 60 shared lists were not used).
-DECOY_CALIBRATION_FEATURES = ("gap_to_5th", "n_within_margin")
-
 #: Bins of the expected calibration error and the reliability diagram (equal width on [0, 1]).
 N_BINS = 10
 

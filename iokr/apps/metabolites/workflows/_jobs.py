@@ -15,10 +15,11 @@ import numpy as np
 from ....exceptions import IOKRDataError
 from ....kernels import TrainingGrams
 from ..candidates._candidates import CandidateStore, read_candidate_lists
-from ..candidates._decoys import decoy_lists, decoy_store, read_decoy_table
+from ..candidates._decoys import BUNDLED_DECOYS, decoy_lists, decoy_store, read_decoy_table
 from ..chemistry._fingerprints import Fingerprinter
 from ..defaults import (
     DEFAULT_CALIBRATION_DECOYS,
+    DEFAULT_CALIBRATION_FEATURES,
     DEFAULT_FINGERPRINT,
     DEFAULT_FOLDS,
     DEFAULT_GRAM_STORAGE,
@@ -29,7 +30,7 @@ from ..defaults import (
     DEFAULT_SURROGATE,
 )
 from ..importing._readers import read_spectra
-from ..model._confidence import DECOY_CALIBRATION_FEATURES, fit_calibration_on_lists, top_margins
+from ..model._confidence import fit_calibration_on_lists, top_margins
 from ..model._model import MetaboliteIdentifier
 from ..model._routing import DEFAULT_TYPES
 from ..model._submodels import TrainedSubmodel, save_metabolite_model
@@ -80,13 +81,11 @@ class TrainingConfig:
         The structure prior of the model (:class:`MetaboliteIdentifier`); None: the app's default
         (:data:`DEFAULT_PARAMS`, chosen by ``benchmarks/realdata_structure_prior.py``). ``prior_weight=0``
         scores candidates by the spectrum alone.
-    decoys : str, Path or None, default=None
+    decoys : "bundled", str, Path or None, default=DEFAULT_CALIBRATION_DECOYS ("bundled")
         Decoy table of the confidence calibration (:mod:`._decoys`: held-out training structures ranked among
-        non-library isomers and nearest-mass structures, e.g. :data:`BUNDLED_DECOYS`); None: lists of training
-        structures only. Not the default yet: the decoy lists hold at most 100 candidates while users' lists hold
-        thousands, and the fitted size weight then makes the confidence over-confident on large lists (ECE on the 60
-        shared lists 0.209 / 0.147 per structure / spectrum for [M+H]+ against 0.122 / 0.153 without decoys; see
-        ``reports/metabolites.md``, issue #30: this default was informed by those test figures).
+        non-library isomers and nearest-mass structures, in lists sized like PubChem lists; features
+        :data:`~..defaults.DEFAULT_CALIBRATION_FEATURES`); "bundled": :data:`BUNDLED_DECOYS`; None: lists of
+        training structures only (margin and size).
     """
 
     fingerprint: object = dataclasses.field(default_factory=lambda: dict(DEFAULT_FINGERPRINT))
@@ -186,7 +185,8 @@ def fit_training_set(train, config=None, feedback=None, timings=None, store=None
     grid = DEFAULT_GRID if config.grid is None else config.grid
     n_points = int(np.prod([len(v) for v in grid.values()]))
     # read before the cross-validation, so that a bad decoy file is reported before minutes of work
-    decoy_table = read_decoy_table(config.decoys) if config.decoys is not None and n_folds > 1 else None
+    decoy_path = BUNDLED_DECOYS if config.decoys == "bundled" else config.decoys
+    decoy_table = read_decoy_table(decoy_path) if decoy_path is not None and n_folds > 1 else None
     t0 = time.perf_counter()
     cache = {}  # the base Grams cross-validation computed, reused by the calibration and the final fit
     if n_points > 1 and n_folds > 1:
@@ -215,10 +215,10 @@ def fit_training_set(train, config=None, feedback=None, timings=None, store=None
             decoys = None
             if decoy_table is not None:
                 decoys = decoy_lists(train.formulas, train.keys, decoy_table,
-                                     decoy_store(config.decoys, store, config.fingerprinter()), seed=seed)
-                log(f"confidence: {decoys.record['n_decoys']} decoys from {config.decoys} "
+                                     decoy_store(decoy_path, store, config.fingerprinter()), seed=seed)
+                log(f"confidence: {decoys.record['n_decoys']} decoys from {decoy_path} "
                     f"({decoys.record['n_structures_with_decoy_isomers']} training structures have decoy isomers)")
-            features = DECOY_CALIBRATION_FEATURES if decoys is not None else ()
+            features = DEFAULT_CALIBRATION_FEATURES if decoys is not None else ()
             data = calibration_data_record(decoys, n_folds, features)
             with progress(n_folds, "confidence calibration folds") as tick:
                 scores, truth = calibration_examples(train, best, n_folds, seed, grams, progress=tick, decoys=decoys)
