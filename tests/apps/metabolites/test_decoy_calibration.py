@@ -61,14 +61,18 @@ def _brute_decoys(formulas, table, library, store, list_size, window):
     return out
 
 
-@pytest.mark.parametrize("list_size,window", [(4, 20.0), (6, 20.0), (8, 10.0), (30, 100.0)])
-def test_decoy_lists_against_brute_force(list_size, window):
+def _three_formulas():
+    """A store, the decoy rows of three formulas and their table, o-cresol as the library, training formulas."""
     store = CandidateStore("", Fingerprinter(kind="morgan_counts+maccs", n_bits=256, radius=2))
     rows = C7H8O + C8H10O + C6H6O
     table = DecoyTable(np.array(rows, dtype=object),
                        np.array(["C7H8O"] * 5 + ["C8H10O"] * 6 + ["C6H6O"], dtype=object), "test")
-    library = {store.keys_for([C7H8O[0]])[0][0]}
-    formulas = ["C7H8O", "C8H10O", "C8H10O", None]
+    return store, rows, table, {store.keys_for([C7H8O[0]])[0][0]}, ["C7H8O", "C8H10O", "C8H10O", None]
+
+
+@pytest.mark.parametrize("list_size,window", [(4, 20.0), (6, 20.0), (8, 10.0), (30, 100.0)])
+def test_decoy_lists_against_brute_force(list_size, window):
+    store, rows, table, library, formulas = _three_formulas()
     got = decoy_lists(formulas, library, table, store, list_size=list_size, max_mass_difference=window)
     kept = [s for s, k in zip(rows, store.keys_for(rows)[0], strict=True) if k not in library]
     assert got.record["n_decoys"] == len(got.pool) == 10 and got.record["n_library_compounds_removed"] == 1
@@ -101,12 +105,7 @@ def test_sized_decoy_lists_against_brute_force(monkeypatch, targets, window):
     from iokr.apps.metabolites.candidates import _decoys  # noqa: PLC0415
 
     monkeypatch.setattr(_decoys, "sample_list_sizes", lambda n, seed=0: np.array(targets[:n], dtype=np.int64))
-    store = CandidateStore("", Fingerprinter(kind="morgan_counts+maccs", n_bits=256, radius=2))
-    rows = C7H8O + C8H10O + C6H6O
-    table = DecoyTable(np.array(rows, dtype=object),
-                       np.array(["C7H8O"] * 5 + ["C8H10O"] * 6 + ["C6H6O"], dtype=object), "test")
-    library = {store.keys_for([C7H8O[0]])[0][0]}
-    formulas = ["C7H8O", "C8H10O", "C8H10O", None]
+    store, rows, table, library, formulas = _three_formulas()
     got = decoy_lists(formulas, library, table, store, max_mass_difference=window)
     assert got.record["max_isomers"] is None and "log-normal" in got.record["list_size"]
     drawn = [s for s, k in zip(rows, store.keys_for(rows)[0], strict=True) if k not in library and s not in C6H6O]

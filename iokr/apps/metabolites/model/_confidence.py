@@ -236,14 +236,8 @@ def fit_calibration_on_lists(scores, truth, features=()):
     features : tuple of str
         Those of :data:`OPTIONAL_FEATURES` to use besides margin and list size.
 
-    Returns
-    -------
-    Calibration
-
-    Raises
-    ------
-    ValueError
-        An unknown feature, or as :func:`fit_calibration`.
+    The margin unit is the median finite margin of the lists; the fit, its result and its refusals (a
+    ``ValueError``, as for an unknown feature) are :func:`fit_calibration`'s.
     """
     unknown = sorted(set(features) - set(OPTIONAL_FEATURES))
     if unknown:
