@@ -2,9 +2,9 @@
 
 The cross-validation loop described in :mod:`._confidence`'s docstring (one model per structure fold, its held-out
 structures ranked among their training isomers and decoys (:mod:`._decoys`), or without decoys among their fold and
-among isomer-like formula lists). It sits above both :mod:`._pipeline` (the
-folds, the formula lists and the sliced test kernel it reuses) and :mod:`._confidence` (``top_margins``), so that
-``_pipeline`` -> ``_evaluation`` -> ``_confidence`` stays one-way (issue #29).
+among isomer-like formula lists). It returns the ranked lists' scores; the calibration's features and fit are
+:mod:`._confidence`'s. It sits above :mod:`._pipeline` (the folds, the formula lists and the sliced test kernel it
+reuses), so that ``_pipeline`` -> ``_evaluation`` -> ``_confidence`` stays one-way (issue #29).
 """
 
 from __future__ import annotations
