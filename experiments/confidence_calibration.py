@@ -81,7 +81,7 @@ class Config:
 
 
 QUICK = Config(max_structures=600)
-OUTPUTS = Outputs(json="confidence_calibration.json", markdown="confidence_calibration.md", keep=None)
+OUTPUTS = Outputs(json="confidence_calibration.json", markdown="confidence_calibration.md")  # keeps "## Reading"
 
 
 def _examples(train, decoys, folds, log):
@@ -154,6 +154,8 @@ def _compare(folds):
         out[label] = {"log_loss": float(np.average([r["log_loss"] for r in per_fold], weights=n)),
                       "ece": float(np.average([r["ece"] for r in per_fold], weights=n)), "folds": per_fold}
     usable = [k for k in FEATURE_SETS if "log_loss" in out[k]]
+    if not usable:  # every decoy fit refused (too few lists, e.g. a smoke run): nothing to adopt
+        return out, "none (every decoy calibration refused)", "none"
     best = min(usable, key=lambda k: out[k]["log_loss"])
     chosen = best if BASE in usable and out[BASE]["log_loss"] - out[best]["log_loss"] >= MIN_GAIN else BASE
     plain = out[WITHOUT_DECOYS].get("log_loss", np.inf)  # a refused fit gives no confidence at all

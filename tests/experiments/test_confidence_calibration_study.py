@@ -72,3 +72,11 @@ def test_the_comparison_keeps_margin_and_size_without_a_clear_gain_and_the_defau
     separable = [{"decoy": f["decoy"], "plain": _synthetic_lists(rng, 300, 5.0)} for f in folds]
     table, chosen, default = study._compare(separable)
     assert "right and wrong top hits" in table[study.WITHOUT_DECOYS]["refused"] and default == "decoys"
+
+
+def test_the_comparison_adopts_nothing_when_every_decoy_fit_is_refused():
+    rng = np.random.default_rng(1)
+    folds = [{"decoy": _synthetic_lists(rng, 30, 0.0), "plain": _synthetic_lists(rng, 30, 0.0)} for _ in range(3)]
+    table, chosen, default = study._compare(folds)  # 60 fitting lists per fold: below the 100 a fit needs
+    assert all("at least 100 hold-out lists" in table[k]["refused"] for k in table)
+    assert chosen.startswith("none") and default == "none"
