@@ -40,23 +40,26 @@ import numpy as np
 
 from experiments._common.reports import Outputs
 from iokr.apps.metabolites import (
+    BUNDLED_DECOYS,
     CandidateStore,
     Cleaning,
     Fingerprinter,
     MetaboliteIdentifier,
+    decoy_list_scores,
+    decoy_lists,
+    decoy_store,
+    expected_calibration_error,
+    fit_calibration,
     fold_ids,
+    formula_candidate_sets,
+    has_isomer,
+    read_decoy_table,
     read_spectra,
+    top_hit_features,
+    training_list_examples,
     training_set,
 )
-from iokr.apps.metabolites.candidates._decoys import BUNDLED_DECOYS, decoy_lists, decoy_store, read_decoy_table
 from iokr.apps.metabolites.defaults import DEFAULT_FINGERPRINT, DEFAULT_PARAMS
-from iokr.apps.metabolites.model._confidence import expected_calibration_error, fit_calibration, top_hit_features
-from iokr.apps.metabolites.selection._calibration_examples import (
-    _has_isomer,
-    _training_list_examples,
-    decoy_list_scores,
-)
-from iokr.apps.metabolites.selection._pipeline import formula_candidate_sets
 
 #: The app's cross-validated choice on the MassBank [M+H]+ training set (reports/metabolites.md), with its prior.
 PARAMS = {**DEFAULT_PARAMS, "sigma_mz": 0.001, "output_kernel": "tanimoto", "alpha": 0.1}
@@ -88,7 +91,7 @@ def _examples(train, decoys, folds, log):
     """Per fold: the held-out sized decoy lists ``(scores, truth)`` and the training-structure lists (the app's
     calibration without decoys) of the same fold model."""
     Y = np.asarray(train.Y, dtype=np.float64)
-    eligible = _has_isomer(train.formulas, decoys)
+    eligible = has_isomer(train.formulas, decoys)
     formula_sets, scored = formula_candidate_sets(Y, train.formulas)
     out = []
     for f in range(int(folds.max()) + 1):
@@ -99,7 +102,7 @@ def _examples(train, decoys, folds, log):
         mask = eligible[te]
         decoy = decoy_list_scores(model, train.spectra[te[mask]], Y, train.formulas, te[mask], decoys,
                                   (K[mask], diag[mask]))
-        plain = _training_list_examples(model, train.spectra, Y, tr, te, (K, diag), formula_sets, scored)
+        plain = training_list_examples(model, train.spectra, Y, tr, te, (K, diag), formula_sets, scored)
         out.append({"decoy": decoy, "plain": ([s for e in plain for s in e[0]], [t for e in plain for t in e[1]])})
         log(f"fold {f}: {int(mask.sum())} decoy lists (median size "
             f"{np.median([s.size for s in decoy[0]]):.0f}), {len(out[-1]['plain'][0])} training lists, "

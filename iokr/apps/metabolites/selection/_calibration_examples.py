@@ -52,7 +52,7 @@ def calibration_examples(train, params, n_folds, seed, base_grams, progress=None
         formula_sets, scored = formula_candidate_sets(Y, train.formulas)
     else:
         formula_sets, scored = None, np.zeros(len(spectra), dtype=bool)
-    eligible = _has_isomer(train.formulas, decoys) if decoys is not None else None
+    eligible = has_isomer(train.formulas, decoys) if decoys is not None else None
     examples = []
     for f in range(n_folds):
         tr, te = np.flatnonzero(folds != f), np.flatnonzero(folds == f)
@@ -67,7 +67,7 @@ def calibration_examples(train, params, n_folds, seed, base_grams, progress=None
                                                   (K[mask], diag[mask]))
                 examples.append((scores, truth))
         else:
-            examples.extend(_training_list_examples(model, spectra, Y, tr, te, (K, diag), formula_sets, scored))
+            examples.extend(training_list_examples(model, spectra, Y, tr, te, (K, diag), formula_sets, scored))
         del model, K, diag  # one fold's model at a time (its fit and factor are n x n arrays)
         if progress is not None:
             progress()
@@ -77,7 +77,7 @@ def calibration_examples(train, params, n_folds, seed, base_grams, progress=None
     return [s for e in examples for s in e[0]], [t for e in examples for t in e[1]]
 
 
-def _training_list_examples(model, spectra, Y, tr, te, test_kernel, formula_sets, scored):
+def training_list_examples(model, spectra, Y, tr, te, test_kernel, formula_sets, scored):
     """The examples of one fold without decoys: its held-out structures ranked among the fold's held-out structures,
     and (those sharing a formula) among the training structures of their formula filled up by the nearest masses."""
     K, diag = test_kernel
@@ -140,7 +140,7 @@ def _formula_groups(formulas):
     return {f: np.asarray(v, dtype=np.intp) for f, v in groups.items()}
 
 
-def _has_isomer(formulas, decoys):
+def has_isomer(formulas, decoys):
     """Training structures with a decoy isomer or another training structure of their formula."""
     groups = _formula_groups(formulas)
     return np.array([bool(f) and (decoys.n_isomers[i] > 0 or groups[f].size > 1) for i, f in enumerate(formulas)],
