@@ -59,14 +59,16 @@ def main(argv=None):
     _mark("start")
     from iokr.apps.metabolites.model._model import MetaboliteIdentifier  # noqa: PLC0415
     from iokr.apps.metabolites.selection import _pipeline as pipeline  # noqa: PLC0415
-    from iokr.apps.metabolites.workflows import _jobs as jobs  # noqa: PLC0415 - the imports are measured
+    from iokr.apps.metabolites.workflows import _evaluate, _fit, _train  # noqa: PLC0415 - the imports are measured
     from iokr.cli.main import main as iokr_main  # noqa: PLC0415
     from iokr.model_selection import IOKRCV  # noqa: PLC0415
 
     _mark("iokr and the metabolite app imported")
     for name in ("read_spectra", "read_candidate_lists", "training_set", "cross_validate", "calibration_examples",
                  "evaluate_lists", "save_identifier"):
-        _wrap(jobs, name, name)
+        for jobs in (_fit, _train, _evaluate):  # each job module's own binding of the name, where it has one
+            if hasattr(jobs, name):
+                _wrap(jobs, name, name)
     _wrap(pipeline, "_fold_holdout_ranks", "_fold_holdout_ranks")
     for name in ("base_grams", "combined_training_gram", "fit"):
         _wrap(MetaboliteIdentifier, name, f"MetaboliteIdentifier.{name}")

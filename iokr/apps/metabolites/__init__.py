@@ -25,7 +25,7 @@ _LAZY = {
     # workflows: paths and settings in, typed results out
     "identify": "workflows._identify", "train": "workflows._api", "evaluate": "workflows._api",
     "IdentifyResults": "workflows._results", "TrainingResult": "workflows._api", "EvaluationResult": "workflows._api",
-    "SubmodelSummary": "workflows._api", "IdentifySettings": "ranking._identify", "TrainingConfig": "workflows._jobs",
+    "SubmodelSummary": "workflows._api", "IdentifySettings": "ranking._identify", "TrainingConfig": "workflows._fit",
     "Feedback": "workflows._feedback", "default_model_path": "workflows._default_model",
     "ensure_default_model": "workflows._default_model", "forget_verified_model": "workflows._default_model",
     # exporting

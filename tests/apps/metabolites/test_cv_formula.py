@@ -6,8 +6,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import iokr.apps.metabolites as app
 import iokr.model_selection._iokrcv as iokrcv
-from iokr.apps.metabolites import CandidateStore, Fingerprinter, MetaboliteIdentifier, Spectra
+from iokr.apps.metabolites import CandidateStore, Fingerprinter, MetaboliteIdentifier, Spectra, defaults
 from iokr.apps.metabolites.candidates._candidates import export_fingerprint_cache
 from iokr.apps.metabolites.chemistry._formulas import FormulaError
 from iokr.apps.metabolites.chemistry._structures import formula_mass
@@ -19,8 +20,8 @@ from iokr.apps.metabolites.selection._pipeline import (
     formula_candidate_sets,
     usable_surrogate,
 )
-from iokr.apps.metabolites.workflows import _jobs
-from iokr.apps.metabolites.workflows._jobs import attach_first_cache
+from iokr.apps.metabolites.workflows import _fit
+from iokr.apps.metabolites.workflows._fit import attach_first_cache
 from iokr.cli.metabolites import _fingerprint_kind, _model_options
 from iokr.estimators import IOKR
 from iokr.metrics import true_candidate_rank
@@ -163,21 +164,21 @@ def test_cli_model_options_default_to_the_app_and_override():
     args = argparse.Namespace(fingerprint=None, fingerprint_radius=None, cv_lists=None, alphas=None,
                               output_kernels=None, output_gammas=None, folds=3, seed=0, store=None,
                               prior_weight=None, prior_neighbors=None, calibration_decoys=None)
-    opts = _model_options(args, _jobs)
+    opts = _model_options(args, app)
     assert Path(opts.decoys).name == "decoys_moses.tsv.gz"  # decoy calibration lists by default (issue #30)
-    assert opts.fingerprint == _jobs.DEFAULT_FINGERPRINT and opts.surrogate == _jobs.DEFAULT_SURROGATE
-    assert opts.grid == dict(_jobs.DEFAULT_GRID)
+    assert opts.fingerprint == defaults.DEFAULT_FINGERPRINT and opts.surrogate == defaults.DEFAULT_SURROGATE
+    assert opts.grid == dict(defaults.DEFAULT_GRID)
     assert opts.prior_weight is None and opts.prior_neighbors is None  # the app's DEFAULT_PARAMS
     args = argparse.Namespace(fingerprint="atompair_counts+maccs", fingerprint_radius=3, cv_lists="fold",
                               alphas=[0.5], output_kernels=None, output_gammas=None, folds=4, seed=1, store=None,
                               prior_weight=0.0, prior_neighbors=5, calibration_decoys="none")
-    opts = _model_options(args, _jobs)
+    opts = _model_options(args, app)
     assert opts.prior_weight == 0.0 and opts.prior_neighbors == 5
     assert opts.decoys is None
-    assert opts.fingerprint == {**_jobs.DEFAULT_FINGERPRINT, "kind": "atompair_counts+maccs", "radius": 3}
+    assert opts.fingerprint == {**defaults.DEFAULT_FINGERPRINT, "kind": "atompair_counts+maccs", "radius": 3}
     assert opts.surrogate == "fold" and opts.grid["alpha"] == (0.5,) and opts.n_folds == 4 and opts.seed == 1
     assert opts.fingerprinter().params() == opts.fingerprint
-    assert _jobs._fingerprinter("maccs").params() == {**_jobs.DEFAULT_FINGERPRINT, "kind": "maccs"}
+    assert _fit._fingerprinter("maccs").params() == {**defaults.DEFAULT_FINGERPRINT, "kind": "maccs"}
     with pytest.raises(argparse.ArgumentTypeError, match="ecfp4"):
         _fingerprint_kind("ecfp4+maccs")
 

@@ -20,7 +20,7 @@ from iokr.apps.metabolites.chemistry._structures import formula_mass
 from iokr.apps.metabolites.model._confidence import expected_calibration_error, fit_calibration
 from iokr.apps.metabolites.selection._calibration_examples import calibration_examples, decoy_list_scores
 from iokr.apps.metabolites.selection._pipeline import Cleaning, TrainingSet
-from iokr.apps.metabolites.workflows._jobs import TrainingConfig, fit_with_cv
+from iokr.apps.metabolites.workflows._fit import TrainingConfig, fit_with_cv
 from iokr.exceptions import IOKRDataError
 
 # isomers of C7H8O (108.06), C8H10O (122.07) and C6H6O (94.04); o-cresol is the library compound

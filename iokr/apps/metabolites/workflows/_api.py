@@ -8,7 +8,9 @@ from pathlib import Path
 
 from ..defaults import DEFAULT_MIN_STRUCTURES
 from ._arguments import check_path, check_settings
-from ._jobs import TrainingConfig, evaluate_job, train_job
+from ._evaluate import evaluate_job
+from ._fit import TrainingConfig
+from ._train import train_job
 
 TOP_KEYS = ("top1", "top5", "top10", "top20")
 

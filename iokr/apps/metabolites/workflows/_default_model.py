@@ -32,7 +32,7 @@ from ....io._atomic import sweep_target, temporary_path
 from ....io._ownership import claim, release
 from ..defaults import DEFAULT_FINGERPRINT, DEFAULT_GRID, DEFAULT_PARAMS
 from ._feedback import Feedback
-from ._jobs import train_job
+from ._train import train_job
 
 
 def cache_dir():
