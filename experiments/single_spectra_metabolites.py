@@ -57,6 +57,7 @@ from iokr.apps.metabolites import (
     read_candidate_lists,
     read_spectra,
     training_set,
+    weighted_sum,
 )
 from iokr.datasets import BUNDLED_METABOLITES
 from iokr.decoding import CandidateSets
@@ -96,17 +97,17 @@ def combined_gram(weights, A, B=None, working_memory=None):
     """``sum_k w_k Kn_k(A, B)`` of the app's base kernels (one base block in memory at a time) and the unit diagonal
     of ``A`` (the app's ``MetaboliteIdentifier._combined`` / ``test_kernel`` with fixed weights, no input Gaussian)."""
     probe = MetaboliteIdentifier(**PARAMS)
-    K, diag = None, np.zeros(len(A))
-    for w, kernel in zip(weights, probe._base_kernels(), strict=True):
-        G, da, _ = normalized_gram(kernel, A, B, working_memory=working_memory)
-        G *= w
-        if K is None:
-            K = G
-        else:
-            K += G
-        del G
-        diag += w * MetaboliteIdentifier._unit_diag(da)
-    return K, diag
+    diag = np.zeros(len(A))
+
+    def weighted_blocks():  # one base block computed at a time, dropped once added
+        nonlocal diag
+        for w, kernel in zip(weights, probe._base_kernels(), strict=True):
+            G, da, _ = normalized_gram(kernel, A, B, working_memory=working_memory)
+            diag += w * MetaboliteIdentifier._unit_diag(da)
+            yield w, G
+            del G
+
+    return weighted_sum(weighted_blocks()), diag
 
 
 def _design(merged, single, cleaning, k, seed):

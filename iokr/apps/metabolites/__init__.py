@@ -73,7 +73,7 @@ _STUDY = {
     "TrainingSet": "selection._pipeline", "cross_validate_refit": "selection._pipeline",
     "evaluate_lists": "evaluation._evaluation", "topk_percentages": "evaluation._evaluation",
     "cross_validate": "selection._pipeline", "training_set": "selection._pipeline", "fold_ids": "selection._pipeline",
-    "formula_candidate_sets": "selection._pipeline", "normalized_gram": "kernels._kernels",
+    "formula_candidate_sets": "selection._pipeline", "normalized_gram": "kernels._kernels", "weighted_sum": "kernels._kernels",
 }
 
 #: Defaults, readable here as before (their one place is :mod:`.defaults`).

@@ -5,7 +5,7 @@ from metab_helpers import random_spectra
 
 from iokr import config_context
 from iokr.apps.metabolites import BinnedKernel, PeakProductKernel, normalized_gram
-from iokr.apps.metabolites.kernels._kernels import sparse_gram, sparse_sq_norms
+from iokr.apps.metabolites.kernels._kernels import sparse_gram, sparse_sq_norms, weighted_sum
 
 
 def _naive_ppk(S, T, sigma_mz, sigma_int, neutral_loss):
@@ -99,3 +99,11 @@ def test_sparse_gram_blocks_match_the_dense_product():
     np.testing.assert_allclose(blocked, expected, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(sparse_gram(FA, FB), expected, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(sparse_sq_norms(FA), (FA.toarray() ** 2).sum(axis=1), rtol=1e-12)
+
+
+def test_weighted_sum_is_the_written_out_sum_bit_for_bit():
+    rng = np.random.default_rng(0)
+    blocks, weights = [rng.normal(size=(5, 4)) for _ in range(3)], [0.3, 1.7, 0.25]
+    expected = weights[0] * blocks[0] + weights[1] * blocks[1] + weights[2] * blocks[2]
+    np.testing.assert_array_equal(weighted_sum(zip(weights, [b.copy() for b in blocks], strict=True)), expected)
+    assert weighted_sum([]) is None

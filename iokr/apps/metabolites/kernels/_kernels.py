@@ -256,6 +256,33 @@ def sparse_sq_norms(F):
     return np.asarray(F.multiply(F).sum(axis=1)).ravel()
 
 
+def weighted_sum(terms):
+    """``sum_k w_k G_k`` of ``(w_k, G_k)`` pairs, accumulated in place into the first block.
+
+    Each block is scaled in place (``G *= w``) and added to the running sum, so a producer that computes one block
+    at a time and drops it after yielding keeps at most the sum and one block in memory. Every entry is computed by
+    the same operations in the same order as ``w_0 G_0 + w_1 G_1 + ...`` written out.
+
+    Parameters
+    ----------
+    terms : iterable of (float, ndarray of shape (m, n))
+        Weights and blocks (the blocks are modified).
+
+    Returns
+    -------
+    K : ndarray of shape (m, n), or None when ``terms`` is empty
+    """
+    K = None
+    for w, G in terms:
+        G *= w
+        if K is None:
+            K = G
+        else:
+            K += G
+        del G
+    return K
+
+
 def normalized_gram(kernel, A, B=None, diag_a=None, diag_b=None, working_memory=None):
     """Cosine-normalized block ``k(a, b) / sqrt(k(a, a) k(b, b))`` (0 where a spectrum has no peaks).
 

@@ -21,7 +21,7 @@ from ....kernels import GaussianTanimoto, Linear, Normalized, Tanimoto
 from ....kernels._training_grams import GRAM_STORAGES, FileGram, TrainingGrams, compact_gram, input_gaussian
 from ....model_selection import alignf_gram_weights
 from ..kernels._annotated_kernels import FormulaTokenKernel
-from ..kernels._kernels import BinnedKernel, PeakProductKernel, normalized_gram
+from ..kernels._kernels import BinnedKernel, PeakProductKernel, normalized_gram, weighted_sum
 from ..spectra._spectra import Spectra
 
 #: Largest scoring budget (MiB) used when the model's ``working_memory`` is not set: the global budget is a cap, and
@@ -300,16 +300,16 @@ class MetaboliteIdentifier(BaseEstimator):
         check_is_fitted(self, "iokr_")
         if not isinstance(spectra, Spectra):
             raise TypeError(f"'spectra' must be a Spectra object, got {type(spectra).__name__}.")
-        K, test_diags = None, []
-        for k, w in enumerate(self.weights_):
-            G, d = self.base_test_gram(k, spectra)
-            G *= w
-            if K is None:
-                K = G
-            else:
-                K += G
-            del G
-            test_diags.append(d)
+        test_diags = []
+
+        def weighted_blocks():  # one base block computed at a time, dropped once added
+            for k, w in enumerate(self.weights_):
+                G, d = self.base_test_gram(k, spectra)
+                test_diags.append(d)
+                yield w, G
+                del G
+
+        K = weighted_sum(weighted_blocks())
         return self.finish_test_kernel(K, test_diags)
 
     def base_test_gram(self, k, spectra):
