@@ -171,10 +171,38 @@ class OutputSide:
             self.Y_train = Y
             self.kernel_transform = KernelTransform(self.center, self.normalize, parameter="normalize_output")
             self.binary = _binary_tanimoto_state(self.kernel, Y)
-            # the exact fast path gives the general kernel's values (see _cross_block), at half the cost for counts
-            gram = self.kernel(Y) if self.binary is None else self._cross_block(Y)
-            self.train_gram = self.kernel_transform.fit_transform(gram)
+            self._train_gram = self.kernel_transform.fit_transform(self._raw_train_gram())
         return self
+
+    def _raw_train_gram(self):
+        # the exact fast path gives the general kernel's values (see _cross_block), at half the cost for counts
+        return self.kernel(self.Y_train) if self.binary is None else self._cross_block(self.Y_train)
+
+    def restore(self, Y, transform_state):
+        """The kernel path fitted on ``Y`` from its transform's saved statistics
+        (:meth:`~iokr.kernels.KernelTransform.fitted_state`), without the ``n x n`` training Gram: candidates are
+        scored exactly as after :meth:`fit` (the same statistics), and :attr:`train_gram`, which only cosine
+        decoding and prediction norms read, is computed on first use, by :meth:`fit`'s own steps."""
+        if self.explicit:
+            raise ValueError("Only a kernel output side is restored from its transform's statistics; "
+                             f"{type(self.kernel).__name__} has explicit features.")
+        Y = self.kernel.validate(Y, "Y")
+        self.n_features = Y.shape[1]
+        self.Y_train = Y
+        self.kernel_transform = KernelTransform(self.center, self.normalize, parameter="normalize_output")
+        self.kernel_transform.restore(transform_state, Y.shape[0])
+        self.binary = _binary_tanimoto_state(self.kernel, Y)
+        self._train_gram = None
+        return self
+
+    @property
+    def train_gram(self):
+        """Transformed training output Gram (kernel path), shape (n, n); computed on first use after
+        :meth:`restore`."""
+        if self._train_gram is None:
+            transform = KernelTransform(self.center, self.normalize, parameter="normalize_output")
+            self._train_gram = transform.fit_transform(self._raw_train_gram())
+        return self._train_gram
 
     def _cross_block(self, C):
         """``k(C, Y_train)``: under a Tanimoto kernel, from exact intersection counts (binary fingerprints) or exact

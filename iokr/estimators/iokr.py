@@ -11,7 +11,7 @@ from .._docstrings import fill_doc
 from .._validation import check_positive_scalar
 from ..decoding import QueryRanking, decoding_rule, dense_scores, rankings_from_scores, set_scores, top_k_scores
 from ..decoding.developer import Scorer, as_candidate_sets, check_decoding, row_norms, warn_empty
-from ..linalg import cholesky_shifted
+from ..linalg import CholeskyFactor, cholesky_shifted
 from ..linalg.developer import row_slices
 from ._sides import InputSide, OutputSide, check_output_features
 
@@ -177,6 +177,58 @@ class IOKR(BaseEstimator):
             self.factor_ = None
         else:
             self.factor_ = factor
+
+    def fitted_state(self):
+        """What scoring reads of a fit on a precomputed input Gram with a kernel output side, as float64 arrays by
+        name: the Cholesky factor of the transformed Gram (packed lower triangle), its shift and jitter, and both
+        transforms' statistics. :meth:`restore` rebuilds the fitted model from them and the training outputs, with
+        no ``n x n`` Gram and no factorization; its scores are those of this model bit for bit.
+
+        Returns
+        -------
+        state : dict of str to ndarray
+        """
+        check_is_fitted(self, "output_")
+        if not self.input_.precomputed or self.output_.explicit:
+            raise ValueError("fitted_state covers an IOKR fitted on a precomputed input Gram with a kernel output "
+                             "side (no explicit output features).")
+        state = {"factor": self.factor_.packed(), "shift": np.array([self.factor_.alpha, self.factor_.jitter])}
+        for side, transform in (("input", self.input_.transform), ("output", self.output_.kernel_transform)):
+            state.update({f"{side}_{name}": value for name, value in transform.fitted_state().items()})
+        return state
+
+    def restore(self, Y, state):
+        """Fitted model from :meth:`fitted_state`'s arrays and the training outputs ``Y`` (n, p), as if fitted on
+        the precomputed Gram those arrays came from; every array is checked (shapes, dtypes, finite values, a
+        positive factor diagonal) and a mismatch raises a ValueError.
+
+        Returns
+        -------
+        self : IOKR
+        """
+        alpha = self._check_params()
+        Y = self._check_outputs(Y)
+        n = Y.shape[0]
+        shift = np.asarray(state.get("shift"))
+        if shift.dtype != np.float64 or shift.shape != (2,) or shift[0] != alpha:
+            raise ValueError(f"The saved state's 'shift' must be [alpha, jitter] with alpha={alpha!r}, got {shift!r}.")
+        input_side = InputSide("precomputed", self.center_input, self.normalize_input, type(self).__name__)
+        output_side = OutputSide(self.output_kernel, self.center_output, self.normalize_output)
+        parts = {"input": {}, "output": {}}
+        for name, value in state.items():
+            side, _, rest = name.partition("_")
+            if side in parts:
+                parts[side][rest] = value
+            elif name not in ("factor", "shift"):
+                raise ValueError(f"The saved state holds an unknown array {name!r}.")
+        input_side.transform.restore(parts["input"], n)
+        input_side.n_train = input_side.n_features_in = n
+        output_side.restore(Y, parts["output"])
+        factor = CholeskyFactor.from_packed(state.get("factor"), n, shift[0], shift[1])
+        self.input_, self.output_ = input_side, output_side
+        self.n_features_in_, self.n_output_features_ = n, output_side.n_features
+        self.factor_, self.jitter_ = factor, factor.jitter
+        return self
 
     def _set_fitted(self, input_side, output_side, dual_coef):
         """Fitted state from sides fitted elsewhere and the dual coefficients ``(K_x + alpha I)^{-1} Psi`` of an

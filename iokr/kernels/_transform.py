@@ -86,6 +86,35 @@ class KernelTransform:
             gram *= inv[None, :]
         return gram
 
+    def fitted_state(self):
+        """The fitted statistics as float64 arrays by name (what :meth:`transform` reads), for saving a fitted
+        model without its training Gram; :meth:`restore` sets them back exactly."""
+        state = {"diag_tol": np.array([self.diag_tol_]), "diag": np.asarray(self.train_diag_, dtype=np.float64)}
+        if self.center:
+            state["row_means"] = np.asarray(self.train_row_means_, dtype=np.float64)
+            state["mean"] = np.array([self.train_mean_])
+        return state
+
+    def restore(self, state, n):
+        """Set the statistics of :meth:`fitted_state` on ``n`` training points, checked (float64, shapes, finite,
+        a non-negative diagonal); returns self."""
+        names = {"diag_tol": (1,), "diag": (n,), **({"row_means": (n,), "mean": (1,)} if self.center else {})}
+        if set(state) != set(names):
+            raise ValueError(f"A kernel transform's state must hold exactly {sorted(names)}, got {sorted(state)}.")
+        for name, shape in names.items():
+            value = np.asarray(state[name])
+            if value.dtype != np.float64 or value.shape != shape or not np.isfinite(value).all():
+                raise ValueError(f"A kernel transform's {name!r} must be finite float64 of shape {shape}, got "
+                                 f"{value.dtype} of shape {value.shape}.")
+        if (state["diag"] < 0).any() or state["diag_tol"][0] <= 0:
+            raise ValueError("A kernel transform's 'diag' must be non-negative and its 'diag_tol' positive.")
+        self.diag_tol_ = float(state["diag_tol"][0])
+        self.train_diag_ = state["diag"]
+        if self.center:
+            self.train_row_means_ = state["row_means"]
+            self.train_mean_ = float(state["mean"][0])
+        return self
+
     def transform(self, cross, diag=None):
         """Transform a block against the training points.
 

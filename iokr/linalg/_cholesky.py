@@ -47,6 +47,44 @@ class CholeskyFactor:
         """Log-determinant of the factored matrix."""
         return 2.0 * float(np.log(np.diag(self.lower)).sum())
 
+    def packed(self):
+        """The factor's lower triangle, row by row, shape (n (n + 1) / 2,): what a model file stores (the upper
+        triangle is zero), read back exactly by :meth:`from_packed`."""
+        return self.lower[np.tril_indices(self.lower.shape[0])]
+
+    @classmethod
+    def from_packed(cls, packed, n, alpha, jitter):
+        """The factor of :meth:`packed`'s output, checked: float64, finite, a positive diagonal (a factor that does
+        not come from a successful factorization is refused rather than solved with).
+
+        Parameters
+        ----------
+        packed : ndarray of shape (n (n + 1) / 2,)
+        n : int
+        alpha, jitter : float
+            The shift and the extra jitter the factorization used (``K + (alpha + jitter) I = L L^T``).
+
+        Returns
+        -------
+        factor : CholeskyFactor
+        """
+        packed = np.asarray(packed)
+        if packed.dtype != np.float64 or packed.shape != (n * (n + 1) // 2,):
+            raise ValueError(f"A packed Cholesky factor of order {n} must be float64 of shape ({n * (n + 1) // 2},), "
+                             f"got {packed.dtype} of shape {packed.shape}.")
+        if not (np.isfinite(alpha) and np.isfinite(jitter) and jitter >= 0):
+            raise ValueError(f"A Cholesky factor's shift and jitter must be finite (jitter >= 0), got {alpha!r} and "
+                             f"{jitter!r}.")
+        lower = np.zeros((n, n))
+        start = 0
+        for i in range(n):  # row slices: no n^2 index arrays (tril_indices) at load time
+            lower[i, :i + 1] = packed[start:start + i + 1]
+            start += i + 1
+        diagonal = np.diagonal(lower)
+        if not (np.isfinite(packed).all() and (diagonal > 0).all()):
+            raise ValueError(f"A packed Cholesky factor of order {n} must be finite with a positive diagonal.")
+        return cls(lower, float(alpha), float(jitter))
+
 
 def cholesky_shifted(gram, alpha=0.0, *, name="K"):
     """Factor ``gram + alpha I`` by Cholesky, retrying with escalating jitter when it fails.

@@ -7,7 +7,7 @@ import pytest
 
 from iokr import config_context, get_config
 from iokr.exceptions import ConvergenceWarning, NumericalStabilityWarning
-from iokr.linalg import EigenPath, block_cg, cholesky_shifted, solve_shifted
+from iokr.linalg import CholeskyFactor, EigenPath, block_cg, cholesky_shifted, solve_shifted
 from iokr.linalg.developer import chunk_rows, row_slices
 
 
@@ -221,3 +221,35 @@ def test_chunk_rows_memory_error_when_budget_too_small():
         chunk_rows(10, 8)
     with pytest.raises(ValueError, match="'working_memory'"):
         chunk_rows(10, 8, working_memory=-1)
+
+
+@pytest.mark.parametrize("n", [0, 1, 7])
+def test_packed_cholesky_factor_round_trips_exactly(n):
+    rng = np.random.default_rng(n)
+    A = rng.normal(size=(n, n + 2))
+    factor = cholesky_shifted(A @ A.T, 0.1)
+    packed = factor.packed()
+    assert packed.shape == (n * (n + 1) // 2,)
+    back = CholeskyFactor.from_packed(packed, n, factor.alpha, factor.jitter)
+    np.testing.assert_array_equal(back.lower, factor.lower)
+    assert (back.alpha, back.jitter) == (factor.alpha, factor.jitter)
+    b = rng.normal(size=n)
+    np.testing.assert_array_equal(back.solve(b), factor.solve(b))
+
+
+@pytest.mark.parametrize("damage", ["nan", "short", "float32", "diagonal", "jitter"])
+def test_a_damaged_packed_factor_is_refused(damage):
+    A = np.random.default_rng(0).normal(size=(4, 6))
+    packed, alpha, jitter = cholesky_shifted(A @ A.T, 0.1).packed(), 0.1, 0.0
+    if damage == "nan":
+        packed[4] = np.nan
+    elif damage == "short":
+        packed = packed[:-1]
+    elif damage == "float32":
+        packed = packed.astype(np.float32)
+    elif damage == "diagonal":
+        packed[2] = 0.0  # L[1, 1]
+    else:
+        jitter = -1.0
+    with pytest.raises(ValueError, match="packed Cholesky factor|shift and jitter"):
+        CholeskyFactor.from_packed(packed, 4, alpha, jitter)

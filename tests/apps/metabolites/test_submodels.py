@@ -24,10 +24,13 @@ from iokr.apps.metabolites import (
 from iokr.apps.metabolites.chemistry._adducts import PrecursorIon, parse_adduct
 from iokr.apps.metabolites.chemistry._formulas import monoisotopic_mass
 from iokr.apps.metabolites.model import _model
+from iokr.apps.metabolites.model._hypotheses import prediction_sq_norms
 from iokr.apps.metabolites.model._routing import ASSUME_MAPPING, route_query
 from iokr.apps.metabolites.model._training import precursor_types, types_to_train
 from iokr.cli.main import main
 from iokr.datasets._metabolites import BUNDLED_METABOLITES
+from iokr.estimators import _sides
+from iokr.estimators import iokr as iokr_module
 from iokr.exceptions import IOKRDataError
 from iokr.io import ModelFileError, load_model_file, save_model_file
 
@@ -344,4 +347,83 @@ def test_a_damaged_stored_gram_is_refused(mixed, tmp_path, damage):
         arrays["s0_train_raw_diags"] = -arrays["s0_train_raw_diags"]
     path = save_model_file(tmp_path / "damaged.npz", arrays, meta, kind="metabolites")
     with pytest.raises(ModelFileError, match="train_gram|train_raw_diags"):
+        load_metabolite_model(path).submodel("[M+H]+")
+
+
+def _resaved(path, out, drop=(), meta_update=None, change=None):
+    """The model file re-signed with arrays whose names end with ``drop`` removed, sub-model records updated by
+    ``meta_update`` and arrays replaced by ``change(arrays)``."""
+    arrays, meta = load_model_file(path, kind="metabolites")
+    meta = {k: v for k, v in meta.items() if k not in ("format", "format_version", "library_version", "kind",
+                                                        "sha256", "members")}
+    arrays = {k: v for k, v in arrays.items() if not any(part in k for part in drop)}
+    if change is not None:
+        change(arrays)
+    for entry in meta["submodels"]:
+        entry.update(meta_update or {})
+        if drop:
+            entry.pop("fitted_state_version", None)
+    return save_model_file(out, arrays, meta, kind="metabolites")
+
+
+def test_loading_restores_the_stored_state_with_the_scores_of_a_refit(mixed, tmp_path, monkeypatch):
+    """A model file stores each sub-model's IOKR state (Cholesky factor, transform statistics): loading factors
+    nothing and computes no output Gram, and scores equal, bit for bit, those of the same file refitted from its
+    stored Gram (a file without the state, as written before it was stored), prior and prediction norms included."""
+    refit_path = _resaved(mixed["model"], tmp_path / "refit.npz", drop=("_state_",))
+    refit = load_metabolite_model(refit_path)
+    refitted = {t: refit.submodel(t) for t in BOTH}
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("the model was factorized or its output Gram computed while loading")
+
+    monkeypatch.setattr(iokr_module, "cholesky_shifted", forbidden)
+    monkeypatch.setattr(_sides.OutputSide, "_raw_train_gram", forbidden)
+    restored = load_metabolite_model(mixed["model"])
+    rng = np.random.default_rng(5)
+    for t in BOTH:
+        new, old = restored.submodel(t), refitted[t]
+        assert new.iokr_.factor_.lower.shape == old.iokr_.factor_.lower.shape
+        S = old.train_spectra_
+        candidates = [rng.integers(0, 3, (11, restored.fingerprinter.n_features)).astype(float) for _ in range(4)]
+        for prior in (0.0, 0.5):
+            new.set_params(prior_weight=prior)
+            old.set_params(prior_weight=prior)
+            for a, b in zip(new.score_sets(S[:4], candidates), old.score_sets(S[:4], candidates), strict=True):
+                np.testing.assert_array_equal(a, b)
+    monkeypatch.undo()  # prediction norms read the output Gram: computed on first use, the refit's own
+    for t in BOTH:
+        new, old = restored.submodel(t), refitted[t]
+        np.testing.assert_array_equal(new.iokr_.output_.train_gram, old.iokr_.output_.train_gram)
+        K, diag = old.test_kernel(old.train_spectra_[:5])
+        np.testing.assert_array_equal(prediction_sq_norms(new, K, diag), prediction_sq_norms(old, K, diag))
+
+
+def test_a_newer_fitted_state_asks_to_retrain(mixed, tmp_path):
+    path = _resaved(mixed["model"], tmp_path / "newer.npz", meta_update={"fitted_state_version": 2})
+    with pytest.raises(ModelFileError, match=r"fitted state of version 2; this iokr reads version 1: retrain"):
+        load_metabolite_model(path).submodel("[M+H]+")
+
+
+@pytest.mark.parametrize("damage", ["factor_nan", "factor_shape", "factor_diagonal", "shift", "transform", "extra"])
+def test_a_damaged_stored_state_is_refused(mixed, tmp_path, damage):
+    def change(arrays):
+        name = "s0_state_factor"
+        if damage == "factor_nan":
+            arrays[name] = arrays[name].copy()
+            arrays[name][3] = np.nan
+        elif damage == "factor_shape":
+            arrays[name] = arrays[name][:-1]
+        elif damage == "factor_diagonal":
+            arrays[name] = arrays[name].copy()
+            arrays[name][0] = -arrays[name][0]
+        elif damage == "shift":
+            arrays["s0_state_shift"] = arrays["s0_state_shift"] * 2
+        elif damage == "transform":
+            arrays["s0_state_output_row_means"] = arrays["s0_state_output_row_means"][:-1]
+        else:
+            arrays["s0_state_unknown"] = np.zeros(3)
+
+    path = _resaved(mixed["model"], tmp_path / "damaged.npz", change=change)
+    with pytest.raises(ModelFileError, match="is incomplete or inconsistent"):
         load_metabolite_model(path).submodel("[M+H]+")

@@ -162,7 +162,7 @@ class MetaboliteIdentifier(BaseEstimator):
                 progress()
         return (grams, diags) if storage == "dense" else TrainingGrams(grams, diags)
 
-    def fit(self, spectra, Y, *, base_grams=None, training_gram=None):
+    def fit(self, spectra, Y, *, base_grams=None, training_gram=None, fitted_state=None):
         """Fit on training spectra (one per structure, typically merged) and their fingerprints.
 
         Parameters
@@ -176,6 +176,10 @@ class MetaboliteIdentifier(BaseEstimator):
         training_gram : tuple (K, weights, diags), optional
             :meth:`combined_training_gram`'s ``(K, weights)`` on ``spectra`` and the base kernels' raw diagonals,
             already computed (the caller may then free the base Grams before the IOKR fit).
+        fitted_state : dict of str to ndarray, optional
+            With ``training_gram``: :meth:`iokr.IOKR.fitted_state` of the IOKR fitted on that Gram (a saved model,
+            :mod:`._persist`); the IOKR is then restored from it (no factorization, no output Gram) instead of
+            fitted again, with the same scores.
 
         Returns
         -------
@@ -201,8 +205,11 @@ class MetaboliteIdentifier(BaseEstimator):
         self.train_raw_diags_ = diags
         self.train_gram_ = K
         output = make_output_kernel(self.output_kernel, self.output_gamma)
-        self.iokr_ = IOKR(alpha=self.alpha, input_kernel="precomputed", output_kernel=output,
-                          working_memory=self.working_memory).fit(K, Y)
+        iokr = IOKR(alpha=self.alpha, input_kernel="precomputed", output_kernel=output,
+                    working_memory=self.working_memory)
+        if fitted_state is not None and training_gram is None:
+            raise ValueError("'fitted_state' restores the IOKR fitted on 'training_gram'; pass both.")
+        self.iokr_ = iokr.fit(K, Y) if fitted_state is None else iokr.restore(Y, fitted_state)
         self.train_spectra_ = spectra
         self.train_outputs_ = Y
         self.n_output_features_ = Y.shape[1]

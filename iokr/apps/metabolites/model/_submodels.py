@@ -9,8 +9,8 @@ SHA-256 and per-member checksums (:mod:`iokr.io`) cover every sub-model's arrays
 Files written before sub-models (one model, its types in ``extra.precursor_types``, or none:
 :data:`LEGACY_PRECURSOR_TYPES`) load as one sub-model serving each recorded type.
 
-Sub-models are refitted from their stored spectra when first used (:meth:`MetaboliteModel.submodel`): a run whose
-queries are all positive never refits the negative one.
+Sub-models are rebuilt from their stored state when first used (:meth:`MetaboliteModel.submodel`, see
+:mod:`._persist`): a run whose queries are all positive never rebuilds the negative one.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ class MetaboliteModel:
         return self._entries[precursor_type]
 
     def submodel(self, precursor_type):
-        """The fitted :class:`MetaboliteIdentifier` of a precursor type (refitted from the file on first use)."""
+        """The fitted :class:`MetaboliteIdentifier` of a precursor type (rebuilt from the file on first use)."""
         entry = self._entry(precursor_type)
         key = id(entry)  # a legacy file's types share one model
         if key not in self._fitted:
