@@ -4,7 +4,6 @@ Hamming loss, concordance index and AUC."""
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import kendalltau
 
 __all__ = [
     "TIE_POLICIES",
@@ -198,6 +197,8 @@ def kendall_tau_b(x, y):
         raise ValueError(f"kendall_tau_b needs at least two observations, got {x.size}.")
     if not (np.isfinite(x).all() and np.isfinite(y).all()):
         raise ValueError("'x' and 'y' must be finite.")
+    from scipy.stats import kendalltau  # noqa: PLC0415 - start-up time: scipy.stats takes 0.5 s to import
+
     return float(kendalltau(x, y, variant="b").statistic)
 
 
@@ -230,6 +231,6 @@ def _concordance_index_fast(y_true, y_score):
         raise ValueError("concordance_index needs at least two different values in 'y_true'.")
     if n0 == n2:  # constant scores: every pair is a score tie
         return 0.5
-    signed = float(kendalltau(rank_true, rank_score, variant="b").statistic) * np.sqrt((n0 - n1) * (n0 - n2))
+    signed = kendall_tau_b(rank_true, rank_score) * np.sqrt((n0 - n1) * (n0 - n2))
     discordant = (n0 - n1 - n2 + n3 - signed) / 2
     return float((pairs - discordant - 0.5 * (n2 - n3)) / pairs)

@@ -72,7 +72,11 @@ LAZY_THIRD_PARTY = {
     "threadpoolctl": "optional: not a declared dependency; BLAS threads are limited only when it is installed",
     "tqdm": "start-up time of the CLI: a live bar is drawn only on a terminal",
     "numpy": "start-up time of the CLI (`iokr --help` loads no numerical package)",
-    "sklearn": "start-up time: `import iokr` loads iokr.exceptions, which must not load scikit-learn",
+    "sklearn": "start-up time: `import iokr` loads iokr.exceptions, which must not load scikit-learn; "
+               "sklearn.model_selection and sklearn.linear_model load sklearn.metrics, scipy.optimize and scipy.stats "
+               "(0.5 s), which `identify` never calls (iokr/cli/_deferred_imports.py)",
+    "scipy": "start-up time: scipy.stats takes 0.5 s to import and scipy.optimize 0.1 s; only kendalltau, rankdata "
+             "and nnls are used, inside the functions that need them (iokr/cli/_deferred_imports.py)",
 }
 
 #: Layers inside the metabolite application (issue #29), lowest first: a subpackage imports only from itself or from

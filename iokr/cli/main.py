@@ -20,6 +20,7 @@ import threading
 
 from .. import __version__
 from ..exceptions import IOKRDataError
+from ._deferred_imports import defer_unused_imports
 from ._output import CommandError, release_outputs, set_quiet
 
 __all__ = ["EXIT_CODES", "CommandError", "Terminated", "build_parser", "main"]
@@ -163,6 +164,7 @@ def main(argv=None):
             parser.print_help()
             return 2
         previous_quiet = set_quiet(args.quiet)
+        defer_unused_imports()  # start-up time: scipy.stats and pandas load on first use (see the module)
         if args.working_memory is not None:
             if not args.working_memory > 0:
                 raise CommandError(f"--working-memory must be a number of MiB > 0, got {args.working_memory!r}.")

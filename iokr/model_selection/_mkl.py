@@ -21,7 +21,6 @@ Weights are normalized to sum to one.
 from __future__ import annotations
 
 import numpy as np
-from scipy import optimize
 
 from ..kernels import Kernel, KernelTransform, TrainingGrams, make_kernel
 
@@ -45,7 +44,9 @@ def alignf_weights(M, a):
     B = np.sqrt(s[keep])[:, None] * U[:, keep].T
     # a lies in the range of M (a_k = <K_k, K_y> and M's null space combines kernels to the zero matrix).
     b = (U[:, keep].T @ a) / np.sqrt(s[keep])
-    v, _ = optimize.nnls(B, b)
+    from scipy.optimize import nnls  # noqa: PLC0415 - start-up time: scipy.optimize loads when ALIGNF runs
+
+    v, _ = nnls(B, b)
     if v.sum() <= 0:
         raise ValueError("ALIGNF: no non-negative combination of the kernels is positively aligned with the target.")
     return v / v.sum()

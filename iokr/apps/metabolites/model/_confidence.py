@@ -25,7 +25,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from sklearn.linear_model import LogisticRegression
 
 #: Fewest hold-out ranked lists a calibration is fitted on; fewer give no confidence (a few dozen training structures
 #: gave fits of 1.000 for a 763-candidate list and 0.000 for every one-candidate list).
@@ -323,6 +322,9 @@ def fit_calibration(margins, sizes, correct, *, gaps=None, n_within=None, scale=
 
 def _logistic(columns, correct):
     """Weights (by column name) and intercept of a logistic regression of ``correct`` on ``columns``."""
+    # sklearn.linear_model loads scipy.optimize and scipy.stats (0.5 s), and identify never fits a calibration
+    from sklearn.linear_model import LogisticRegression  # noqa: PLC0415 - start-up time
+
     names = list(columns)
     model = LogisticRegression(C=100.0, max_iter=1000).fit(np.column_stack([columns[k] for k in names]), correct)
     return {k: float(w) for k, w in zip(names, model.coef_[0], strict=True)}, float(model.intercept_[0])
