@@ -2,7 +2,8 @@
 
 scikit-learn 1.9 imports ``scipy.stats`` and ``pandas`` unconditionally (``sklearn/utils/fixes.py``, reached from
 ``sklearn.base``, which every ``iokr`` estimator subclasses): measured with ``python -X importtime``, 0.5 s and 0.3 s
-of the 2.4 s that ``import iokr.apps.metabolites`` took, while ``identify`` calls neither. Before a command runs,
+of the 2.4 s that ``import iokr.apps.metabolites`` took, while ``identify`` calls neither; ``scipy.special``
+(0.1 s, from ``sklearn.utils._array_api``) likewise. Before a command runs,
 :func:`defer_unused_imports` puts a placeholder module for each of :data:`DEFERRED` into ``sys.modules``: an
 ``import`` of it binds the placeholder without running the package, and the first attribute read (``pd.DataFrame``,
 ``from scipy.stats import rankdata``, a submodule import reading ``__path__``) imports the real module, copies its
@@ -24,7 +25,7 @@ import threading
 import types
 
 #: Modules given a placeholder before a command runs.
-DEFERRED = ("scipy.stats", "pandas")
+DEFERRED = ("scipy.stats", "scipy.special", "pandas")
 
 _LOCK = threading.RLock()
 

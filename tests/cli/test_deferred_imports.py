@@ -1,4 +1,4 @@
-"""Modules scikit-learn imports but commands rarely use (scipy.stats, pandas) are loaded on first use: importing the
+"""Modules scikit-learn imports but commands rarely use (scipy.stats, scipy.special, pandas) are loaded on first use: importing the
 metabolite app after :func:`defer_unused_imports` runs neither, and their first use gives the real objects."""
 
 import json
@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -24,7 +26,8 @@ import json, sys
 from iokr.cli._deferred_imports import defer_unused_imports
 deferred = defer_unused_imports()
 import sklearn.base, iokr.apps.metabolites, iokr.metrics, iokr.model_selection
-loaded = sorted(m for m in ("scipy.stats._stats_py", "pandas.core.frame") if m in sys.modules)
+loaded = sorted(m for m in ("scipy.stats._stats_py", "scipy.special._ufuncs", "pandas.core.frame") if m in sys.modules)
+from scipy.special import gammaln
 import pandas as pd
 from scipy.stats import kendalltau
 frame = pd.DataFrame({"a": [1, 2]})
@@ -32,14 +35,15 @@ real_pandas = sys.modules["pandas"]
 tau = iokr.metrics.kendall_tau_b([1, 2, 3], [1, 3, 2])
 print(json.dumps({"deferred": deferred, "loaded_before_use": loaded, "frame": type(frame).__module__,
                   "same_class": pd.DataFrame is real_pandas.DataFrame, "real": type(real_pandas).__name__,
-                  "tau": tau, "kendalltau": kendalltau.__module__}))
+                  "tau": tau, "kendalltau": kendalltau.__module__, "gammaln": float(gammaln(4.0))}))
 """
     out = _run(code)
-    assert out["deferred"] == ["scipy.stats", "pandas"]
+    assert out["deferred"] == ["scipy.stats", "scipy.special", "pandas"]
     assert out["loaded_before_use"] == []
     assert out["frame"].split(".")[0] == "pandas" and out["same_class"] and out["real"] == "module"
     assert abs(out["tau"] - 1 / 3) < 1e-12
     assert out["kendalltau"].startswith("scipy.stats")
+    assert abs(out["gammaln"] - np.log(6.0)) < 1e-12
 
 
 def test_imported_or_missing_modules_get_no_placeholder():
