@@ -33,6 +33,7 @@ from ....io._atomic import temporary_path
 from ....io._workers import worker_pool
 from ..chemistry._fingerprints import Fingerprinter
 from ..chemistry._structures import parent_of
+from ._lookup_check import TableValues
 from ._sqlite_files import (
     READ_ERRORS,
     connect_read_only,
@@ -288,31 +289,26 @@ class StructureDatabase:
     def by_formula(self, formula):
         """Row ids of the structures of one canonical formula (in database order)."""
         ids = self._ids("SELECT id FROM structures WHERE formula = ? ORDER BY id", (formula,))
-        return self._check_lookup(ids, "formula", "formula = ?", (formula,))
+        return self._check_lookup(ids, "formula", lambda: self._table.stray_by_formula(ids, formula))
 
     def by_mass(self, low, high):
         """Row ids of the structures with ``low <= monoisotopic mass <= high`` (in database order)."""
         ids = self._ids("SELECT id FROM structures WHERE mass BETWEEN ? AND ? ORDER BY id", (low, high))
-        return self._check_lookup(ids, "mass", "typeof(mass) = 'real' AND mass BETWEEN ? AND ?", (low, high))
+        return self._check_lookup(ids, "mass", lambda: self._table.stray_by_mass(ids, low, high))
 
-    def _check_lookup(self, ids, column, condition, args):
-        """``ids`` found through the index on ``column``, after counting the rows whose own value (read from the
-        table, not the index) meets ``condition``: a damaged index entry (a flipped row id or key) never brings a row
-        of another formula or mass."""
+    def _check_lookup(self, ids, column, find_stray):
+        """``ids`` found through the index on ``column``, once every row's own value (read from the table, not the
+        index: :class:`~._lookup_check.TableValues`) fits the lookup: a damaged index entry (a flipped row id or
+        key) never brings a row of another formula or mass."""
         if self.version < 3 or ids.size == 0:
             return ids
-        for start in range(0, ids.size, 900):
-            chunk = ids[start:start + 900].tolist()
-            marks = ",".join("?" * len(chunk))
-            (fitting,), = self._read(f"SELECT count(*) FROM structures NOT INDEXED WHERE id IN ({marks}) AND "
-                                     f"{condition}", (*chunk, *args))
-            if fitting != len(chunk):
-                fit = {i for i, in self._read(f"SELECT id FROM structures NOT INDEXED WHERE id IN ({marks}) AND "
-                                              f"{condition}", (*chunk, *args))}
-                stray = next((i for i in chunk if i not in fit), "(none)")
-                raise IOKRDataError(f"Structure database {self.path} is damaged: its index on {column} lists row "
-                                    f"{stray}, whose {column} does not fit the lookup; rebuild it with 'iokr "
-                                    "metabolites index'.")
+        if not hasattr(self, "_table"):
+            self._table = TableValues(self._read)
+        stray = find_stray()
+        if stray is not None:
+            raise IOKRDataError(f"Structure database {self.path} is damaged: its index on {column} lists row "
+                                f"{stray}, whose {column} does not fit the lookup; rebuild it with 'iokr "
+                                "metabolites index'.")
         return ids
 
     def _rows(self, ids, column=None):

@@ -1,0 +1,58 @@
+"""The lookup check of structure databases (:class:`TableValues`) against the SQL it replaced: for any listed rows
+and window, the first row whose table value does not fit is the one a brute-force count per lookup finds."""
+
+import sqlite3
+
+import numpy as np
+import pytest
+
+from iokr.apps.metabolites.candidates._lookup_check import TableValues
+
+
+@pytest.fixture()
+def table():
+    con = sqlite3.connect(":memory:")
+    con.execute("CREATE TABLE structures (id INTEGER PRIMARY KEY, formula TEXT, mass)")
+    rng = np.random.default_rng(0)
+    rows = [(i, f"C{i % 7}H{i % 5}", float(rng.uniform(100, 110))) for i in range(1, 300)]
+    rows[17] = (18, "C4H3", 104)  # an integer mass: not a real number, never fits a mass lookup
+    con.executemany("INSERT INTO structures VALUES (?, ?, ?)", rows)
+    yield con
+    con.close()
+
+
+def _brute_stray(con, ids, condition, args):
+    for i in ids.tolist():
+        (fits,), = con.execute(f"SELECT count(*) FROM structures WHERE id = ? AND {condition}", (i, *args))
+        if not fits:
+            return i
+    return None
+
+
+def test_strays_match_a_count_per_row(table):
+    values = TableValues(lambda sql, args: table.execute(sql, args).fetchall())
+    rng = np.random.default_rng(1)
+    seen_stray = 0
+    for _ in range(60):  # repeated lookups reuse the rows read before
+        low = rng.uniform(99, 109)
+        high = low + rng.uniform(0, 3)
+        fitting = np.array([i for i, in table.execute("SELECT id FROM structures WHERE typeof(mass) = 'real' AND "
+                                                      "mass BETWEEN ? AND ? ORDER BY id", (low, high))], dtype=np.int64)
+        ids = fitting.copy()
+        if rng.random() < 0.5:  # a damaged index: a listed row that does not fit, or that does not exist
+            ids = np.sort(np.append(ids, rng.choice([18, 400, int(rng.integers(1, 300))])))
+        expected = _brute_stray(table, ids, "typeof(mass) = 'real' AND mass BETWEEN ? AND ?", (low, high))
+        assert values.stray_by_mass(ids, low, high) == expected
+        formula = f"C{int(rng.integers(0, 7))}H{int(rng.integers(0, 5))}"
+        ids = np.array([i for i, in table.execute("SELECT id FROM structures WHERE formula = ?", (formula,))] +
+                       ([int(rng.integers(1, 320))] if rng.random() < 0.5 else []), dtype=np.int64)
+        expected_formula = _brute_stray(table, ids, "formula = ?", (formula,))
+        assert values.stray_by_formula(ids, formula) == expected_formula
+        seen_stray += (expected is not None) + (expected_formula is not None)
+    assert seen_stray > 10  # the damaged lists were caught, not only the clean ones passed
+
+
+def test_no_rows_and_negative_ids(table):
+    values = TableValues(lambda sql, args: table.execute(sql, args).fetchall())
+    assert values.stray_by_mass(np.zeros(0, dtype=np.int64), 100, 110) is None
+    assert values.stray_by_formula(np.array([3, -2], dtype=np.int64), "C3H3") == -2
