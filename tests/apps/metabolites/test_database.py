@@ -58,6 +58,9 @@ def test_build_and_lookups_match_brute_force(table, tmp_path):
     assert got == [f"ID{i}" for i, f, _ in kept if abs(monoisotopic_mass(f) - mass) <= 1e-4]
     ids = db.by_formula("C2H6O")
     np.testing.assert_array_equal(db.fingerprints(ids), FP.transform([m for _, f, m in kept if f == "C2H6O"])[0])
+    compact = db.fingerprints(ids, compact=True)  # the stored bytes, read as float32 row blocks for scoring
+    assert type(compact).__name__ in ("CountFeatures", "PackedBinaryFeatures") and compact.shape == (ids.size, FP.n_features)
+    np.testing.assert_array_equal(compact[np.arange(ids.size)], db.fingerprints(ids))
     other = Fingerprinter("maccs")  # other parameters than stored: recomputed from the structures
     np.testing.assert_array_equal(db.fingerprints(ids, other), other.transform([m for _, f, m in kept
                                                                                 if f == "C2H6O"])[0])

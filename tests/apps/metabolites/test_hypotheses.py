@@ -185,7 +185,7 @@ class _Source:
     def __init__(self, C, formulas):
         self.C, self.formulas = C, formulas
 
-    def fingerprints(self, ids, fingerprinter):
+    def fingerprints(self, ids, fingerprinter, compact=False):
         return self.C[ids]
 
     def formulas_of(self, ids):

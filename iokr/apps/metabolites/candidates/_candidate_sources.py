@@ -43,8 +43,8 @@ class DatabaseSource:
     def select(self, formula, low, high):
         return self.db.by_formula(formula) if formula else self.db.by_mass(low, high)
 
-    def fingerprints(self, ids, fingerprinter):
-        return self.db.fingerprints(ids, fingerprinter)
+    def fingerprints(self, ids, fingerprinter, compact=False):
+        return self.db.fingerprints(ids, fingerprinter, compact=compact)
 
     def formulas_of(self, ids):
         return self.db.formulas(ids)
@@ -87,8 +87,8 @@ class ListSource:
         rows = [r for f, m in self.masses.items() if low <= m <= high for r in self.by_formula[f]]
         return np.asarray(sorted(rows), dtype=np.int64)
 
-    def fingerprints(self, ids, fingerprinter):
-        return self.store.fingerprints([self.texts[i] for i in ids])
+    def fingerprints(self, ids, fingerprinter, compact=False):
+        return self.store.fingerprints([self.texts[i] for i in ids], compact=compact)
 
     def formulas_of(self, ids):
         return [self.formulas[self.list_of[i]] or "" for i in ids]

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from .... import __version__
+from ....decoding import CountFeatures, PackedBinaryFeatures
 from ....exceptions import IOKRDataError
 from ....io import LegacyLines
 from ....io._atomic import temporary_path
@@ -338,15 +339,24 @@ class StructureDatabase:
         column = self._named["identifier_column"]
         return clean_value(json.loads(row[6])[self.user_columns.index(column)]) if column else ""
 
-    def fingerprints(self, ids, fingerprinter=None):
+    def fingerprints(self, ids, fingerprinter=None, compact=False):
         """Fingerprints of rows ``ids``, shape (len(ids), n_features) float32; recomputed from the stored SMILES
-        when ``fingerprinter`` has other parameters than the stored ones."""
+        when ``fingerprinter`` has other parameters than the stored ones.
+
+        ``compact`` (a version-3 database): the stored bytes, read as float32 row blocks
+        (:class:`~iokr.decoding.CountFeatures` or :class:`~iokr.decoding.PackedBinaryFeatures`), a quarter of the
+        float32 pool or less: a pool of 49,000 rows of 2,215 features is 108 MB instead of 434 MB, and decoding
+        it costs 0.1 s of CPU instead of 0.2-2 s (a fresh float32 pool is mostly page faults)."""
         if fingerprinter is not None and fingerprinter.params() != self.fingerprint:
             return fingerprinter.transform(self._rows(ids, "smiles"))[0]
         where = f"Structure database {self.path}"
         blobs = self._rows(ids, "fp")
+        n, binary = self.fingerprinter.n_features, self.fingerprinter.binary
+        if self.version >= 3 and compact:
+            values = decode_compact(blobs, n, binary, where, ids, dtype=np.uint8)
+            return PackedBinaryFeatures.from_dense(values) if binary else CountFeatures(values)
         if self.version >= 3:
-            return decode_compact(blobs, self.fingerprinter.n_features, self.fingerprinter.binary, where, ids)
+            return decode_compact(blobs, n, binary, where, ids)
         return decode_fingerprints(blobs, self.fingerprinter.n_features, self.fingerprinter.binary, where)
 
     def formulas(self, ids):

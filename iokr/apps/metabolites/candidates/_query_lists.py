@@ -165,8 +165,8 @@ class QueryListSource:
         raise IOKRDataError(f"Candidates {self.where} are per-query lists; they are selected by query id, not by "
                             "formula or mass.")
 
-    def fingerprints(self, ids, fingerprinter):
-        return self.store.fingerprints([self.texts[i] for i in ids])
+    def fingerprints(self, ids, fingerprinter, compact=False):
+        return self.store.fingerprints([self.texts[i] for i in ids], compact=compact)
 
     def formulas_of(self, ids):
         return [f or "" for f in self.store.formulas_for([self.texts[i] for i in ids])]

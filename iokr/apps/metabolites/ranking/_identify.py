@@ -272,7 +272,7 @@ def _score_batch(model, cleaned, batch, source, fingerprinter, top_k):
     """:class:`ScoredQuery` of each query of one batch, all scored by ``model``."""
     by_formula = bool(annotated_kernels(model))
     ids = np.unique(np.concatenate([q.candidates for q in batch]))
-    pool = source.fingerprints(ids, fingerprinter)
+    pool = source.fingerprints(ids, fingerprinter, compact=True)  # float32 row blocks of the stored bytes
     sets = [np.searchsorted(ids, q.candidates) for q in batch]
     spectra = cleaned[np.array([q.row for q in batch])]
     if not by_formula:  # the formula changes nothing: the model's own scores
