@@ -16,11 +16,20 @@ training structures) the cross blocks were most of ``identify``'s scoring time (
 from __future__ import annotations
 
 import numpy as np
+from scipy.sparse import csr_matrix
 
 from ._bits import blas_intersections, tanimoto_from_counts
 
 #: Squared row norms below this make float32 inner products of non-negative integer rows exact.
 MAX_EXACT_SQUARED_NORM = 2**24
+
+#: Largest fraction of nonzero entries for which :meth:`CountTanimotoIndex.inner_products` multiplies sparse rows
+#: (CSR) instead of running the dense sgemm. Measured with one thread: Morgan counts + MACCS rows of the 70k PubChem
+#: store hold 80 nonzeros of 2,215 (3.6 %); 12,000 of them against the 1,649 (1,015) training rows of the bundled
+#: model took 1.3-1.4 s (0.6-0.7 s) by sgemm, near its peak, and 0.54-0.68 s (0.42 s) by the CSR product, its
+#: construction included. Random columns (no shared frequent bits, the cache's worst case) break even near 4 %:
+#: 4,000 x 2,215 against 1,649 rows, 0.33 s dense for 0.28 s sparse at 3.6 %, 0.35 s for 0.47 s at 10 %.
+SPARSE_MAX_DENSITY = 0.05
 
 
 def exact_count_norms(A):
@@ -56,6 +65,7 @@ class CountTanimotoIndex:
     def __init__(self, Y, squared_norms):
         self.rows = np.asarray(Y, dtype=np.float32)
         self.squared_norms = squared_norms
+        self._columns = None  # the rows' transpose, C-ordered, for the sparse product (made on first use)
 
     @classmethod
     def build(cls, Y):
@@ -77,6 +87,25 @@ class CountTanimotoIndex:
         squared = exact_count_norms(C)
         if squared is None:
             return None
-        # the same chunked sgemm as the intersection counts of 0/1 rows: exact integers here too (module docstring)
-        return tanimoto_from_counts(blas_intersections(C, self.rows, working_memory), squared, self.squared_norms,
-                                    dtype)
+        return tanimoto_from_counts(self.inner_products(C, working_memory), squared, self.squared_norms, dtype)
+
+    def inner_products(self, C, working_memory=None):
+        """Exact ``<c_i, y_j>`` of qualifying rows ``C`` (m, p) against the training rows, shape (m, n).
+
+        Sparse rows (at most :data:`SPARSE_MAX_DENSITY` of their entries nonzero) go through a CSR product with
+        the training rows' transpose: ``nnz(C) x n`` multiply-adds instead of ``m x p x n``. Every partial sum is
+        an integer below ``2**24`` in either order of summation (module docstring), so both paths give the same
+        exact integers (float32 here, int32 from the sgemm).
+        """
+        C = np.asarray(C)
+        nonzero = np.count_nonzero(C)
+        if C.size == 0 or nonzero > SPARSE_MAX_DENSITY * C.size:
+            # the same chunked sgemm as the intersection counts of 0/1 rows: exact integers here too
+            return blas_intersections(C, self.rows, working_memory)
+        rows, columns = np.nonzero(C)
+        indptr = np.zeros(C.shape[0] + 1, dtype=np.int64)
+        np.cumsum(np.bincount(rows, minlength=C.shape[0]), out=indptr[1:])
+        sparse = csr_matrix((C[rows, columns].astype(np.float32), columns, indptr), shape=C.shape)
+        if self._columns is None:
+            self._columns = np.ascontiguousarray(self.rows.T)
+        return sparse @ self._columns

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from iokr import IOKR
-from iokr.decoding import CandidateSets, CountTanimotoIndex
+from iokr.decoding import CandidateSets, CountTanimotoIndex, _count_tanimoto
 from iokr.decoding._count_tanimoto import MAX_EXACT_SQUARED_NORM, exact_count_norms
 from iokr.kernels import GaussianTanimoto, Tanimoto
 
@@ -73,3 +73,18 @@ def test_iokr_on_counts_scores_like_the_general_kernel(kernel):
     slow = [r.scores for r in model.rank(X[:3], sets)]
     for a, b in zip(fast, slow, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("density", [0.02, 0.3])
+def test_sparse_and_dense_inner_products_are_the_same_integers(density, monkeypatch):
+    """Sparse rows take the CSR product, dense ones the sgemm: both the exact integers of a float64 product."""
+    rng = np.random.default_rng(2)
+    Y = _counts(rng, 41, 400, high=9, density=density).astype(np.float64)
+    C = _counts(rng, 63, 400, high=9, density=density).astype(np.float32)
+    C[5] = 0
+    index = CountTanimotoIndex.build(Y)
+    exact = C.astype(np.float64) @ Y.T
+    for limit in (0.0, 1.0):  # every block dense, every block sparse
+        monkeypatch.setattr(_count_tanimoto, "SPARSE_MAX_DENSITY", limit)
+        np.testing.assert_array_equal(index.inner_products(C), exact)
+        np.testing.assert_array_equal(index.similarities(C), Tanimoto().compute(C, Y))
