@@ -129,9 +129,18 @@ def tanimoto_from_counts(intersections, counts_a, counts_b, dtype=np.float64):
     each computed by one correctly rounded division.
     """
     inter = np.asarray(intersections, dtype=dtype)
-    denominator = np.asarray(counts_a, dtype=dtype)[:, None] + np.asarray(counts_b, dtype=dtype)[None, :] - inter
-    both_zero = denominator <= 0
-    out = np.divide(inter, denominator, out=np.ones_like(inter), where=~both_zero)
+    counts_a, counts_b = np.asarray(counts_a, dtype=dtype), np.asarray(counts_b, dtype=dtype)
+    denominator = counts_a[:, None] + counts_b[None, :]
+    denominator -= inter
+    # |a| + |b| - |a&b| >= max(|a|, |b|) is zero only for two empty rows: those pairs (read off the counts, not a
+    # mask of the whole block) divide 0 by 1 and are then set to 1; every other entry is the same one division
+    empty_a, empty_b = np.flatnonzero(counts_a <= 0), np.flatnonzero(counts_b <= 0)
+    pairs = np.ix_(empty_a, empty_b) if empty_a.size and empty_b.size else None
+    if pairs is not None:
+        denominator[pairs] = 1.0
+    out = np.divide(inter, denominator, out=denominator)
+    if pairs is not None:
+        out[pairs] = 1.0
     return out
 
 
