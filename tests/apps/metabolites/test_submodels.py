@@ -294,26 +294,32 @@ def test_a_newer_submodel_layout_is_refused(mixed, tmp_path):
         load_metabolite_model(path)
 
 
-def _without_stored_grams(path, out):
-    """The model file as written before the training Gram was stored (its ``train_gram`` arrays dropped)."""
+def _stateless_with_gram(path, out):
+    """The model file as written before the IOKR state was stored: no ``state_*`` arrays, and each sub-model's
+    combined training Gram (``train_gram``) instead, taken from a refit on the stored spectra."""
     arrays, meta = load_model_file(path, kind="metabolites")
     meta = {k: v for k, v in meta.items() if k not in ("format", "format_version", "library_version", "kind",
                                                         "sha256", "members")}
-    arrays = {k: v for k, v in arrays.items() if not k.endswith(("train_gram", "train_raw_diags"))}
+    arrays = {k: v for k, v in arrays.items() if "_state_" not in k}
+    for entry in meta["submodels"]:
+        entry.pop("fitted_state_version", None)
+    bare = save_model_file(out.with_name("bare_" + out.name), arrays, meta, kind="metabolites")
+    refit = load_metabolite_model(bare)  # neither state nor Gram: refitted on the stored spectra
+    for i, precursor_type in enumerate(refit.precursor_types):
+        arrays[f"s{i}_train_gram"] = refit.submodel(precursor_type).train_gram_
     return save_model_file(out, arrays, meta, kind="metabolites")
 
 
-def test_loading_a_model_reuses_its_stored_gram_with_the_same_scores(mixed, tmp_path, monkeypatch):
-    """A model file holds each sub-model's combined training Gram: loading evaluates no spectrum kernel on training
-    pairs, and scores equal, bit for bit, those of a file without the Gram (recomputed from the stored spectra, the
-    old way) and those of the model before saving."""
+def test_a_file_with_a_stored_gram_loads_without_spectrum_kernels_on_training_pairs(mixed, tmp_path, monkeypatch):
+    """A file written before the IOKR state was stored holds each sub-model's combined training Gram: loading
+    evaluates no spectrum kernel on training pairs, and scores equal, bit for bit, those of the same model refitted
+    on its stored spectra and those of today's file (the state, no Gram: scoring never reads the Gram)."""
     arrays, _ = load_model_file(mixed["model"], kind="metabolites")
-    for i in range(2):
-        K = arrays[f"s{i}_train_gram"]
-        assert K.dtype == np.float64 and K.shape[0] == K.shape[1] == arrays[f"s{i}_train_precursor_mz"].size
+    assert not [name for name in arrays if name.endswith("train_gram")] and "s0_state_factor" in arrays
+    with_gram = _stateless_with_gram(mixed["model"], tmp_path / "gram.npz")
+    refitted = load_metabolite_model(tmp_path / "bare_gram.npz")
+    recomputed_models = {t: refitted.submodel(t) for t in BOTH}
     rng = np.random.default_rng(3)
-    old = load_metabolite_model(_without_stored_grams(mixed["model"], tmp_path / "old.npz"))
-    recomputed_models = {t: old.submodel(t) for t in BOTH}  # refitted (spectrum kernels on training pairs) here
 
     def no_training_pairs(kernel, a, b=None, **kwargs):
         assert b is not None, "a spectrum kernel was evaluated on the training pairs while loading"
@@ -321,20 +327,23 @@ def test_loading_a_model_reuses_its_stored_gram_with_the_same_scores(mixed, tmp_
 
     real = _model.normalized_gram
     monkeypatch.setattr(_model, "normalized_gram", no_training_pairs)
-    new = load_metabolite_model(mixed["model"])
+    from_gram, today = load_metabolite_model(with_gram), load_metabolite_model(mixed["model"])
     for t in BOTH:
-        stored, recomputed = new.submodel(t), recomputed_models[t]
+        stored, recomputed, current = from_gram.submodel(t), recomputed_models[t], today.submodel(t)
         np.testing.assert_array_equal(stored.train_gram_, recomputed.train_gram_)
+        assert current.train_gram_ is None
         np.testing.assert_array_equal(stored.weights_, recomputed.weights_)
         S = recomputed.train_spectra_
-        candidates = [(rng.random((9, new.fingerprinter.n_features)) < 0.3).astype(float) for _ in range(3)]
-        for a, b in zip(stored.score_sets(S[:3], candidates), recomputed.score_sets(S[:3], candidates), strict=True):
+        candidates = [(rng.random((9, today.fingerprinter.n_features)) < 0.3).astype(float) for _ in range(3)]
+        for a, b, c in zip(stored.score_sets(S[:3], candidates), recomputed.score_sets(S[:3], candidates),
+                           current.score_sets(S[:3], candidates), strict=True):
             np.testing.assert_array_equal(a, b)
+            np.testing.assert_array_equal(a, c)
 
 
 @pytest.mark.parametrize("damage", ["shape", "nan", "negative_diag"])
 def test_a_damaged_stored_gram_is_refused(mixed, tmp_path, damage):
-    arrays, meta = load_model_file(mixed["model"], kind="metabolites")
+    arrays, meta = load_model_file(_stateless_with_gram(mixed["model"], tmp_path / "gram.npz"), kind="metabolites")
     meta = {k: v for k, v in meta.items() if k not in ("format", "format_version", "library_version", "kind",
                                                         "sha256", "members")}
     arrays = dict(arrays)

@@ -101,9 +101,9 @@ class MetaboliteIdentifier(BaseEstimator):
     weights_ : ndarray of shape (n_kernels,)
     base_kernels_ : list of Kernel
     train_spectra_ : Spectra
-    train_gram_ : ndarray of shape (n_train, n_train)
-        The combined input Gram the model was fitted on (before IOKR's centering and normalization); saved with the
-        model so that loading it needs no spectrum kernels on the training pairs (see :mod:`._persist`).
+    train_gram_ : ndarray of shape (n_train, n_train) or None
+        The combined input Gram the model was fitted on (before IOKR's centering and normalization); None for a
+        model restored from a file with its fitted IOKR state (:mod:`._persist`), which scoring is made of.
     train_raw_diags_ : list of n_kernels ndarrays of shape (n_train,)
         Raw diagonals ``k(x, x)`` of the base kernels on the training spectra (their cosine normalization).
     iokr_ : IOKR
@@ -175,7 +175,8 @@ class MetaboliteIdentifier(BaseEstimator):
             avoid recomputing them (cross-validation).
         training_gram : tuple (K, weights, diags), optional
             :meth:`combined_training_gram`'s ``(K, weights)`` on ``spectra`` and the base kernels' raw diagonals,
-            already computed (the caller may then free the base Grams before the IOKR fit).
+            already computed (the caller may then free the base Grams before the IOKR fit). ``K`` may be None with
+            ``fitted_state``: scoring never reads the training Gram once the IOKR is restored.
         fitted_state : dict of str to ndarray, optional
             With ``training_gram``: :meth:`iokr.IOKR.fitted_state` of the IOKR fitted on that Gram (a saved model,
             :mod:`._persist`); the IOKR is then restored from it (no factorization, no output Gram) instead of
@@ -199,7 +200,10 @@ class MetaboliteIdentifier(BaseEstimator):
             del grams
         else:
             K, self.weights_, diags = training_gram
-            if np.shape(K) != (len(spectra), len(spectra)):
+            if K is None and fitted_state is None:
+                raise ValueError("'training_gram' without its Gram (None) needs 'fitted_state': the IOKR is then "
+                                 "restored, not fitted.")
+            if K is not None and np.shape(K) != (len(spectra), len(spectra)):
                 raise ValueError(f"'training_gram' must be a ({len(spectra)}, {len(spectra)}) Gram, got "
                                  f"{np.shape(K)}.")
         self.train_raw_diags_ = diags

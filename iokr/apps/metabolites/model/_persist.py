@@ -2,20 +2,21 @@
 
 The file holds everything needed to score new spectra: the training spectra (peaks, precursors, accessions,
 licences), the training fingerprints, the base-kernel parameters, the MKL weights, the IOKR hyperparameters, the
-cleaning and fingerprint settings, the cross-validation table, the combined training input Gram with the base
-kernels' raw diagonals (``train_gram``, ``train_raw_diags``), and (``fitted_state_version`` 1) the IOKR's fitted
-state (``state_*``, :meth:`iokr.IOKR.fitted_state`): the Cholesky factor of the transformed Gram (packed lower
-triangle), its shift and jitter, and the input and output transforms' statistics.
+cleaning and fingerprint settings, the cross-validation table, the base kernels' raw diagonals
+(``train_raw_diags``), and (``fitted_state_version`` 1) the IOKR's fitted state (``state_*``,
+:meth:`iokr.IOKR.fitted_state`): the Cholesky factor of the transformed Gram (packed lower triangle), its shift and
+jitter, and the input and output transforms' statistics.
 
 Loading restores the IOKR from that state: no spectrum kernel on training pairs, no factorization, no output Gram of
 the training fingerprints (which only cosine decoding and prediction norms read; computed on first use). On the
 bundled two-type model (1,649 + 1,015 structures) building both sub-models took 0.92 s of CPU with the refit from
-the stored Gram (0.6 s of it the output Gram) and 0.29 s restored; the file grows from 14.5 to 28.9 MB (the
-factors hardly compress), which costs about 0.1 s more to read. The scores are those of a refit bit for bit (the
-same arrays). Files without the state (written before it) are refitted from their stored Gram; files without the
-Gram (older still) from their stored spectra, as they were then; a newer ``fitted_state_version`` is refused with
-a one-line error asking to retrain. Output kernels with explicit features (``"linear"``) store no state and are
-refitted.
+the stored Gram (0.6 s of it the output Gram) and 0.29 s restored. The combined training Gram itself
+(``train_gram``) is stored only when there is no state to restore (output kernels with explicit features, such as
+``"linear"``, which are refitted on it): scoring never reads it, and leaving it out takes 30 MB of the bundled
+model's 87 MB of arrays (13 MB of its 29 MB file) and their reading off every ``identify``. The scores are those
+of a refit bit for bit (the same arrays). Files without the state (written before it) are refitted from their
+stored Gram; files without either (older still) from their stored spectra, as they were then; a newer
+``fitted_state_version`` is refused with a one-line error asking to retrain.
 """
 
 from __future__ import annotations
@@ -60,13 +61,14 @@ def submodel_arrays(model, fingerprinter, prefix=""):
         "weights": model.weights_,
         # the kernel list beside its weights, under the members' SHA-256: see _check_kernel_binding
         "kernels": np.array([str(k) for k in model.kernels]),
-        "train_gram": np.asarray(model.train_gram_, dtype=np.float64),
         "train_raw_diags": np.asarray(model.train_raw_diags_, dtype=np.float64).reshape(len(model.weights_), len(S)),
         "Y_packed" if binary else "Y_counts": np.packbits(Y > 0, axis=1) if binary else
         np.clip(Y, 0, 255).astype(np.uint8),
     }
     state = fitted_state(model)
     arrays.update({STATE_PREFIX + name: value for name, value in state.items()})
+    if not state:  # no IOKR state to restore (an output kernel without one): the Gram it is fitted on again
+        arrays["train_gram"] = np.asarray(model.train_gram_, dtype=np.float64)
     # numpy scalars (accepted by fit, e.g. np.float32 from a grid array) as the Python numbers JSON holds
     params = {k: v.item() if isinstance(v, np.generic) else v for k, v in model.get_params().items()}
     params["kernels"] = list(params["kernels"])
@@ -172,11 +174,11 @@ def _check_kernel_binding(a, params, prefix):
 
 def _stored_training_gram(a, prefix, params, n_train):
     """``(K, weights, raw_diags)`` of a sub-model's stored arrays, checked (shapes, dtype, finite, non-negative
-    diagonals) before the fit reads them."""
-    K, diags = a["train_gram"], a["train_raw_diags"]
+    diagonals) before the fit reads them; ``K`` is None for a file that stores the fitted IOKR state instead."""
+    K, diags = a.get("train_gram"), a["train_raw_diags"]
     weights = np.asarray(params["weights"], dtype=np.float64)
     n_kernels = len(params["kernels"])
-    if K.dtype != np.float64 or K.shape != (n_train, n_train) or not np.isfinite(K).all():
+    if K is not None and (K.dtype != np.float64 or K.shape != (n_train, n_train) or not np.isfinite(K).all()):
         raise ValueError(f"array {prefix}train_gram must be a finite float64 ({n_train}, {n_train}) Gram, got "
                          f"{K.dtype} of shape {K.shape}")
     if diags.dtype != np.float64 or diags.shape != (n_kernels, n_train) or not (np.isfinite(diags).all()
@@ -226,10 +228,10 @@ def rebuild_submodel(path, arrays, meta, fingerprinter, cleaning, prefix=""):
             raise ValueError("the training fingerprints are not finite")
         cleaning.merged(cleaning.single(S[:2]))  # the stored cleaning settings must work on stored spectra
         model = MetaboliteIdentifier(**params)
-        if "train_gram" not in a:  # written before the Gram was stored: recompute it from the stored spectra
+        state = _stored_state(path, a, meta)
+        if "train_gram" not in a and state is None:  # written before either was stored: refit on the spectra
             return model.fit(S, Y)
-        return model.fit(S, Y, training_gram=_stored_training_gram(a, prefix, params, n_train),
-                         fitted_state=_stored_state(path, a, meta))
+        return model.fit(S, Y, training_gram=_stored_training_gram(a, prefix, params, n_train), fitted_state=state)
     except ModelFileError:
         raise
     except _CONTENT_ERRORS as exc:
