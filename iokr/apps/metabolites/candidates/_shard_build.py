@@ -105,7 +105,8 @@ def build_store(source, output, fingerprinter=None, *, append=False, n_jobs=None
     -------
     store : ShardedStructureDatabase
     stats : dict
-        As :meth:`StructureDatabase.build`, plus ``n_chunks``, ``n_chunks_resumed``, ``n_shards``, ``bytes``.
+        As :meth:`StructureDatabase.build`, plus ``n_chunks``, ``n_chunks_resumed``, ``n_shards``, ``bytes``,
+        ``seconds_parse`` (reading and parsing) and ``seconds_merge`` (writing the shards).
     """
     output = Path(output)
     fingerprinter = Fingerprinter() if fingerprinter is None else fingerprinter
@@ -203,6 +204,7 @@ def _build_claimed(source, output, fingerprinter, append, n_jobs, scheduler, sha
         n_chunks += 1
         if progress is not None:
             progress(read)
+    parse_s = time.perf_counter() - t0
     counts = dict.fromkeys(BUILD_COUNTS, 0)
     parts = sorted(build.glob("part-*.sqlite"))
     bins = set()
@@ -231,6 +233,7 @@ def _build_claimed(source, output, fingerprinter, append, n_jobs, scheduler, sha
     stats = {**counts, "n_structures": n_structures, "n_store_structures": n_structures,
              "n_chunks": n_chunks, "n_chunks_resumed": len(done), "n_shards": len(shards),
              "bytes": sum(s["bytes"] for s in shards), "windows_1252_lines": legacy.note(), "seconds": seconds,
+             "seconds_parse": parse_s, "seconds_merge": seconds - parse_s,
              "structures_per_s": counts["n_rows"] / max(seconds, 1e-9)}
     return ShardedStructureDatabase(output), stats
 
