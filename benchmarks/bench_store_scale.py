@@ -106,7 +106,7 @@ def floor_rate(csv, n_rows, with_key):
     """Rows per second of SMILES parsing + fingerprints (+ InChIKey) alone, 2 processes, chunks of CHUNK rows."""
     with open(csv, encoding="utf-8") as handle:
         next(handle)
-        smiles = [line.rstrip("\n").split(",", 1)[1] for _, line in zip(range(n_rows), handle)]
+        smiles = [line.rstrip("\n").split(",", 1)[1] for _, line in zip(range(n_rows), handle, strict=False)]
     start = time.perf_counter()
     with worker_pool(2) as pool:
         sum(pool.map(_floor_chunk, [smiles[i:i + CHUNK] for i in range(0, len(smiles), CHUNK)],
