@@ -27,15 +27,17 @@ TAILS = ("O", "N", "Cl", "C(=O)O", "c1ccccc1")
 
 
 def _rows(n_max=30, start=0, extra=False):
-    """Rows ``[identifier, name, SMILES, ...]``: chains with five tails (masses 30-500 Da), each also written the
-    other way round (a duplicate structure, another identifier), plus an unparsable and an empty row."""
+    """Rows ``[identifier, name, SMILES, ...]``: chains with five tails (masses 30-500 Da), alcohols and amines also
+    written the other way round (a duplicate structure, another identifier), an unparsable and an empty row, a
+    permanently charged, an isotope-labelled structure and a salt."""
     rows = []
     for n in range(1 + start, n_max + 1):
         for t, tail in enumerate(TAILS):
             rows.append([f"A{n}-{t}", f"chain {n} {tail}", "C" * n + tail])
             if tail in ("O", "N"):
                 rows.append([f"B{n}-{t}", f"reversed {n} {tail}", tail + "C" * n])
-    rows += [["X1", "bad", "not a smiles"], ["X2", "empty", ""]]
+    rows += [["X1", "bad", "not a smiles"], ["X2", "empty", ""], ["C1", "charged", "C[N+](C)(C)CCO"],
+             ["L1", "labelled", "[2H]C([2H])([2H])CCCCCO"], ["S1", "salt", "CCCCCCCCO.Cl"]]
     return [r + [f"x{i}"] for i, r in enumerate(rows)] if extra else rows
 
 
@@ -64,7 +66,8 @@ def _same_answers(single, store, windows=((0, 1000), (40, 60), (59.9, 60.1), (10
         assert single.records(expected) == store.records(got)
         np.testing.assert_array_equal(single.fingerprints(expected), store.fingerprints(got))
         assert single.formulas(expected) == store.formulas(got)
-    for formula in ("C2H6O", "C8H17Cl", "C7H8O", "C99"):
+    every = single.by_mass(0, 1e9)
+    for formula in sorted(set(single.formulas(every))) + ["C99", "not a formula"]:
         expected, got = single.by_formula(formula), store.by_formula(formula)
         assert single.records(expected) == store.records(got)
 

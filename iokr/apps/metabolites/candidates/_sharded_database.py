@@ -32,6 +32,8 @@ import numpy as np
 from .... import __version__
 from ....exceptions import IOKRDataError
 from ..chemistry._fingerprints import Fingerprinter
+from ..chemistry._formulas import FormulaError
+from ..chemistry._structures import formula_mass
 from ._database import StructureDatabase
 from ._store_format import row_checksum
 
@@ -43,6 +45,9 @@ BUILD_FOLDER = "build"
 #: Shard bins are numbered below this (ids keep the bin in their low 16 bits).
 N_BINS = 1 << 16
 _BIN_BITS = 16
+#: Daltons around a formula's computed mass whose shards a formula lookup reads (stored and computed masses of one
+#: formula agree to far less; the margin only keeps rounding at a shard boundary harmless).
+FORMULA_MARGIN = 0.5
 
 
 def manifest_checksum(manifest):
@@ -188,9 +193,18 @@ class ShardedStructureDatabase:
         return np.sort(np.concatenate(ids)) if ids else np.zeros(0, dtype=np.int64)
 
     def by_formula(self, formula):
-        """Ids of the structures of one canonical formula, in input order (every shard is asked: a formula's mass
-        bin is the stored mass's, which the formula alone does not pin down for charged parents)."""
-        return self._merged((b, self.shard(b).by_formula(formula)) for b in sorted(self.shards))
+        """Ids of the structures of one canonical formula, in input order. Only the shards within
+        :data:`FORMULA_MARGIN` Da of the formula's mass are read (stored masses are the formula's, neutral-equivalent
+        for charged parents); every shard when the text is no formula this iokr can weigh."""
+        try:
+            mass = formula_mass(formula)
+        except FormulaError:
+            bins = sorted(self.shards)
+        else:
+            first = bin_of(max(mass - FORMULA_MARGIN, 0.0), self.shard_width)
+            last = bin_of(max(mass + FORMULA_MARGIN, 0.0), self.shard_width)
+            bins = [b for b in sorted(self.shards) if first <= b <= last]
+        return self._merged((b, self.shard(b).by_formula(formula)) for b in bins)
 
     def by_mass(self, low, high):
         """Ids of the structures with ``low <= monoisotopic mass <= high``, in input order (only the shards whose
