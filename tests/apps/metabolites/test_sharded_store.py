@@ -8,6 +8,7 @@ import csv
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -18,6 +19,7 @@ from metab_helpers import bundled_lists_and_training, train_small_model
 from process_helpers import ENV, ROOT, group, wait_for
 
 from iokr.apps.metabolites import Fingerprinter, ShardedStructureDatabase, StructureDatabase, build_store
+from iokr.apps.metabolites.candidates import _shard_build
 from iokr.cli.main import main
 from iokr.exceptions import IOKRDataError
 
@@ -260,3 +262,25 @@ def test_identify_scores_a_store_folder_as_the_single_file_database(tmp_path, ca
                  str(tmp_path / "folder"), "--output", str(tmp_path / "out-half")]) != 0
     errors = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
     assert len(errors) == 1 and "is half-built" in errors[0], errors
+
+
+def test_a_full_disk_is_named_and_the_build_resumes_after(table, tmp_path, monkeypatch):
+    reference = tmp_path / "reference"
+    build_store(table, reference, FP, n_jobs=1, shard_width=20.0, chunk_rows=6)[0].close()
+    written = []
+    real = _shard_build._write_part
+
+    def fill_after_three(*args):
+        if len(written) == 3:
+            raise sqlite3.OperationalError("database or disk is full")
+        written.append(real(*args))
+
+    monkeypatch.setattr(_shard_build, "_write_part", fill_after_three)
+    folder = tmp_path / "store"
+    with pytest.raises(IOKRDataError, match=r"^No space left on device while writing structure store .*store; free"):
+        build_store(table, folder, FP, n_jobs=1, shard_width=20.0, chunk_rows=6)
+    monkeypatch.undo()
+    store, stats = build_store(table, folder, FP, n_jobs=1, shard_width=20.0, chunk_rows=6)
+    store.close()
+    assert stats["n_chunks_resumed"] == 3
+    assert _files(folder) == _files(reference)

@@ -58,7 +58,7 @@ from ._sharded_database import (
     manifest_text,
     read_manifest,
 )
-from ._sqlite_files import connect_read_only, remove_with_journal
+from ._sqlite_files import connect_read_only, describe_error, error_kind, remove_with_journal
 from ._store_format import MAX_FEATURES, check_rows, row_checksum
 from ._structure_tables import IDENTIFIER_COLUMNS, name_column, pick, read_structure_rows, structure_texts
 
@@ -125,6 +125,11 @@ def build_store(source, output, fingerprinter=None, *, append=False, n_jobs=None
     try:
         return _build_claimed(source, output, fingerprinter, append, n_jobs, scheduler, shard_width, chunk_rows,
                               progress, on_shard)
+    except (sqlite3.Error, OSError) as exc:
+        if error_kind(exc) in ("full", "locked", "damaged"):  # the parts and shards written so far are kept
+            raise describe_error(exc, "Structure store", output, "writing", remedy="delete it and build it again") \
+                from None
+        raise
     finally:
         release(output)
 
