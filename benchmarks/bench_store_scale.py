@@ -4,8 +4,8 @@ against the local build, bytes per structure, lookup latency and identify time a
 (issue #32).
 
 Data: the MOSES CSVs (train, test, test_scaffolds) read from the ``molsets`` wheel (``pip download molsets==0.3.1
---no-deps``: installing the package itself pulls torch and pomegranate 0.12, which does not build on Python 3.11;
-its data needs neither), written as one CSV ``Identifier,SMILES`` in MOSES order (``IOKR_MOSES_CSV`` names an
+--no-deps``: installing the package itself pulls torch and pomegranate==0.12.0, which has no wheel for Python
+3.11 (a source build, not attempted here); its data needs neither), written as one CSV ``Identifier,SMILES`` in MOSES order (``IOKR_MOSES_CSV`` names an
 existing one). Environment:
 
 - ``IOKR_SCALE_STORE``: a store folder already built from the first rows of that CSV (``iokr metabolites index
