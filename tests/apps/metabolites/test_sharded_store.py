@@ -6,6 +6,7 @@ LocalCluster build equals the local one bit for bit."""
 
 import csv
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -284,3 +285,22 @@ def test_a_full_disk_is_named_and_the_build_resumes_after(table, tmp_path, monke
     store.close()
     assert stats["n_chunks_resumed"] == 3
     assert _files(folder) == _files(reference)
+
+
+def test_index_command_builds_appends_and_refuses_in_one_line(tmp_path, capsys):
+    a, b = _write(tmp_path / "a.csv", _rows(6)), _write(tmp_path / "b.csv", _rows(9, start=4))
+    store = tmp_path / "store"
+    assert main(["metabolites", "index", str(a), "--output", str(store), "--workers", "1"]) == 0
+    first = capsys.readouterr()
+    assert "structures in" in first.out and "shard 1/" in first.err
+    for args, message in (([str(b), "--output", str(store)], "exists .* add a table with --append"),
+                          ([str(b), "--output", str(tmp_path / "one.sqlite"), "--append"],
+                           "--append writes a store folder; --output .*one.sqlite names a single file")):
+        assert main(["metabolites", "index", *args]) != 0
+        errors = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
+        assert len(errors) == 1 and re.search(message, errors[0]), errors
+    assert main(["metabolites", "index", str(b), "--output", str(store), "--append", "--workers", "1"]) == 0
+    opened = ShardedStructureDatabase(store)
+    assert [t["source"] for t in opened.manifest["tables"]] == ["a.csv", "b.csv"]
+    assert opened.n_structures == StructureDatabase.build(_write(tmp_path / "ab.csv", _rows(6) + _rows(9, start=4)),
+                                                          ":memory:", FP)[0].n_structures
