@@ -140,11 +140,13 @@ def test_append_merges_duplicates_across_tables_and_shards(tmp_path):
     a, b = _write(tmp_path / "a.csv", rows_a), _write(tmp_path / "b.csv", rows_b, extra=True)
     both = _write(tmp_path / "both.csv", [r + [""] for r in rows_a] + rows_b, extra=True)
     folder = tmp_path / "store"
-    build_store(a, folder, FP, n_jobs=1, shard_width=20.0, chunk_rows=9)[0].close()
+    first, _ = build_store(a, folder, FP, n_jobs=1, shard_width=20.0, chunk_rows=9)
+    first.close()
     store, stats = build_store(b, folder, FP, n_jobs=2, append=True, chunk_rows=9)
     single, single_stats = StructureDatabase.build(both, ":memory:", FP, n_jobs=1)
     assert stats["n_duplicates"] > 0 and store.user_columns == ["Identifier", "CompoundName", "SMILES", "Extra"]
-    assert store.n_structures == single.n_structures
+    assert store.n_structures == single.n_structures == stats["n_store_structures"]
+    assert stats["n_structures"] == store.n_structures - first.n_structures > 0
     assert [t["source"] for t in store.manifest["tables"]] == ["a.csv", "b.csv"]
     assert sum(t["n_duplicates"] for t in store.manifest["tables"]) == single_stats["n_duplicates"]
     _same_answers(single, store)

@@ -105,7 +105,8 @@ def build_store(source, output, fingerprinter=None, *, append=False, n_jobs=None
     -------
     store : ShardedStructureDatabase
     stats : dict
-        As :meth:`StructureDatabase.build`, plus ``n_chunks``, ``n_chunks_resumed``, ``n_shards``, ``bytes``,
+        As :meth:`StructureDatabase.build` (``n_structures``: the structures this table added), plus
+        ``n_store_structures`` (the store's), ``n_chunks``, ``n_chunks_resumed``, ``n_shards``, ``bytes``,
         ``seconds_parse`` (reading and parsing) and ``seconds_merge`` (writing the shards).
     """
     output = Path(output)
@@ -235,7 +236,8 @@ def _build_claimed(source, output, fingerprinter, append, n_jobs, scheduler, sha
             shutil.rmtree(folder, ignore_errors=True)
     shutil.rmtree(build, ignore_errors=True)
     seconds = time.perf_counter() - t0
-    stats = {**counts, "n_structures": n_structures, "n_store_structures": n_structures,
+    stats = {**counts, "n_structures": n_structures - (old["n_structures"] if old else 0),
+             "n_store_structures": n_structures,
              "n_chunks": n_chunks, "n_chunks_resumed": len(done), "n_shards": len(shards),
              "bytes": sum(s["bytes"] for s in shards), "windows_1252_lines": legacy.note(), "seconds": seconds,
              "seconds_parse": parse_s, "seconds_merge": seconds - parse_s,
