@@ -22,6 +22,7 @@ from process_helpers import ENV, ROOT, group, wait_for
 from iokr.apps.metabolites import Fingerprinter, ShardedStructureDatabase, StructureDatabase, build_store
 from iokr.apps.metabolites.candidates import _shard_build
 from iokr.cli.main import main
+from iokr.decoding import PackedBinaryFeatures
 from iokr.exceptions import IOKRDataError
 
 pytest.importorskip("rdkit")
@@ -68,6 +69,13 @@ def _same_answers(single, store, windows=((0, 1000), (40, 60), (59.9, 60.1), (10
         assert len(got) == len(expected)
         assert single.records(expected) == store.records(got)
         np.testing.assert_array_equal(single.fingerprints(expected), store.fingerprints(got))
+        compact = store.fingerprints(got, compact=True)
+        if store.fingerprinter.binary:
+            reference = PackedBinaryFeatures.from_dense(single.fingerprints(expected).astype(np.uint8))
+            np.testing.assert_array_equal(compact.packed, reference.packed)
+        else:
+            assert compact.counts.dtype == np.uint8
+            np.testing.assert_array_equal(compact.counts, single.fingerprints(expected))
         assert single.formulas(expected) == store.formulas(got)
     every = single.by_mass(0, 1e9)
     for formula in sorted(set(single.formulas(every))) + ["C99", "not a formula"]:
@@ -75,10 +83,13 @@ def _same_answers(single, store, windows=((0, 1000), (40, 60), (59.9, 60.1), (10
         assert single.records(expected) == store.records(got)
 
 
-@pytest.mark.parametrize(("shard_width", "chunk_rows", "n_jobs"), [(20.0, 7, 1), (1000.0, 500, 1), (5.0, 13, 2)])
-def test_store_answers_as_the_single_file_database(table, tmp_path, shard_width, chunk_rows, n_jobs):
-    single, single_stats = StructureDatabase.build(table, ":memory:", FP, n_jobs=1)
-    store, stats = build_store(table, tmp_path / "store", FP, n_jobs=n_jobs, chunk_rows=chunk_rows,
+@pytest.mark.parametrize(("shard_width", "chunk_rows", "n_jobs", "kind"),
+                         [(20.0, 7, 1, "morgan_counts+maccs"), (1000.0, 500, 1, "morgan_counts+maccs"),
+                          (5.0, 13, 2, "morgan_counts+maccs"), (20.0, 7, 1, "maccs")])
+def test_store_answers_as_the_single_file_database(table, tmp_path, shard_width, chunk_rows, n_jobs, kind):
+    fingerprinter = Fingerprinter(kind, n_bits=64)
+    single, single_stats = StructureDatabase.build(table, ":memory:", fingerprinter, n_jobs=1)
+    store, stats = build_store(table, tmp_path / "store", fingerprinter, n_jobs=n_jobs, chunk_rows=chunk_rows,
                                shard_width=shard_width)
     assert store.n_structures == single.n_structures == stats["n_structures"]
     for key in ("n_rows", "n_missing", "n_unparsable", "n_duplicates"):

@@ -30,12 +30,13 @@ from pathlib import Path
 import numpy as np
 
 from .... import __version__
+from ....decoding import CountFeatures, PackedBinaryFeatures
 from ....exceptions import IOKRDataError
 from ..chemistry._fingerprints import Fingerprinter
 from ..chemistry._formulas import FormulaError
 from ..chemistry._structures import formula_mass
 from ._database import StructureDatabase
-from ._store_format import row_checksum
+from ._store_format import decode_compact, row_checksum
 
 STORE_SCHEMA = "iokr-structure-store"
 #: 1: shards by mass range, each a version-3 structure database.
@@ -233,13 +234,25 @@ class ShardedStructureDatabase:
                 out[i] = value
         return out
 
-    def fingerprints(self, ids, fingerprinter=None):
-        """Fingerprints of ``ids``, shape (len(ids), n_features) float32, read shard by shard."""
-        n = (fingerprinter or self.fingerprinter).n_features
-        out = np.zeros((len(ids), n), dtype=np.float32)
+    def fingerprints(self, ids, fingerprinter=None, compact=False):
+        """Fingerprints of ``ids``, shape (len(ids), n_features) float32, read shard by shard.
+
+        ``compact``: the stored values as uint8 row blocks (:class:`~iokr.decoding.CountFeatures`, or
+        :class:`~iokr.decoding.PackedBinaryFeatures` for binary kinds), a quarter of the float32 memory; ignored
+        (float32 computed afresh) when ``fingerprinter`` has other parameters than the stored ones.
+        """
+        fresh = fingerprinter is not None and fingerprinter.params() != self.fingerprint
+        n = (fingerprinter if fresh else self.fingerprinter).n_features
+        out = np.zeros((len(ids), n), dtype=np.uint8 if compact and not fresh else np.float32)
         for db, at, local in self._groups(ids):
-            out[at] = db.fingerprints(local, fingerprinter)
-        return out
+            if out.dtype == np.uint8:  # the stored bytes, checked row by row, decoded without conversion
+                out[at] = decode_compact(db._rows(local, "fp"), n, self.fingerprinter.binary,  # noqa: SLF001
+                                         f"Structure database {db.path}", local, dtype=np.uint8)
+            else:
+                out[at] = db.fingerprints(local, fingerprinter)
+        if out.dtype != np.uint8:
+            return out
+        return PackedBinaryFeatures.from_dense(out) if self.fingerprinter.binary else CountFeatures(out)
 
     def formulas(self, ids):
         """Canonical molecular formula of ``ids``."""
