@@ -209,9 +209,18 @@ def register(subparsers):
                        help="structures: .csv (comma or semicolon), .tsv or .sdf, optionally .gz, with a SMILES or "
                             "InChI column; rows whose first InChIKey block repeats an earlier row's (stereoisomers) "
                             "are merged into it, keeping the first row's columns")
-    index.add_argument("--output", required=True, help="database file to write (.sqlite)")
+    index.add_argument("--output", required=True,
+                       help="database file to write (.sqlite), or a folder: a store of shards by mass range, "
+                            "resumed when a build there was stopped")
     index.add_argument("--model", default=None,
                        help="store the fingerprints of this model (default: those of the ready model)")
+    index.add_argument("--append", action="store_true",
+                       help="add DATABASE to the store folder --output (duplicates of its structures merged)")
+    index.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                       help="parse on Dask: a scheduler address (tcp://host:8786), or 'local' for a LocalCluster "
+                            "of --workers processes (a store folder only)")
+    index.add_argument("--workers", type=int, default=None, metavar="N",
+                       help="worker processes parsing structures (default: the number of CPUs)")
     index.set_defaults(func=run_index)
 
     evaluate = actions.add_parser("evaluate", help="structure-disjoint evaluation on candidate lists")
@@ -371,24 +380,55 @@ def _identify_into(tmp, model, args, settings, app):
 def run_index(args):
 
     out = Path(args.output)
+    if out.suffix.lower() not in (".sqlite", ".db", ".sqlite3"):
+        return _run_index_store(args, out)
+    if args.append or args.scheduler:
+        raise CommandError(f"--{'append' if args.append else 'scheduler'} writes a store folder; --output {out} "
+                           "names a single file (.sqlite).")
     check_outputs({"--output": out}, {"DATABASE": args.database, "--model": args.model}, overwrite=args.overwrite,
                   expect="file")
     app = _load_app()
     fingerprinter = app.load_fingerprinter(args.model) if args.model else app.TrainingConfig().fingerprinter()
     with _progress(None, "indexing structures (rows read)") as bar:
-        db, stats = app.StructureDatabase.build(args.database, out, fingerprinter, progress=bar)
+        db, stats = app.StructureDatabase.build(args.database, out, fingerprinter, progress=bar, n_jobs=args.workers)
     db.close()
+    _print_index_stats(args, stats, f"database written to {out} ({out.stat().st_size / 2**20:.1f} MiB)")
+    return 0
+
+
+def _run_index_store(args, out):
+    """``index --output FOLDER``: a store of shards by mass range (new, appended to, or resumed)."""
+    app = _load_app()
+    ours = app.ShardedStructureDatabase.is_store(out)  # the builder refuses a finished store without --append
+    check_outputs({"--output": out}, {"DATABASE": args.database, "--model": args.model},
+                  overwrite=args.overwrite or ours, expect="folder")
+    fingerprinter = app.load_fingerprinter(args.model) if args.model else app.TrainingConfig().fingerprinter()
+
+    def shard_line(info):
+        _log(f"shard {info['done']}/{info['total']} ({info['low']:g}-{info['high']:g} Da): "
+             f"{info['n_structures']} structures")
+
+    with _progress(None, "indexing structures (rows read)") as bar:
+        store, stats = app.build_store(args.database, out, fingerprinter, append=args.append, n_jobs=args.workers,
+                                       scheduler=args.scheduler, progress=bar, on_shard=shard_line)
+    store.close()
+    resumed = f", {stats['n_chunks_resumed']} of {stats['n_chunks']} chunks resumed" if stats["n_chunks_resumed"] \
+        else ""
+    _print_index_stats(args, stats, f"store {out}: {stats['n_store_structures']} structures in {stats['n_shards']} "
+                                    f"shards ({stats['bytes'] / 2**20:.1f} MiB{resumed})")
+    return 0
+
+
+def _print_index_stats(args, stats, written):
     print(f"{stats['n_structures']} structures indexed from {stats['n_rows']} rows ({stats['n_unparsable']} "
           f"unparsable, {stats['n_missing']} without a structure, {stats['n_duplicates']} duplicates merged) in "
-          f"{stats['seconds']:.1f} s ({stats['structures_per_s']:.0f} rows/s); database written to {out} "
-          f"({out.stat().st_size / 2**20:.1f} MiB)")
+          f"{stats['seconds']:.1f} s ({stats['structures_per_s']:.0f} rows/s); {written}")
     print(f"{stats['n_parents']} salts/mixtures reduced to their parent, {stats['n_neutralized']} charged structures "
           f"neutralized, {stats['n_labelled']} isotope-labelled (indexed at their own formula and mass), "
           f"{stats['n_charged']} permanently charged (indexed at their neutral-equivalent mass, for [M]+ / [M]- "
           f"queries), {stats['n_structure_fallbacks']} read from a later structure column (the first unparsable)")
     if stats.get("windows_1252_lines"):
         print(f"{args.database}: {stats['windows_1252_lines']}")
-    return 0
 
 
 def summary_table(summary):

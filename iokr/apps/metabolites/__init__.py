@@ -51,6 +51,7 @@ _LAZY = {
     # candidates
     "CandidateList": "candidates._candidates", "CandidateStore": "candidates._candidates",
     "read_candidate_lists": "candidates._candidates", "StructureDatabase": "candidates._database",
+    "ShardedStructureDatabase": "candidates._sharded_database", "build_store": "candidates._shard_build",
     # model
     "MetaboliteIdentifier": "model._model", "make_output_kernel": "model._model",
     "make_spectrum_kernel": "model._model", "MetaboliteModel": "model._submodels",

@@ -27,6 +27,7 @@ from ..chemistry._structures import formula_mass, parent_of
 from ._candidates import CandidateStore, _iter_sources, is_per_formula_name, read_candidate_lists
 from ._database import CANDIDATE_COLUMNS, StructureDatabase, output_names
 from ._query_lists import QueryListSource, query_id_column, tables_of_sources
+from ._sharded_database import ShardedStructureDatabase, is_store_folder
 from ._structure_tables import read_structure_rows
 
 
@@ -112,7 +113,8 @@ class ListSource:
 def open_source(path, fingerprinter, store_path=None, progress=None, reserved=()):
     """The candidate source for ``identify --candidates PATH``.
 
-    - ``.sqlite`` / ``.db``: an indexed database (opened read-only);
+    - ``.sqlite`` / ``.db``: an indexed database (opened read-only); a folder of shards written by ``index``
+      (:mod:`._sharded_database`);
     - a folder or ``.tar(.gz)``: per-formula lists when its files follow the shared naming
       ``scoring_list=<FORMULA>_spec=..._id=...``; otherwise per-query lists, one file per query named by its
       query id (``<query_id>.csv``, ``.tsv``, ``.psv``, ``.txt``, ``.sdf``). A mix of both namings is refused;
@@ -129,6 +131,8 @@ def open_source(path, fingerprinter, store_path=None, progress=None, reserved=()
     name = path.name.lower()
     if name.endswith((".sqlite", ".db", ".sqlite3")):
         return DatabaseSource(StructureDatabase(path), reserved=reserved)
+    if is_store_folder(path):
+        return DatabaseSource(ShardedStructureDatabase(path), reserved=reserved)
     if path.is_dir() or name.endswith((".tar.gz", ".tgz", ".tar")):
         store = CandidateStore(store_path if store_path else "", fingerprinter)
         sources = list(_iter_sources(path))

@@ -255,13 +255,9 @@ class StructureDatabase:
         for chunk, parsed in _parsed_chunks(rows, structure_columns, fingerprinter, n_jobs):
             batch = []
             for row, result in zip(chunk, parsed, strict=True):
-                counts["n_rows"] += 1
-                if result in (MISSING, None):
-                    counts["n_missing" if result == MISSING else "n_unparsable"] += 1
+                if (result := count_parse_result(counts, result)) is None:
                     continue
-                key, smiles, formula, mass, blob, flags = result
-                for name, flag in zip(FLAG_COUNTS, flags, strict=True):
-                    counts[name] += bool(flag)
+                key, smiles, formula, mass, blob = result
                 # The first row of a skeleton wins, in file order; an isotope-labelled form (same first block, other
                 # formula) is a structure of its own.
                 if (key[:14], formula) in seen:
@@ -430,6 +426,19 @@ FLAG_COUNTS = ("n_parents", "n_neutralized", "n_labelled", "n_charged", "n_struc
 BUILD_COUNTS = ("n_rows", "n_missing", "n_unparsable", "n_duplicates", *FLAG_COUNTS)
 
 
+def count_parse_result(counts, result):
+    """Count one row's parse result (:func:`parse_texts`) into ``counts`` (:data:`BUILD_COUNTS`); the parsed
+    ``(inchikey, smiles, formula, mass, fingerprint bytes)``, or None for a row without a parsable structure."""
+    counts["n_rows"] += 1
+    if result in (MISSING, None):
+        counts["n_missing" if result == MISSING else "n_unparsable"] += 1
+        return None
+    *parsed, flags = result
+    for name, flag in zip(FLAG_COUNTS, flags, strict=True):
+        counts[name] += bool(flag)
+    return parsed
+
+
 def _parse_row(texts, fingerprinter):
     """``(inchikey, smiles, formula, mass, fingerprint bytes, flags)`` of the first of a row's structure texts that
     RDKit reads (:func:`~._structures.parent_of`: the parent structure), None if it reads none, :data:`MISSING`
@@ -446,7 +455,7 @@ def _parse_row(texts, fingerprinter):
     return parent.key, parent.smiles, parent.formula, parent.mass, encode_compact(fp[0], fingerprinter.binary), flags
 
 
-def _parse_texts(texts, fingerprint):
+def parse_texts(texts, fingerprint):
     fingerprinter = Fingerprinter(**fingerprint)
     return [_parse_row(t, fingerprinter) for t in texts]
 
@@ -464,13 +473,13 @@ def _parsed_chunks(rows, structure_columns, fingerprinter, n_jobs):
     n_jobs = (os.cpu_count() or 1) if n_jobs is None else n_jobs
     if len(head) < 2 or n_jobs <= 1:
         for chunk in chunks:
-            yield chunk, _parse_texts(texts_of(chunk), fingerprinter.params())
+            yield chunk, parse_texts(texts_of(chunk), fingerprinter.params())
         return
 
     with worker_pool(n_jobs) as pool:  # workers die with this process, even on kill -9
         pending = []
         for chunk in chunks:
-            pending.append((chunk, pool.submit(_parse_texts, texts_of(chunk), fingerprinter.params())))
+            pending.append((chunk, pool.submit(parse_texts, texts_of(chunk), fingerprinter.params())))
             if len(pending) > 2 * n_jobs:  # bounded look-ahead: memory stays a few chunks
                 chunk, future = pending.pop(0)
                 yield chunk, future.result()
