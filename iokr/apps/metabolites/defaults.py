@@ -81,3 +81,9 @@ DEFAULT_BATCH_SIZE = 256
 #: ``unsupported adduct``) or ``"assume"`` (ranked by the sub-model of the nearest supported type, with a warning).
 ADDUCT_POLICIES = ("refuse", "assume")
 DEFAULT_ADDUCT_POLICY = "refuse"
+
+#: ``index`` into a store folder: Daltons per shard (about 20 shards for drug-like sets, MOSES: 250-450 Da, a few
+#: hundred thousand rows each at PubChem's density; a mass window of a few ppm reads one shard, two at a boundary),
+#: and rows per parse task and part file.
+DEFAULT_SHARD_WIDTH = 10.0
+DEFAULT_STORE_CHUNK_ROWS = 5000

@@ -37,6 +37,7 @@ from ....io import LegacyLines
 from ....io._ownership import OutputInUseError, claim, release
 from ....io._workers import worker_pool
 from ..chemistry._fingerprints import Fingerprinter
+from ..defaults import DEFAULT_SHARD_WIDTH, DEFAULT_STORE_CHUNK_ROWS
 from ._database import (
     _CREATE,
     _ROW,
@@ -62,11 +63,6 @@ from ._sqlite_files import connect_read_only, describe_error, error_kind, remove
 from ._store_format import MAX_FEATURES, check_rows, row_checksum
 from ._structure_tables import IDENTIFIER_COLUMNS, name_column, pick, read_structure_rows, structure_texts
 
-#: Daltons per shard: about 20 shards for drug-like sets (MOSES: 250-450 Da), a few hundred thousand rows each
-#: at PubChem's density; a mass window of a few ppm reads one shard, two at a boundary.
-SHARD_WIDTH = 10.0
-#: Rows per parse task and part file.
-STORE_CHUNK_ROWS = 5000
 _PART_CREATE = (
     "CREATE TABLE rows (ordinal INTEGER PRIMARY KEY, bin INTEGER NOT NULL, inchikey TEXT NOT NULL, "
     "smiles TEXT NOT NULL, formula TEXT NOT NULL, mass REAL NOT NULL, fp BLOB NOT NULL, columns TEXT NOT NULL)",
@@ -75,7 +71,7 @@ _PART_CREATE = (
 
 
 def build_store(source, output, fingerprinter=None, *, append=False, n_jobs=None, scheduler=None,
-                shard_width=SHARD_WIDTH, chunk_rows=STORE_CHUNK_ROWS, progress=None, on_shard=None):
+                shard_width=DEFAULT_SHARD_WIDTH, chunk_rows=DEFAULT_STORE_CHUNK_ROWS, progress=None, on_shard=None):
     """Index ``source`` into the store folder ``output``: a new store, or (``append``) one more table of it.
 
     Parameters
@@ -92,9 +88,9 @@ def build_store(source, output, fingerprinter=None, *, append=False, n_jobs=None
         Local worker processes (or Dask LocalCluster workers); default: the number of CPUs.
     scheduler : str, optional
         Dask scheduler address, or ``"local"`` for a LocalCluster of ``n_jobs`` processes.
-    shard_width : float, default=SHARD_WIDTH
+    shard_width : float, default=DEFAULT_SHARD_WIDTH
         Daltons per shard (a new store only; an append keeps the store's).
-    chunk_rows : int, default=STORE_CHUNK_ROWS
+    chunk_rows : int, default=DEFAULT_STORE_CHUNK_ROWS
     progress : callable, optional
         ``progress(rows read)`` after every chunk (resumed chunks included).
     on_shard : callable, optional
