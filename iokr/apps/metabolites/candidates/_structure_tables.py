@@ -107,7 +107,9 @@ def _delimiter(name, header):
         return "\t"
     if name.endswith(".psv"):
         return "|"
-    return next((d for d in ("\t", "|", ",", ";") if d in header), ",")
+    # A quoted column name may hold any of them ("score|rank"): only the header's unquoted text decides.
+    unquoted = re.sub(r'"[^"]*"', "", header)
+    return next((d for d in ("\t", "|", ",", ";") if d in unquoted), ",")
 
 
 def _dict_rows(lines, name, where):
