@@ -107,9 +107,12 @@ def _delimiter(name, header):
         return "\t"
     if name.endswith(".psv"):
         return "|"
-    # A quoted column name may hold any of them ("score|rank"): only the header's unquoted text decides.
+    # A column name may hold another of them ("score|rank", quoted or not): the one the header's unquoted text holds
+    # most often separates (ties in this order).
     unquoted = re.sub(r'"[^"]*"', "", header)
-    return next((d for d in ("\t", "|", ",", ";") if d in unquoted), ",")
+    counts = {d: unquoted.count(d) for d in ("\t", "|", ",", ";")}
+    best = max(counts, key=counts.get)
+    return best if counts[best] else ","
 
 
 def _dict_rows(lines, name, where):
