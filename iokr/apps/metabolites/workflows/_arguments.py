@@ -37,3 +37,18 @@ def check_settings(value, cls, name, function):
     hint = f"; for a dict d, pass {cls.__name__}(**d)" if isinstance(value, dict) else ""
     raise TypeError(f"The {name!r} parameter of {function} must be an instance of {cls.__name__} or None. Got "
                     f"{type(value).__name__} instead{hint}.")
+
+
+def check_exists(value, name, function):
+    """``value`` when nothing is to be checked (None) or the path exists.
+
+    Called before anything slow (the ready model's first training takes minutes), so a typo costs no waiting.
+
+    Raises
+    ------
+    FileNotFoundError
+        Naming ``function``'s parameter ``name`` and the path.
+    """
+    if value is not None and not os.path.exists(value):
+        raise FileNotFoundError(f"The {name!r} parameter of {function}: {os.fspath(value)} does not exist.")
+    return value

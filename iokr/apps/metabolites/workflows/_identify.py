@@ -15,7 +15,7 @@ from ..model._hypotheses import annotated_kernels, annotation_totals
 from ..model._persist import read_model
 from ..model._submodels import load_metabolite_model
 from ..ranking._identify import RESERVED_COLUMNS, IdentifySettings, plan_queries, query_ids, score_queries
-from ._arguments import check_path, check_settings
+from ._arguments import check_exists, check_path, check_settings
 from ._default_model import ensure_default_model
 from ._feedback import Feedback
 from ._results import IdentifyResults
@@ -50,12 +50,21 @@ def identify(spectra, candidates, model=None, settings=None, *, store=None, feed
     results : IdentifyResults
         One typed row per query (``identifications``), the top-k candidates (``candidates``), the run's
         ``parameters``; ``results.write(folder)`` writes the command line's output folder.
+
+    Raises
+    ------
+    TypeError
+        A parameter of the wrong type (e.g. a :class:`Spectra` instead of its file's path).
+    FileNotFoundError
+        ``spectra``, ``candidates`` or ``model`` does not exist (checked before the ready model is trained).
     """
     check_path(spectra, "spectra", "identify")
     check_path(candidates, "candidates", "identify")
     check_path(model, "model", "identify", optional=True)
     check_path(store, "store", "identify", optional=True)
     settings = check_settings(settings, IdentifySettings, "settings", "identify")
+    for name, path in (("spectra", spectra), ("candidates", candidates), ("model", model)):
+        check_exists(path, name, "identify")  # before the ready model's training (minutes) or any reading
     feedback = Feedback() if feedback is None else feedback
     progress, log = feedback.progress, feedback.log
     model_path = ensure_default_model(progress=progress, log=log) if model is None else model

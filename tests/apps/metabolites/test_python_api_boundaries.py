@@ -1,0 +1,55 @@
+"""The Python API at a notebook's boundary (issue #29): a typo costs no waiting, numpy scalars are numbers, and what
+``identify`` refuses it refuses in one line naming the parameter."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from iokr.apps.metabolites import IdentifySettings, identify
+from iokr.apps.metabolites.workflows import _identify
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "data"
+
+
+@pytest.fixture
+def no_training(monkeypatch):
+    """The ready model must not be trained (a minute or more) before the user's paths are checked."""
+    def refuse(**_):
+        raise AssertionError("the ready model was trained before the paths were checked")
+    monkeypatch.setattr(_identify, "ensure_default_model", refuse)
+
+
+@pytest.mark.parametrize("missing", ["spectra", "candidates"])
+def test_a_missing_file_is_reported_before_the_ready_model_is_trained(tmp_path, no_training, missing):
+    paths = {"spectra": EXAMPLES / "mzmine_features.mgf", "candidates": EXAMPLES / "structures.csv"}
+    paths[missing] = tmp_path / "typo.mgf"
+    with pytest.raises(FileNotFoundError) as err:
+        identify(paths["spectra"], paths["candidates"])
+    message = str(err.value)
+    assert f"'{missing}'" in message and "typo.mgf" in message and "\n" not in message, message
+
+
+def test_a_missing_model_file_names_the_parameter(tmp_path):
+    with pytest.raises(FileNotFoundError, match="'model'.*nope.npz"):
+        identify(EXAMPLES / "mzmine_features.mgf", EXAMPLES / "structures.csv", tmp_path / "nope.npz")
+
+
+def test_numpy_scalars_are_numbers_and_stored_as_python_numbers():
+    # a notebook's loop over np.arange or a value read from a DataFrame gives numpy scalars
+    settings = IdentifySettings(top_k=np.int64(5), batch_size=np.int32(64), ppm=np.float32(5.0),
+                                prior_weight=np.float64(0.5))
+    assert (settings.top_k, settings.batch_size, settings.ppm, settings.prior_weight) == (5, 64, 5.0, 0.5)
+    assert [type(v) for v in (settings.top_k, settings.batch_size, settings.ppm, settings.prior_weight)] == \
+        [int, int, float, float]
+    assert str(IdentifySettings(prior_weight=-0.0).prior_weight) == "0.0"  # as the command line writes it
+    assert repr(IdentifySettings(ppm=10).ppm) == "10.0"  # parameters.json as from the command line (--ppm 10)
+    for bad in (np.bool_(True), True, 2.0, "5", np.float64(5.0)):
+        with pytest.raises(ValueError, match="'top_k' parameter of IdentifySettings"):
+            IdentifySettings(top_k=bad)
+
+
+@pytest.mark.parametrize("field", [5, b"FEATURE_ID", "", ["FEATURE_ID"]])
+def test_query_id_field_must_be_a_field_name(field):
+    with pytest.raises(ValueError, match="'query_id_field' parameter of IdentifySettings"):
+        IdentifySettings(query_id_field=field)
