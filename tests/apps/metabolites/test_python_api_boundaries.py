@@ -53,3 +53,39 @@ def test_numpy_scalars_are_numbers_and_stored_as_python_numbers():
 def test_query_id_field_must_be_a_field_name(field):
     with pytest.raises(ValueError, match="'query_id_field' parameter of IdentifySettings"):
         IdentifySettings(query_id_field=field)
+
+
+def _empty_results():
+    from iokr.apps.metabolites import IdentifyResults  # noqa: PLC0415
+
+    return IdentifyResults(identifications=[], candidates=[], candidate_columns=("identifier",), statuses={},
+                           parameters={"top_k": 1}, spectra=None)
+
+
+def test_write_respects_the_claim_of_another_run_on_the_folder(tmp_path):
+    # Two notebooks (or a notebook and `iokr metabolites identify`) writing one folder: without the claim the later
+    # rename silently replaced the folder the other had just written, even with overwrite=False.
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    folder = tmp_path / "out"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from iokr.io._ownership import claim; claim(sys.argv[1]); "
+         "print('held', flush=True); sys.stdin.read()", str(folder)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[3])
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(OSError, match="in use by another iokr run"):
+            _empty_results().write(folder)
+        assert not folder.exists()
+    finally:
+        holder.communicate("")
+    assert _empty_results().write(folder) == folder  # free again once the other run ended
+    assert sorted(p.name for p in folder.iterdir()) == ["parameters.json", "structure_candidates.tsv",
+                                                        "structure_identifications.tsv"]
+    assert not list(tmp_path.glob(".*"))  # no lock file or temporary left
+
+
+def test_write_names_the_parameter_of_a_wrong_folder():
+    with pytest.raises(TypeError, match="'folder'.*NoneType"):
+        _empty_results().write(None)

@@ -95,7 +95,8 @@ def train(spectra, output, config=None, *, exclude_candidates=None, feedback=Non
     exclude_candidates : str or Path, optional
         Candidate lists whose true structures are left out of training.
     feedback : Feedback, optional
-        Progress bars and log lines (silent when None).
+        Progress bars and log lines; None: log lines printed, no progress bars (``Feedback(log=lambda line: None)``
+        for silence).
     min_structures : int, default=DEFAULT_MIN_STRUCTURES
         Structures a precursor type needs for its own sub-model (the most frequent type is always trained).
 
@@ -131,6 +132,7 @@ def evaluate(spectra, candidates, config=None, *, model_output=None, fingerprint
     fingerprint_cache : str, Path or sequence of them, optional
         Fingerprint cache files of candidate structures (the first one made with this fingerprint is used).
     feedback : Feedback, optional
+        Progress bars and log lines; None: log lines printed, no progress bars.
     min_structures : int, default=DEFAULT_MIN_STRUCTURES
 
     Returns

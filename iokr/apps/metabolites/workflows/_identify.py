@@ -39,7 +39,8 @@ def identify(spectra, candidates, model=None, settings=None, *, store=None, feed
     store : str or Path, optional
         On-disk store for candidates of a CSV/SDF/list source (in memory when None).
     feedback : Feedback, optional
-        Progress bars and log lines (silent when None).
+        Progress bars and log lines; None: log lines printed, no progress bars (``Feedback(log=lambda line: None)``
+        for silence).
     candidate_sink : callable, optional
         ``candidate_sink(candidate_columns) -> write(row)``: the top-k rows are passed to ``write`` as they are
         ranked (memory stays that of one batch; e.g. :class:`~..exporting.CandidateTableWriter`) instead of being
