@@ -89,3 +89,26 @@ def test_write_respects_the_claim_of_another_run_on_the_folder(tmp_path):
 def test_write_names_the_parameter_of_a_wrong_folder():
     with pytest.raises(TypeError, match="'folder'.*NoneType"):
         _empty_results().write(None)
+
+
+@pytest.mark.parametrize(("options", "name"), [
+    ({"n_folds": 0}, "n_folds"), ({"n_folds": -2}, "n_folds"), ({"n_folds": "3"}, "n_folds"),
+    ({"n_folds": 2.0}, "n_folds"), ({"seed": "a"}, "seed"), ({"surrogate": "bogus"}, "surrogate"),
+    ({"gram_storage": "x"}, "gram_storage"), ({"prior_neighbors": 0}, "prior_neighbors"),
+    ({"grid": [0.1]}, "grid")])
+def test_training_config_refuses_what_train_would_silently_change_or_fail_on_late(options, name):
+    # surrogate="bogus" trained with the fold lists and n_folds=0 as "no search", silently; n_folds="3" and
+    # seed="a" failed deep inside with errors naming no parameter
+    from iokr.apps.metabolites import TrainingConfig  # noqa: PLC0415
+
+    with pytest.raises(ValueError, match=f"'{name}' parameter of TrainingConfig"):
+        TrainingConfig(**options)
+
+
+def test_training_config_takes_numpy_integers():
+    from iokr.apps.metabolites import TrainingConfig  # noqa: PLC0415
+
+    config = TrainingConfig(n_folds=np.int64(4), seed=np.int32(7), prior_neighbors=np.int64(2))
+    assert (config.n_folds, config.seed, config.prior_neighbors) == (4, 7, 2)
+    assert {type(v) for v in (config.n_folds, config.seed, config.prior_neighbors)} == {int}
+    assert TrainingConfig().n_folds == 3 and TrainingConfig(n_folds=1).n_folds == 1  # 1: no search, documented
