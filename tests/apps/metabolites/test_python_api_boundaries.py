@@ -112,3 +112,38 @@ def test_training_config_takes_numpy_integers():
     assert (config.n_folds, config.seed, config.prior_neighbors) == (4, 7, 2)
     assert {type(v) for v in (config.n_folds, config.seed, config.prior_neighbors)} == {int}
     assert TrainingConfig().n_folds == 3 and TrainingConfig(n_folds=1).n_folds == 1  # 1: no search, documented
+
+
+#: The notebook's entry points (docs/metabolites.md "Python API"): numpydoc-valid as ``iokr.__all__`` is in
+#: tests/test_docstrings.py (same ignored codes).
+NOTEBOOK_API = ("identify", "train", "evaluate", "IdentifyResults", "IdentifySettings", "TrainingConfig",
+                "TrainingResult", "EvaluationResult", "SubmodelSummary", "write_identify_folder", "Feedback",
+                "CandidateTableWriter")
+
+
+def _notebook_names():
+    import dataclasses  # noqa: PLC0415
+    import inspect  # noqa: PLC0415
+
+    import iokr.apps.metabolites as app  # noqa: PLC0415
+
+    names = []
+    for name in NOTEBOOK_API:
+        obj = getattr(app, name)
+        names.append(f"iokr.apps.metabolites.{name}")
+        if inspect.isclass(obj):
+            fields = {f.name for f in dataclasses.fields(obj)} if dataclasses.is_dataclass(obj) else set()
+            for attr in sorted(set(vars(obj)) - fields):  # a field's default (Feedback.progress) is no method
+                static = inspect.getattr_static(obj, attr)
+                if not attr.startswith("_") and (inspect.isfunction(static) or isinstance(static, property)):
+                    names.append(f"iokr.apps.metabolites.{name}.{attr}")
+    return names
+
+
+@pytest.mark.parametrize("name", _notebook_names())
+def test_notebook_api_docstrings(name):
+    numpydoc_validate = pytest.importorskip("numpydoc.validate")
+    ignored = {"ES01", "SA01", "EX01", "RT02", "GL01", "GL02"}
+    result = numpydoc_validate.validate(name)
+    errors = [f"{code}: {message}" for code, message in result["errors"] if code not in ignored]
+    assert not errors, f"{name}:\n" + "\n".join(errors)

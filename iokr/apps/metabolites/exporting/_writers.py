@@ -68,7 +68,13 @@ class CandidateTableWriter:
         return self.write
 
     def write(self, row):
-        """Write one typed candidate row (``query_id``, ``rank``, candidate columns, ``score``, ``structure_prior``)."""
+        """Write one typed candidate row.
+
+        Parameters
+        ----------
+        row : dict
+            ``query_id``, ``rank``, the candidate's columns, ``score`` and ``structure_prior`` (floats).
+        """
         text = format_candidate(row)
         self._writer.writerow(text)
         if self.report is not None:
@@ -136,6 +142,7 @@ def write_identify_folder(results, folder, *, report=False, overwrite=False):
     Returns
     -------
     folder : Path
+        The folder written.
 
     Raises
     ------

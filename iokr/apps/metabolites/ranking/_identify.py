@@ -52,7 +52,7 @@ ABOVE_PRECURSOR = 0.5
 class IdentifySettings:
     """Options of :func:`identify` (the command line's ``identify`` flags).
 
-    Attributes
+    Parameters
     ----------
     top_k : int
         Candidates written per query.

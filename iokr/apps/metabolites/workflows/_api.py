@@ -17,7 +17,25 @@ TOP_KEYS = ("top1", "top5", "top10", "top20")
 
 @dataclass
 class SubmodelSummary:
-    """One trained sub-model: its precursor type, training structures, chosen parameters and kernel weights."""
+    """One trained sub-model: its precursor type, training structures, chosen parameters and kernel weights.
+
+    Parameters
+    ----------
+    precursor_type : str
+        The sub-model's precursor type, e.g. ``"[M+H]+"``.
+    n_train : int
+        Training structures.
+    chosen : dict
+        The parameters chosen by cross-validation (``alpha``, ``output_kernel``, ...).
+    weights : list of float
+        The base spectrum kernels' weights (ALIGNF).
+    cv : list of dict
+        The cross-validation table, one row per parameter setting.
+    timings : dict of {str: float}
+        Seconds per stage.
+    calibration_problem : str or None, default=None
+        Why the sub-model has no confidence calibration; None when it has one.
+    """
 
     precursor_type: str
     n_train: int
@@ -32,7 +50,7 @@ class SubmodelSummary:
 class TrainingResult:
     """What :func:`train` returns.
 
-    Attributes
+    Parameters
     ----------
     model : Path
         The model file written.
@@ -51,7 +69,7 @@ class TrainingResult:
 class EvaluationResult:
     """What :func:`evaluate` returns.
 
-    Attributes
+    Parameters
     ----------
     summary : dict
         Everything ``summary.json`` holds: per polarity the top-k tables, training counts, CV table, calibration
@@ -61,8 +79,20 @@ class EvaluationResult:
     summary: dict = field(repr=False)
 
     def topk(self, per="structure", polarity=None):
-        """Top-1/5/10/20 percentages ``{"top1": ..., ...}`` per ``"structure"`` or ``"spectrum"``, for one
-        ``polarity`` (``"positive"``, ``"negative"``; None: the first evaluated)."""
+        """Return the top-1/5/10/20 percentages per structure or per spectrum.
+
+        Parameters
+        ----------
+        per : {"structure", "spectrum"}, default="structure"
+            Figures per true structure or per query spectrum (docs/metabolites.md, "Protocol of evaluate").
+        polarity : {"positive", "negative"} or None, default=None
+            One polarity's figures; None: the first evaluated.
+
+        Returns
+        -------
+        topk : dict of {str: float}
+            ``{"top1": ..., "top5": ..., "top10": ..., "top20": ...}``, percentages.
+        """
         if per not in ("structure", "spectrum"):
             raise ValueError(f"The 'per' parameter of EvaluationResult.topk must be 'structure' or 'spectrum'. "
                              f"Got {per!r}.")
@@ -103,6 +133,7 @@ def train(spectra, output, config=None, *, exclude_candidates=None, feedback=Non
     Returns
     -------
     result : TrainingResult
+        The model file written, and each sub-model's training structures, chosen parameters and calibration.
     """
     check_path(spectra, "spectra", "train", several=True)
     check_path(output, "output", "train")
@@ -117,8 +148,10 @@ def train(spectra, output, config=None, *, exclude_candidates=None, feedback=Non
 
 def evaluate(spectra, candidates, config=None, *, model_output=None, fingerprint_cache=None, feedback=None,
              min_structures=DEFAULT_MIN_STRUCTURES):
-    """Structure-disjoint evaluation on candidate lists: train without the lists' true structures, then rank each
-    list for the spectra of its true structure, per polarity.
+    """Evaluate on candidate lists, structure-disjoint, per polarity.
+
+    The model is trained without the lists' true structures, then each list is ranked for the spectra of its true
+    structure.
 
     Parameters
     ----------
@@ -127,6 +160,7 @@ def evaluate(spectra, candidates, config=None, *, model_output=None, fingerprint
     candidates : str or Path
         Candidate lists naming their true structures (a folder or ``.tar.gz`` of per-formula lists).
     config : TrainingConfig, optional
+        Fingerprint, grid and cross-validation (defaults: :mod:`..defaults`).
     model_output : str or Path, optional
         Where to save the model trained without the lists' true structures.
     fingerprint_cache : str, Path or sequence of them, optional
@@ -134,10 +168,12 @@ def evaluate(spectra, candidates, config=None, *, model_output=None, fingerprint
     feedback : Feedback, optional
         Progress bars and log lines; None: log lines printed, no progress bars.
     min_structures : int, default=DEFAULT_MIN_STRUCTURES
+        Structures a precursor type needs for its own sub-model (the most frequent type is always trained).
 
     Returns
     -------
     result : EvaluationResult
+        The top-k tables per polarity, per structure and per spectrum (``result.summary``: ``summary.json``).
     """
     check_path(spectra, "spectra", "evaluate", several=True)
     check_path(candidates, "candidates", "evaluate")

@@ -104,7 +104,13 @@ class TrainingConfig:
                              f"or None. Got {type(self.grid).__name__}.")
 
     def fingerprinter(self):
-        """The :class:`Fingerprinter` of :attr:`fingerprint`."""
+        """Return the :class:`Fingerprinter` of :attr:`fingerprint`.
+
+        Returns
+        -------
+        fingerprinter : Fingerprinter
+            The fingerprint the model's output kernel and the candidates use.
+        """
         return _fingerprinter(self.fingerprint)
 
 
