@@ -147,3 +147,26 @@ def test_notebook_api_docstrings(name):
     result = numpydoc_validate.validate(name)
     errors = [f"{code}: {message}" for code, message in result["errors"] if code not in ignored]
     assert not errors, f"{name}:\n" + "\n".join(errors)
+
+
+@pytest.fixture(scope="module")
+def small_model(tmp_path_factory):
+    from metab_helpers import bundled_lists_and_training, train_small_model  # noqa: PLC0415
+
+    _, _, train = bundled_lists_and_training(2, 30)
+    return train_small_model(tmp_path_factory.mktemp("model"), train)
+
+
+def test_a_store_the_candidates_do_not_use_is_said_not_silently_ignored(small_model, tmp_path):
+    # a structure table is indexed into SQLite's private temporary file and a .sqlite database is opened as is:
+    # `store` (--store) only caches candidate lists, and was dropped without a word for the other sources
+    from iokr.apps.metabolites import Feedback  # noqa: PLC0415
+
+    lines = []
+    store = tmp_path / "cache.sqlite"
+    results = identify(EXAMPLES / "mzmine_features.mgf", EXAMPLES / "structures.csv", small_model, store=store,
+                       feedback=Feedback(log=lines.append))
+    assert results.statuses["ok"] == 4
+    notes = [line for line in lines if "store" in line and "not used" in line]
+    assert len(notes) == 1 and str(store) in notes[0] and "candidate lists" in notes[0], lines
+    assert not store.exists()

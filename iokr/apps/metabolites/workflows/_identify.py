@@ -80,6 +80,8 @@ def identify(spectra, candidates, model=None, settings=None, *, store=None, feed
         log(f"query ids: {ids.note}")
     source = open_source(candidates, fingerprinter, store, progress=progress, reserved=RESERVED_COLUMNS)
     log(f"candidates: {source.describe()}")
+    if store is not None and getattr(source, "store", None) is None:  # only candidate lists are cached in a store
+        log(f"note: store {store} not used: it caches candidate lists, and these candidates are a structure database")
     if source.renamed:
         log("candidate columns renamed (their names are output columns): "
             + ", ".join(f"{c} -> {n}" for c, n in source.renamed.items()))
