@@ -118,7 +118,7 @@ def test_training_config_takes_numpy_integers():
 #: tests/test_docstrings.py (same ignored codes).
 NOTEBOOK_API = ("identify", "train", "evaluate", "IdentifyResults", "IdentifySettings", "TrainingConfig",
                 "TrainingResult", "EvaluationResult", "SubmodelSummary", "write_identify_folder", "Feedback",
-                "CandidateTableWriter")
+                "CandidateTableWriter", "make_output_kernel")
 
 
 def _notebook_names():
