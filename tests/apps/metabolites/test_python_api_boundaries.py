@@ -170,3 +170,49 @@ def test_a_store_the_candidates_do_not_use_is_said_not_silently_ignored(small_mo
     notes = [line for line in lines if "store" in line and "not used" in line]
     assert len(notes) == 1 and str(store) in notes[0] and "candidate lists" in notes[0], lines
     assert not store.exists()
+
+
+def test_train_never_replaces_an_input_and_asks_before_replacing_a_model(tmp_path, no_training):
+    # train(spectra, output) overwrote whatever `output` named, silently: an existing model, even one of its own
+    # input files (measured: the MGF of examples/data replaced by a model); a folder failed only after the training
+    import json  # noqa: PLC0415
+
+    from metab_helpers import bundled_lists_and_training  # noqa: PLC0415
+
+    from iokr.apps.metabolites import train  # noqa: PLC0415
+    from iokr.apps.metabolites.workflows import _api  # noqa: PLC0415
+
+    def refuse(*_, **__):
+        raise AssertionError("trained before the output was checked")
+
+    _, _, records = bundled_lists_and_training(1, 3)
+    spectra = tmp_path / "train.jsonl"
+    spectra.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    before = spectra.read_bytes()
+    model = tmp_path / "model.npz"
+    model.write_bytes(b"previous model")
+    (tmp_path / "folder").mkdir()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_api, "train_job", refuse)
+        for output, overwrite, match in ((spectra, True, "'output'.*is the 'spectra' input"),
+                                         (model, False, "'output'.*exists.*overwrite=True"),
+                                         (tmp_path / "folder", True, "'output'.*is a folder")):
+            with pytest.raises((FileExistsError, ValueError), match=match):
+                train([str(spectra)], output, overwrite=overwrite)
+        with pytest.raises(AssertionError, match="trained before"):  # allowed: replacing a model when asked
+            train(spectra, model, overwrite=True)
+    assert spectra.read_bytes() == before and model.read_bytes() == b"previous model"
+
+
+def test_evaluate_never_replaces_an_input_with_its_model(tmp_path, no_training):
+    from iokr.apps.metabolites import evaluate  # noqa: PLC0415
+
+    spectra = tmp_path / "s.jsonl"
+    spectra.write_text("{}\n")
+    with pytest.raises(ValueError, match="'model_output'.*is the 'spectra' input"):
+        evaluate([spectra], tmp_path, model_output=spectra, overwrite=True)
+    previous = tmp_path / "previous.npz"
+    previous.write_bytes(b"x")
+    with pytest.raises(FileExistsError, match="'model_output'.*exists.*overwrite=True"):
+        evaluate([spectra], tmp_path, model_output=previous)
+    assert spectra.read_text() == "{}\n" and previous.read_bytes() == b"x"

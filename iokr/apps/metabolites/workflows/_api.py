@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..defaults import DEFAULT_MIN_STRUCTURES
-from ._arguments import check_path, check_settings
+from ._arguments import check_output, check_path, check_settings
 from ._evaluate import evaluate_job
 from ._fit import TrainingConfig
 from ._train import train_job
@@ -110,7 +110,7 @@ class EvaluationResult:
 
 
 def train(spectra, output, config=None, *, exclude_candidates=None, feedback=None,
-          min_structures=DEFAULT_MIN_STRUCTURES):
+          min_structures=DEFAULT_MIN_STRUCTURES, overwrite=False):
     """Train one sub-model per precursor type on spectra files with structures, and write the model file.
 
     Parameters
@@ -129,6 +129,8 @@ def train(spectra, output, config=None, *, exclude_candidates=None, feedback=Non
         for silence).
     min_structures : int, default=DEFAULT_MIN_STRUCTURES
         Structures a precursor type needs for its own sub-model (the most frequent type is always trained).
+    overwrite : bool, default=False
+        Replace an existing ``output`` file (never one of the inputs).
 
     Returns
     -------
@@ -139,6 +141,8 @@ def train(spectra, output, config=None, *, exclude_candidates=None, feedback=Non
     check_path(output, "output", "train")
     check_path(exclude_candidates, "exclude_candidates", "train", optional=True)
     config = check_settings(config, TrainingConfig, "config", "train")
+    check_output(output, "output", "train", {"spectra": spectra, "exclude_candidates": exclude_candidates},
+                 overwrite=overwrite)
     out = train_job(spectra, output, config, exclude_candidates=exclude_candidates, feedback=feedback,
                     min_structures=min_structures)
     submodels = {t: SubmodelSummary(t, s["n_train"], s["chosen"], s["weights"], s["cv"], s["timings"],
@@ -147,7 +151,7 @@ def train(spectra, output, config=None, *, exclude_candidates=None, feedback=Non
 
 
 def evaluate(spectra, candidates, config=None, *, model_output=None, fingerprint_cache=None, feedback=None,
-             min_structures=DEFAULT_MIN_STRUCTURES):
+             min_structures=DEFAULT_MIN_STRUCTURES, overwrite=False):
     """Evaluate on candidate lists, structure-disjoint, per polarity.
 
     The model is trained without the lists' true structures, then each list is ranked for the spectra of its true
@@ -169,6 +173,8 @@ def evaluate(spectra, candidates, config=None, *, model_output=None, fingerprint
         Progress bars and log lines; None: log lines printed, no progress bars.
     min_structures : int, default=DEFAULT_MIN_STRUCTURES
         Structures a precursor type needs for its own sub-model (the most frequent type is always trained).
+    overwrite : bool, default=False
+        Replace an existing ``model_output`` file (never one of the inputs).
 
     Returns
     -------
@@ -180,6 +186,9 @@ def evaluate(spectra, candidates, config=None, *, model_output=None, fingerprint
     check_path(model_output, "model_output", "evaluate", optional=True)
     check_path(fingerprint_cache, "fingerprint_cache", "evaluate", optional=True, several=True)
     config = check_settings(config, TrainingConfig, "config", "evaluate")
+    check_output(model_output, "model_output", "evaluate", {"spectra": spectra, "candidates": candidates,
+                                                            "fingerprint_cache": fingerprint_cache},
+                 overwrite=overwrite)
     return EvaluationResult(evaluate_job(spectra, candidates, config, model_output=model_output,
                                          fingerprint_cache=fingerprint_cache, feedback=feedback,
                                          min_structures=min_structures))

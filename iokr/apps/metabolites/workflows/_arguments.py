@@ -52,3 +52,43 @@ def check_exists(value, name, function):
     if value is not None and not os.path.exists(value):
         raise FileNotFoundError(f"The {name!r} parameter of {function}: {os.fspath(value)} does not exist.")
     return value
+
+
+def check_output(value, name, function, inputs, *, overwrite):
+    """Refuse an output file that is one of the ``inputs``, a folder, or an existing file without ``overwrite``.
+
+    Called before any work: a training takes minutes, and an input replaced by a model is lost.
+
+    Parameters
+    ----------
+    value : str, os.PathLike or None
+        The output file (None: nothing to check).
+    name, function : str
+        The parameter and the function, for messages.
+    inputs : dict of {str: path, sequence of paths or None}
+        The function's input parameters.
+    overwrite : bool
+        Whether an existing file may be replaced.
+
+    Raises
+    ------
+    ValueError
+        ``value`` is one of the inputs (whatever ``overwrite`` says).
+    FileExistsError
+        ``value`` is a folder, or an existing file and ``overwrite`` is False.
+    """
+    if value is None:
+        return
+    path = os.fspath(value)
+    if os.path.exists(path):
+        for input_name, paths in inputs.items():
+            for given in [paths] if isinstance(paths, (str, os.PathLike)) else (paths or ()):
+                if os.path.exists(given) and os.path.samefile(given, path):
+                    raise ValueError(f"The {name!r} parameter of {function}: {path} is the {input_name!r} input; an "
+                                     "output never replaces an input.")
+        if os.path.isdir(path):
+            raise FileExistsError(f"The {name!r} parameter of {function}: {path} is a folder; {function} writes a "
+                                  "model file.")
+        if not overwrite:
+            raise FileExistsError(f"The {name!r} parameter of {function}: {path} exists; pass overwrite=True to "
+                                  "replace it.")
