@@ -216,3 +216,14 @@ def test_evaluate_never_replaces_an_input_with_its_model(tmp_path, no_training):
     with pytest.raises(FileExistsError, match="'model_output'.*exists.*overwrite=True"):
         evaluate([spectra], tmp_path, model_output=previous)
     assert spectra.read_text() == "{}\n" and previous.read_bytes() == b"x"
+
+
+@pytest.mark.parametrize("value", [0, -1, "5", 2.5, True])
+def test_min_structures_is_an_int_of_at_least_one(tmp_path, value):
+    # the command line refuses --min-structures 0; from Python it went into the training unchecked
+    from iokr.apps.metabolites import evaluate, train  # noqa: PLC0415
+
+    with pytest.raises(ValueError, match="'min_structures' parameter of train"):
+        train(EXAMPLES / "mzmine_features.mgf", tmp_path / "m.npz", min_structures=value)
+    with pytest.raises(ValueError, match="'min_structures' parameter of evaluate"):
+        evaluate(EXAMPLES / "mzmine_features.mgf", tmp_path, min_structures=value)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..defaults import DEFAULT_MIN_STRUCTURES
-from ._arguments import check_output, check_path, check_settings
+from ._arguments import check_min_structures, check_output, check_path, check_settings
 from ._evaluate import evaluate_job
 from ._fit import TrainingConfig
 from ._train import train_job
@@ -141,6 +141,7 @@ def train(spectra, output, config=None, *, exclude_candidates=None, feedback=Non
     check_path(output, "output", "train")
     check_path(exclude_candidates, "exclude_candidates", "train", optional=True)
     config = check_settings(config, TrainingConfig, "config", "train")
+    min_structures = check_min_structures(min_structures, "train")
     check_output(output, "output", "train", {"spectra": spectra, "exclude_candidates": exclude_candidates},
                  overwrite=overwrite)
     out = train_job(spectra, output, config, exclude_candidates=exclude_candidates, feedback=feedback,
@@ -186,6 +187,7 @@ def evaluate(spectra, candidates, config=None, *, model_output=None, fingerprint
     check_path(model_output, "model_output", "evaluate", optional=True)
     check_path(fingerprint_cache, "fingerprint_cache", "evaluate", optional=True, several=True)
     config = check_settings(config, TrainingConfig, "config", "evaluate")
+    min_structures = check_min_structures(min_structures, "evaluate")
     check_output(model_output, "model_output", "evaluate", {"spectra": spectra, "candidates": candidates,
                                                             "fingerprint_cache": fingerprint_cache},
                  overwrite=overwrite)

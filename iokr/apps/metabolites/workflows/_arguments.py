@@ -3,6 +3,7 @@ expected and what was received (the command line passes strings; a notebook may 
 
 from __future__ import annotations
 
+import numbers
 import os
 
 
@@ -92,3 +93,16 @@ def check_output(value, name, function, inputs, *, overwrite):
         if not overwrite:
             raise FileExistsError(f"The {name!r} parameter of {function}: {path} exists; pass overwrite=True to "
                                   "replace it.")
+
+
+def check_min_structures(value, function):
+    """``value`` as an int when it is an integer >= 1 (not a bool), as ``--min-structures`` requires.
+
+    Raises
+    ------
+    ValueError
+        Naming ``function``'s ``min_structures`` parameter and the value received.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"The 'min_structures' parameter of {function} must be an int >= 1. Got {value!r}.")
+    return int(value)
