@@ -227,3 +227,14 @@ def test_min_structures_is_an_int_of_at_least_one(tmp_path, value):
         train(EXAMPLES / "mzmine_features.mgf", tmp_path / "m.npz", min_structures=value)
     with pytest.raises(ValueError, match="'min_structures' parameter of evaluate"):
         evaluate(EXAMPLES / "mzmine_features.mgf", tmp_path, min_structures=value)
+
+
+def test_candidates_frame_of_streamed_results_says_where_the_candidates_went():
+    # with a candidate_sink the candidates are not kept: an empty frame read as "nothing ranked", silently
+    pytest.importorskip("pandas")
+    streamed = _empty_results()
+    streamed.candidates_streamed = True
+    with pytest.raises(ValueError, match="candidate_sink"):
+        streamed.candidates_frame()
+    assert list(_empty_results().candidates_frame().columns) == ["query_id", "rank", "identifier", "score",
+                                                                 "structure_prior"]

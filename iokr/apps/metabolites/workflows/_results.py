@@ -72,7 +72,15 @@ class IdentifyResults:
         -------
         frame : pandas.DataFrame of shape (n_candidate_rows, n_columns)
             The columns of ``structure_candidates.tsv`` (no rows, the columns still, when nothing was ranked).
+
+        Raises
+        ------
+        ValueError
+            The candidates were streamed to a ``candidate_sink`` (not kept here).
         """
+        if self.candidates_streamed:
+            raise ValueError("IdentifyResults.candidates_frame: these results streamed their candidates to a "
+                             "candidate_sink; read them from there, or run identify without one.")
         return _frame(self.candidates, candidate_columns_of(self.candidate_columns))
 
     def write(self, folder, *, report=False, overwrite=False):
