@@ -183,3 +183,11 @@ def test_a_delimiter_inside_a_quoted_column_name_does_not_choose_the_delimiter(t
         columns, rows, _ = read_structure_rows(path)
         assert columns == ["Identifier", header.strip('"'), "SMILES"]
         assert [(r["Identifier"], r[columns[1]], r["SMILES"]) for r in rows] == [("A", "1|2", "CCO")]
+
+
+def test_a_tab_table_whose_column_names_hold_more_commas_than_tabs_is_split_on_tabs(tmp_path):
+    path = tmp_path / "t.txt"
+    path.write_text("Id\tNames (IUPAC, CAS, trivial, other)\tSMILES\nA\tethanol, alcohol\tCCO\n", encoding="utf-8")
+    columns, rows, _ = read_structure_rows(path)
+    assert columns == ["Id", "Names (IUPAC, CAS, trivial, other)", "SMILES"]
+    assert [r["SMILES"] for r in rows] == ["CCO"]
