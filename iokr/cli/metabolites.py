@@ -283,7 +283,7 @@ def run_train(args):
     app = _load_app()
     result = app.train(args.spectra, args.output, _model_options(args, app),
                        exclude_candidates=args.exclude_candidates, feedback=app.Feedback(_progress, _log),
-                       min_structures=_min_structures(args))
+                       min_structures=_min_structures(args), overwrite=args.overwrite)
     print(f"model written to {result.model} ({result.n_train} training structures; sub-models "
           f"{', '.join(result.submodels)})")
     for precursor_type, sub in result.submodels.items():

@@ -172,3 +172,22 @@ def test_a_quote_closed_on_a_later_line_is_one_multi_line_field(tmp_path):
     path = tmp_path / "q.csv"
     path.write_text('SMILES,Name\nCCO,"ethanol\n(absolute)"\nCCC,propane\n', encoding="utf-8")
     assert [r["Name"] for r in read_structure_rows(path)[1]] == ["ethanol\n(absolute)", "propane"]
+
+
+@pytest.mark.parametrize("name", ["score|rank", "a\tb", "x;y", "=cmd|' /C calc'!A0"])
+def test_a_delimiter_inside_a_quoted_column_name_does_not_choose_the_delimiter(tmp_path, name):
+    # a comma CSV whose header quotes a name holding '|', a tab or ';' was split on that character instead
+    path = tmp_path / "c.csv"
+    for header in ('"' + name + '"', name.replace("\t", " ")):  # quoted, or unquoted as csv.writer leaves '|'
+        path.write_text(f'Identifier,{header},SMILES\nA,"1|2",CCO\n', encoding="utf-8")
+        columns, rows, _ = read_structure_rows(path)
+        assert columns == ["Identifier", header.strip('"'), "SMILES"]
+        assert [(r["Identifier"], r[columns[1]], r["SMILES"]) for r in rows] == [("A", "1|2", "CCO")]
+
+
+def test_a_tab_table_whose_column_names_hold_more_commas_than_tabs_is_split_on_tabs(tmp_path):
+    path = tmp_path / "t.txt"
+    path.write_text("Id\tNames (IUPAC, CAS, trivial, other)\tSMILES\nA\tethanol, alcohol\tCCO\n", encoding="utf-8")
+    columns, rows, _ = read_structure_rows(path)
+    assert columns == ["Id", "Names (IUPAC, CAS, trivial, other)", "SMILES"]
+    assert [r["SMILES"] for r in rows] == ["CCO"]

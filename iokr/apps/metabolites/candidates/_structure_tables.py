@@ -21,6 +21,7 @@ carried to the outputs exactly as written.
 
 from __future__ import annotations
 
+import csv
 import gzip
 import io
 import itertools
@@ -107,7 +108,12 @@ def _delimiter(name, header):
         return "\t"
     if name.endswith(".psv"):
         return "|"
-    return next((d for d in ("\t", "|", ",", ";") if d in header), ",")
+    # A column name may hold another of them ("=cmd|' /C calc'!A0" in a comma table, "Names (IUPAC, CAS)" in a tab
+    # table): the first, in this order, that splits the header into a structure column separates; else the first
+    # the header's unquoted text holds.
+    present = [d for d in ("\t", "|", ",", ";") if d in re.sub(r'"[^"]*"', "", header)]
+    return next((d for d in present if structure_columns(next(csv.reader([header], delimiter=d)))),
+                present[0] if present else ",")
 
 
 def _dict_rows(lines, name, where):

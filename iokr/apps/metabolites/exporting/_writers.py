@@ -12,9 +12,11 @@ Two ways in, one set of bytes:
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
-from ....io._atomic import atomic_folder, atomic_open
+from ....io._atomic import atomic_folder, atomic_open, sweep_target
+from ....io._ownership import claim, held, release
 from ._cells import SafeDictWriter
 from ._report_page import ReportCandidates, report_html
 from ._schema import (
@@ -66,7 +68,13 @@ class CandidateTableWriter:
         return self.write
 
     def write(self, row):
-        """Write one typed candidate row (``query_id``, ``rank``, candidate columns, ``score``, ``structure_prior``)."""
+        """Write one typed candidate row.
+
+        Parameters
+        ----------
+        row : dict
+            ``query_id``, ``rank``, the candidate's columns, ``score`` and ``structure_prior`` (floats).
+        """
         text = format_candidate(row)
         self._writer.writerow(text)
         if self.report is not None:
@@ -134,8 +142,44 @@ def write_identify_folder(results, folder, *, report=False, overwrite=False):
     Returns
     -------
     folder : Path
+        The folder written.
+
+    Raises
+    ------
+    FileExistsError
+        ``folder`` is a file, holds files identify does not write, or is a previous identify folder and
+        ``overwrite`` is False.
+    OutputInUseError
+        Another iokr run (a command or another process's ``write``) is writing ``folder``.
     """
+    if not isinstance(folder, (str, os.PathLike)):
+        raise TypeError(f"The 'folder' parameter of write_identify_folder must be a path (str or os.PathLike). Got "
+                        f"{type(folder).__name__} {folder!r:.80} instead.")
     folder = Path(folder)
+    if results.candidates_streamed:
+        raise ValueError("write_identify_folder: these results streamed their candidates to a candidate_sink; "
+                         "run identify without one to write the folder from Python.")
+    # The folder is claimed for the write, as the command line claims its --output: another writer (a notebook, a
+    # command) cannot replace it between the checks below and the final rename.
+    held_before = set(held())
+    real = claim(folder)  # OutputInUseError (an OSError) names the folder and the other run
+    try:
+        _check_folder(folder, overwrite)
+        sweep_target(real)  # temporaries of a killed earlier write of this folder
+        with atomic_folder(folder) as tmp:
+            with atomic_open(tmp / CANDIDATES_FILE, "w", encoding="utf-8", newline="") as handle:
+                write = CandidateTableWriter(handle)(results.candidate_columns)
+                for row in results.candidates:
+                    write(row)
+            write_identify_files(results, tmp, report=bool(report))
+    finally:
+        if real not in held_before:
+            release(real)
+    return folder
+
+
+def _check_folder(folder, overwrite):
+    """Refuse a file, a folder holding other files, or a previous identify folder without ``overwrite``."""
     if folder.exists():
         if not folder.is_dir():
             raise FileExistsError(f"write_identify_folder: {folder} is a file; identify writes a folder.")
@@ -144,13 +188,3 @@ def write_identify_folder(results, folder, *, report=False, overwrite=False):
             raise FileExistsError(f"write_identify_folder: {folder} is not empty ("
                                   + (f"it holds files identify did not write: {', '.join(foreign[:3])}" if foreign
                                      else "pass overwrite=True to replace a previous identify folder") + ").")
-    if results.candidates_streamed:
-        raise ValueError("write_identify_folder: these results streamed their candidates to a candidate_sink; "
-                         "run identify without one to write the folder from Python.")
-    with atomic_folder(folder) as tmp:
-        with atomic_open(tmp / CANDIDATES_FILE, "w", encoding="utf-8", newline="") as handle:
-            write = CandidateTableWriter(handle)(results.candidate_columns)
-            for row in results.candidates:
-                write(row)
-        write_identify_files(results, tmp, report=bool(report))
-    return folder

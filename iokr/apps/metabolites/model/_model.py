@@ -52,6 +52,20 @@ def make_spectrum_kernel(name, sigma_mz=0.005, sigma_intensity=0.25, bin_width=0
 
 
 def make_output_kernel(name, gamma=1.0):
+    """Return the output (fingerprint) kernel by name.
+
+    Parameters
+    ----------
+    name : {"tanimoto", "gaussian_tanimoto", "linear"}
+        Tanimoto; ``exp(-2 gamma (1 - Tanimoto))``; the cosine-normalized inner product.
+    gamma : float, default=1.0
+        Width of ``"gaussian_tanimoto"`` (unused by the others).
+
+    Returns
+    -------
+    kernel : Kernel
+        The kernel on fingerprint rows.
+    """
     if name == "gaussian_tanimoto":
         return GaussianTanimoto(gamma=gamma, form="inner")
     if name == "tanimoto":

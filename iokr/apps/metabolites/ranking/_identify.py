@@ -17,6 +17,7 @@ score as they always did.
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -51,7 +52,7 @@ ABOVE_PRECURSOR = 0.5
 class IdentifySettings:
     """Options of :func:`identify` (the command line's ``identify`` flags).
 
-    Attributes
+    Parameters
     ----------
     top_k : int
         Candidates written per query.
@@ -81,18 +82,25 @@ class IdentifySettings:
     prior_weight: float | None = None
 
     def __post_init__(self):
+        # numpy scalars are numbers (a notebook's np.arange, a DataFrame cell): kept as Python int / float
         for name in ("top_k", "batch_size"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < 1:
                 raise ValueError(f"The '{name}' parameter of IdentifySettings must be an int >= 1. Got {value!r}.")
-        if isinstance(self.ppm, bool) or not isinstance(self.ppm, (int, float)) or not 0 < self.ppm < 1e6:
+            object.__setattr__(self, name, int(value))
+        if isinstance(self.ppm, (bool, np.bool_)) or not isinstance(self.ppm, numbers.Real) or not 0 < self.ppm < 1e6:
             raise ValueError(f"The 'ppm' parameter of IdentifySettings must be a number in (0, 1e6). "
                              f"Got {self.ppm!r}.")
+        object.__setattr__(self, "ppm", float(self.ppm))  # parameters.json: 10.0 as from the command line
+        if self.query_id_field is not None and not (isinstance(self.query_id_field, str) and self.query_id_field):
+            raise ValueError("The 'query_id_field' parameter of IdentifySettings must be a field name (a non-empty "
+                             f"str) or None. Got {self.query_id_field!r}.")
         if self.adduct_policy not in ADDUCT_POLICIES:
             raise ValueError(f"The 'adduct_policy' parameter of IdentifySettings must be one of {ADDUCT_POLICIES}. "
                              f"Got {self.adduct_policy!r}.")
-        if self.prior_weight is not None:
-            check_nonnegative_scalar(self.prior_weight, "prior_weight", "IdentifySettings")
+        if self.prior_weight is not None:  # 0.0 for -0.0, as the command line writes it
+            object.__setattr__(self, "prior_weight",
+                               check_nonnegative_scalar(self.prior_weight, "prior_weight", "IdentifySettings") + 0.0)
 
 
 @dataclass

@@ -3,6 +3,7 @@ expected and what was received (the command line passes strings; a notebook may 
 
 from __future__ import annotations
 
+import numbers
 import os
 
 
@@ -37,3 +38,71 @@ def check_settings(value, cls, name, function):
     hint = f"; for a dict d, pass {cls.__name__}(**d)" if isinstance(value, dict) else ""
     raise TypeError(f"The {name!r} parameter of {function} must be an instance of {cls.__name__} or None. Got "
                     f"{type(value).__name__} instead{hint}.")
+
+
+def check_exists(value, name, function):
+    """``value`` when nothing is to be checked (None) or the path exists.
+
+    Called before anything slow (the ready model's first training takes minutes), so a typo costs no waiting.
+
+    Raises
+    ------
+    FileNotFoundError
+        Naming ``function``'s parameter ``name`` and the path.
+    """
+    if value is not None and not os.path.exists(value):
+        raise FileNotFoundError(f"The {name!r} parameter of {function}: {os.fspath(value)} does not exist.")
+    return value
+
+
+def check_output(value, name, function, inputs, *, overwrite):
+    """Refuse an output file that is one of the ``inputs``, a folder, or an existing file without ``overwrite``.
+
+    Called before any work: a training takes minutes, and an input replaced by a model is lost.
+
+    Parameters
+    ----------
+    value : str, os.PathLike or None
+        The output file (None: nothing to check).
+    name, function : str
+        The parameter and the function, for messages.
+    inputs : dict of {str: path, sequence of paths or None}
+        The function's input parameters.
+    overwrite : bool
+        Whether an existing file may be replaced.
+
+    Raises
+    ------
+    ValueError
+        ``value`` is one of the inputs (whatever ``overwrite`` says).
+    FileExistsError
+        ``value`` is a folder, or an existing file and ``overwrite`` is False.
+    """
+    if value is None:
+        return
+    path = os.fspath(value)
+    if os.path.exists(path):
+        for input_name, paths in inputs.items():
+            for given in [paths] if isinstance(paths, (str, os.PathLike)) else (paths or ()):
+                if os.path.exists(given) and os.path.samefile(given, path):
+                    raise ValueError(f"The {name!r} parameter of {function}: {path} is the {input_name!r} input; an "
+                                     "output never replaces an input.")
+        if os.path.isdir(path):
+            raise FileExistsError(f"The {name!r} parameter of {function}: {path} is a folder; {function} writes a "
+                                  "model file.")
+        if not overwrite:
+            raise FileExistsError(f"The {name!r} parameter of {function}: {path} exists; pass overwrite=True to "
+                                  "replace it.")
+
+
+def check_min_structures(value, function):
+    """``value`` as an int when it is an integer >= 1 (not a bool), as ``--min-structures`` requires.
+
+    Raises
+    ------
+    ValueError
+        Naming ``function``'s ``min_structures`` parameter and the value received.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"The 'min_structures' parameter of {function} must be an int >= 1. Got {value!r}.")
+    return int(value)

@@ -27,7 +27,15 @@ def _noop_progress(total, label):
 
 @dataclasses.dataclass(frozen=True)
 class Feedback:
-    """Where a job reports: ``progress(total, label)`` gives a stage's progress callable, ``log(message)`` a line."""
+    """Where a job reports: progress bars and log lines.
+
+    Parameters
+    ----------
+    progress : callable, default=no progress shown
+        ``progress(total, label)`` gives a stage's progress: a context manager, called with the number done.
+    log : callable, default=print
+        ``log(message)`` reports one line.
+    """
 
     progress: object = _noop_progress
     log: object = print

@@ -4,12 +4,14 @@ calibration, with the settings of :class:`TrainingConfig` (train and evaluate sh
 from __future__ import annotations
 
 import dataclasses
+import numbers
 import time
 from pathlib import Path
 
 import numpy as np
 
 from ....kernels import TrainingGrams
+from ....kernels._training_grams import GRAM_STORAGES
 from ..candidates._candidates import CandidateStore
 from ..candidates._decoys import BUNDLED_DECOYS, decoy_lists, decoy_store, read_decoy_table
 from ..chemistry._fingerprints import Fingerprinter
@@ -23,6 +25,7 @@ from ..defaults import (
     DEFAULT_PARAMS,
     DEFAULT_SEED,
     DEFAULT_SURROGATE,
+    SURROGATES,
 )
 from ..model._confidence import fit_calibration_on_lists, top_margins
 from ..model._model import MetaboliteIdentifier
@@ -82,8 +85,32 @@ class TrainingConfig:
     prior_neighbors: int | None = None
     decoys: object = DEFAULT_CALIBRATION_DECOYS
 
+    def __post_init__(self):
+        # Checked here, before any file is read: a bad surrogate used to train with the fold lists silently, and
+        # n_folds="3" or seed="a" to fail deep inside with an error naming no parameter.
+        for name, low in (("n_folds", 1), ("seed", 0), ("prior_neighbors", 1)):
+            value = getattr(self, name)
+            if value is None and name == "prior_neighbors":
+                continue
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < low:
+                raise ValueError(f"The {name!r} parameter of TrainingConfig must be an int >= {low}. Got {value!r}.")
+            object.__setattr__(self, name, int(value))
+        for name, choices in (("surrogate", SURROGATES), ("gram_storage", GRAM_STORAGES)):
+            if getattr(self, name) not in choices:
+                raise ValueError(f"The {name!r} parameter of TrainingConfig must be one of {choices}. "
+                                 f"Got {getattr(self, name)!r}.")
+        if self.grid is not None and not isinstance(self.grid, dict):
+            raise ValueError("The 'grid' parameter of TrainingConfig must be a dict of {parameter: list of values} "
+                             f"or None. Got {type(self.grid).__name__}.")
+
     def fingerprinter(self):
-        """The :class:`Fingerprinter` of :attr:`fingerprint`."""
+        """Return the :class:`Fingerprinter` of :attr:`fingerprint`.
+
+        Returns
+        -------
+        fingerprinter : Fingerprinter
+            The fingerprint the model's output kernel and the candidates use.
+        """
         return _fingerprinter(self.fingerprint)
 
 

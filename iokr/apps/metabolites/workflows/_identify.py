@@ -15,7 +15,7 @@ from ..model._hypotheses import annotated_kernels, annotation_totals
 from ..model._persist import read_model
 from ..model._submodels import load_metabolite_model
 from ..ranking._identify import RESERVED_COLUMNS, IdentifySettings, plan_queries, query_ids, score_queries
-from ._arguments import check_path, check_settings
+from ._arguments import check_exists, check_path, check_settings
 from ._default_model import ensure_default_model
 from ._feedback import Feedback
 from ._results import IdentifyResults
@@ -35,11 +35,12 @@ def identify(spectra, candidates, model=None, settings=None, *, store=None, feed
         A model file (``iokr metabolites train``); None: the ready model (trained from the bundled spectra on first
         use, then cached; see :func:`ensure_default_model`).
     settings : IdentifySettings, optional
-        top-k, mass window, query ids, adduct policy, structure prior weight (defaults: :mod:`..defaults`).
+        The top-k, mass window, query ids, adduct policy, structure prior weight (defaults: :mod:`..defaults`).
     store : str or Path, optional
         On-disk store for candidates of a CSV/SDF/list source (in memory when None).
     feedback : Feedback, optional
-        Progress bars and log lines (silent when None).
+        Progress bars and log lines; None: log lines printed, no progress bars (``Feedback(log=lambda line: None)``
+        for silence).
     candidate_sink : callable, optional
         ``candidate_sink(candidate_columns) -> write(row)``: the top-k rows are passed to ``write`` as they are
         ranked (memory stays that of one batch; e.g. :class:`~..exporting.CandidateTableWriter`) instead of being
@@ -50,12 +51,21 @@ def identify(spectra, candidates, model=None, settings=None, *, store=None, feed
     results : IdentifyResults
         One typed row per query (``identifications``), the top-k candidates (``candidates``), the run's
         ``parameters``; ``results.write(folder)`` writes the command line's output folder.
+
+    Raises
+    ------
+    TypeError
+        A parameter of the wrong type (e.g. a :class:`Spectra` instead of its file's path).
+    FileNotFoundError
+        ``spectra``, ``candidates`` or ``model`` does not exist (checked before the ready model is trained).
     """
     check_path(spectra, "spectra", "identify")
     check_path(candidates, "candidates", "identify")
     check_path(model, "model", "identify", optional=True)
     check_path(store, "store", "identify", optional=True)
     settings = check_settings(settings, IdentifySettings, "settings", "identify")
+    for name, path in (("spectra", spectra), ("candidates", candidates), ("model", model)):
+        check_exists(path, name, "identify")  # before the ready model's training (minutes) or any reading
     feedback = Feedback() if feedback is None else feedback
     progress, log = feedback.progress, feedback.log
     model_path = ensure_default_model(progress=progress, log=log) if model is None else model
@@ -70,6 +80,8 @@ def identify(spectra, candidates, model=None, settings=None, *, store=None, feed
         log(f"query ids: {ids.note}")
     source = open_source(candidates, fingerprinter, store, progress=progress, reserved=RESERVED_COLUMNS)
     log(f"candidates: {source.describe()}")
+    if store is not None and getattr(source, "store", None) is None:  # only candidate lists are cached in a store
+        log(f"note: store {store} not used: it caches candidate lists, and these candidates are a structure database")
     if source.renamed:
         log("candidate columns renamed (their names are output columns): "
             + ", ".join(f"{c} -> {n}" for c, n in source.renamed.items()))

@@ -21,7 +21,7 @@ def _frame(rows, columns):
 class IdentifyResults:
     """What :func:`identify` returns: one typed row per query and the top-k candidates of each.
 
-    Attributes
+    Parameters
     ----------
     identifications : list of dict, length n_queries
         In the input's order: :data:`~..exporting.QUERY_COLUMNS` (``precursor_mz`` a float, None when missing;
@@ -56,14 +56,49 @@ class IdentifyResults:
         return f"IdentifyResults({len(self.identifications)} queries: {counts}; {len(self.candidates)} candidate rows)"
 
     def identifications_frame(self):
-        """:attr:`identifications` as a pandas DataFrame (needs pandas)."""
+        """Return :attr:`identifications` as a pandas DataFrame (needs pandas).
+
+        Returns
+        -------
+        frame : pandas.DataFrame of shape (n_queries, n_columns)
+            The columns of ``structure_identifications.tsv``, the values as typed (scores float, missing NaN).
+        """
         return _frame(self.identifications, identification_columns(self.candidate_columns))
 
     def candidates_frame(self):
-        """:attr:`candidates` as a pandas DataFrame (needs pandas)."""
+        """Return :attr:`candidates` as a pandas DataFrame (needs pandas).
+
+        Returns
+        -------
+        frame : pandas.DataFrame of shape (n_candidate_rows, n_columns)
+            The columns of ``structure_candidates.tsv`` (no rows, the columns still, when nothing was ranked).
+
+        Raises
+        ------
+        ValueError
+            The candidates were streamed to a ``candidate_sink`` (not kept here).
+        """
+        if self.candidates_streamed:
+            raise ValueError("IdentifyResults.candidates_frame: these results streamed their candidates to a "
+                             "candidate_sink; read them from there, or run identify without one.")
         return _frame(self.candidates, candidate_columns_of(self.candidate_columns))
 
     def write(self, folder, *, report=False, overwrite=False):
-        """Write the command line's output folder (``structure_identifications.tsv``, ``structure_candidates.tsv``,
-        ``parameters.json``, and ``report.html`` when ``report``); see :func:`~..exporting.write_identify_folder`."""
+        """Write the command line's output folder, byte for byte (see :func:`~..exporting.write_identify_folder`).
+
+        Parameters
+        ----------
+        folder : str or Path
+            The folder to write: ``structure_identifications.tsv``, ``structure_candidates.tsv``,
+            ``parameters.json`` and, with ``report``, ``report.html``; complete or not at all.
+        report : bool, default=False
+            Also write ``report.html``.
+        overwrite : bool, default=False
+            Replace a previous identify folder (never one holding other files).
+
+        Returns
+        -------
+        folder : Path
+            The folder written.
+        """
         return write_identify_folder(self, folder, report=report, overwrite=overwrite)
