@@ -84,9 +84,22 @@ _DEFAULTS = frozenset({"DEFAULT_FINGERPRINT", "DEFAULT_PARAMS", "DEFAULT_GRID", 
 __all__ = sorted(_LAZY)
 
 
+#: Names this package had before the layout of issue #29, with where they went (said in the error).
+_MOVED = {
+    "identify_job": "identify(spectra, candidates, model) (it returns IdentifyResults; .write(folder) writes the "
+                    "command line's folder)",
+    "train_job": "train(spectra, output) (it returns a TrainingResult)",
+    "evaluate_job": "evaluate(spectra, candidates) (it returns an EvaluationResult; .summary is the old dict)",
+    "alignf_weights": "iokr.model_selection.alignf_gram_weights(grams, target)",
+    "fold_candidate_sets": "iokr.model_selection.fold_candidate_sets(Y, folds)",
+}
+
+
 def __getattr__(name):
     module = "defaults" if name in _DEFAULTS else _LAZY.get(name) or _STUDY.get(name)
     if module is None:
+        if name in _MOVED:  # an ImportError: ``from ... import`` would turn an AttributeError into a bare one
+            raise ImportError(f"iokr.apps.metabolites.{name} was replaced: use {_MOVED[name]}.")
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(_import_module(f"{__name__}.{module}"), name)
     globals()[name] = value  # later accesses skip this function

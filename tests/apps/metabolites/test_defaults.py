@@ -93,3 +93,11 @@ def test_the_workflows_check_their_arguments_at_the_boundary(call, message):
     """A notebook's wrong argument is one error naming the parameter, before any file is read."""
     with pytest.raises(TypeError, match=message):
         call()
+
+
+@pytest.mark.parametrize(("name", "where"), [("identify_job", r"identify\(spectra, candidates, model\)"),
+                                             ("alignf_weights", "iokr.model_selection.alignf_gram_weights"),
+                                             ("fold_candidate_sets", "iokr.model_selection.fold_candidate_sets")])
+def test_a_name_that_moved_says_where_it_went(name, where):
+    with pytest.raises(ImportError, match=f"iokr.apps.metabolites.{name} was replaced: use {where}"):
+        exec(f"from iokr.apps.metabolites import {name}")  # noqa: S102 - the import statement users wrote
