@@ -179,14 +179,18 @@ class IOKR(BaseEstimator):
             self.factor_ = factor
 
     def fitted_state(self):
-        """What scoring reads of a fit on a precomputed input Gram with a kernel output side, as float64 arrays by
-        name: the Cholesky factor of the transformed Gram (packed lower triangle), its shift and jitter, and both
-        transforms' statistics. :meth:`restore` rebuilds the fitted model from them and the training outputs, with
-        no ``n x n`` Gram and no factorization; its scores are those of this model bit for bit.
+        """Return what scoring reads of the fit, as float64 arrays by name.
+
+        For a fit on a precomputed input Gram with a kernel output side: the Cholesky factor of the transformed Gram
+        (packed lower triangle), its shift and jitter, and both transforms' statistics. :meth:`restore` rebuilds the
+        fitted model from them and the training outputs, with no ``n x n`` Gram and no factorization; its scores are
+        those of this model bit for bit.
 
         Returns
         -------
         state : dict of str to ndarray
+            ``factor`` (packed lower triangle, ``n (n + 1) / 2``), ``shift`` (``[alpha, jitter]``), and the
+            ``input_*`` / ``output_*`` transform statistics.
         """
         check_is_fitted(self, "output_")
         if not self.input_.precomputed or self.output_.explicit:
@@ -198,13 +202,22 @@ class IOKR(BaseEstimator):
         return state
 
     def restore(self, Y, state):
-        """Fitted model from :meth:`fitted_state`'s arrays and the training outputs ``Y`` (n, p), as if fitted on
-        the precomputed Gram those arrays came from; every array is checked (shapes, dtypes, finite values, a
-        positive factor diagonal) and a mismatch raises a ValueError.
+        """Restore the fitted model from :meth:`fitted_state`'s arrays and the training outputs.
+
+        The model is as if fitted on the precomputed Gram those arrays came from; every array is checked (shapes,
+        dtypes, finite values, a positive factor diagonal) and a mismatch raises a ValueError.
+
+        Parameters
+        ----------
+        Y : array-like of shape (n, p)
+            The training outputs.
+        state : dict of str to ndarray
+            :meth:`fitted_state` of the fit.
 
         Returns
         -------
         self : IOKR
+            The fitted model.
         """
         alpha = self._check_params()
         Y = self._check_outputs(Y)
