@@ -18,7 +18,6 @@ Outputs never destroy inputs, and are complete or absent:
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 import sys
@@ -27,7 +26,15 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..io._atomic import atomic_folder, atomic_open, sweep_target, sweep_temporaries
+# write_atomic / write_json: the one atomic writer of text and JSON, shared with the apps' exporting
+from ..io._atomic import (  # noqa: F401 - write_atomic, write_json: imported from here by the commands
+    atomic_folder,
+    atomic_open,
+    sweep_target,
+    sweep_temporaries,
+    write_atomic,
+    write_json,
+)
 from ..io._ownership import OutputInUseError, claim, held, release, release_all
 
 
@@ -238,37 +245,6 @@ def output_folder(path, *, overwrite=False, inputs=(), option="--output"):
     finally:
         for real in set(held()) - claimed_before:  # a claim made here ends here; the caller's claims stay
             release(real)
-
-
-def write_atomic(path, text):
-    """Write ``text`` to ``path`` through a temporary file and a rename, so readers never see half a file.
-
-    Parameters
-    ----------
-    path : str or Path
-        The file to write (its folder is created if needed).
-    text : str or bytes
-        Written as UTF-8 when a str, as is when bytes (e.g. a PNG).
-    """
-    if isinstance(text, (bytes, bytearray)):
-        with atomic_open(path, "wb") as handle:
-            handle.write(text)
-        return
-    with atomic_open(path, "w", encoding="utf-8") as handle:
-        handle.write(text)
-
-
-def write_json(path, data):
-    """Write ``data`` as indented JSON through :func:`write_atomic` (numpy scalars written as floats).
-
-    Parameters
-    ----------
-    path : str or Path
-        The file to write.
-    data : object
-        JSON-serializable data.
-    """
-    write_atomic(path, json.dumps(data, indent=2, sort_keys=False, default=float) + "\n")
 
 
 # --------------------------------------------------------------------------------------------------------- progress

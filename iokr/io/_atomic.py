@@ -12,6 +12,7 @@ A temporary whose target is claimed by a live run (:mod:`._ownership`) is never 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -238,3 +239,34 @@ def sweep_target(path):
             _remove(Path(entry.path))
             removed.append(Path(entry.path))
     return removed
+
+
+def write_atomic(path, text):
+    """Write ``text`` to ``path`` through a temporary file and a rename, so readers never see half a file.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file to write (its folder is created if needed).
+    text : str or bytes
+        Written as UTF-8 when a str, as is when bytes (e.g. a PNG).
+    """
+    if isinstance(text, (bytes, bytearray)):
+        with atomic_open(path, "wb") as handle:
+            handle.write(text)
+        return
+    with atomic_open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def write_json(path, data):
+    """Write ``data`` as indented JSON through :func:`write_atomic` (numpy scalars written as floats).
+
+    Parameters
+    ----------
+    path : str or Path
+        The file to write.
+    data : object
+        JSON-serializable data.
+    """
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=False, default=float) + "\n")

@@ -54,20 +54,21 @@ class TableValues:
                     self._formula[row_id] = formula
             self._known[chunk] = True
 
+    def _first_stray(self, ids, is_stray):
+        """The first of ``ids`` that is negative (no row id) or, once its row is read, ``is_stray``; or None."""
+        if ids.size == 0:
+            return None
+        if ids.min() < 0:
+            return int(ids[ids < 0][0])
+        self._fill(ids)
+        bad = np.flatnonzero(is_stray(ids))
+        return int(ids[bad[0]]) if bad.size else None
+
     def stray_by_mass(self, ids, low, high):
         """The first of ``ids`` (int64 row ids from an index) whose table mass is not a real number in
         ``[low, high]``, or None."""
-        if ids.size == 0 or ids.min() < 0:
-            return None if ids.size == 0 else int(ids[ids < 0][0])
-        self._fill(ids)
-        mass = self._mass[ids]
-        bad = np.flatnonzero(~((mass >= low) & (mass <= high)))
-        return int(ids[bad[0]]) if bad.size else None
+        return self._first_stray(ids, lambda rows: ~((self._mass[rows] >= low) & (self._mass[rows] <= high)))
 
     def stray_by_formula(self, ids, formula):
         """The first of ``ids`` whose table formula is not ``formula``, or None."""
-        if ids.size == 0 or ids.min() < 0:
-            return None if ids.size == 0 else int(ids[ids < 0][0])
-        self._fill(ids)
-        bad = np.flatnonzero(self._formula[ids] != formula)
-        return int(ids[bad[0]]) if bad.size else None
+        return self._first_stray(ids, lambda rows: self._formula[rows] != formula)

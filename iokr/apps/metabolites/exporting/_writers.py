@@ -11,11 +11,11 @@ Two ways in, one set of bytes:
 
 from __future__ import annotations
 
-import json
+import io
 import os
 from pathlib import Path
 
-from ....io._atomic import atomic_folder, atomic_open, sweep_target
+from ....io._atomic import atomic_folder, atomic_open, sweep_target, write_atomic, write_json
 from ....io._ownership import claim, held, release
 from ._cells import SafeDictWriter
 from ._report_page import ReportCandidates, report_html
@@ -81,18 +81,12 @@ class CandidateTableWriter:
             self.report.add(text)
 
 
-def _write_text(path, text):
-    with atomic_open(path, "w", encoding="utf-8") as handle:
-        handle.write(text)
-
-
-def _identifications_text(results):
-    import io  # noqa: PLC0415 - standard library
-
+def _identifications_text(rows, candidate_columns):
+    """``structure_identifications.tsv`` of rows already written as text (:func:`format_identification`)."""
     buffer = io.StringIO()
-    writer = table_writer(buffer, identification_columns(results.candidate_columns))
+    writer = table_writer(buffer, identification_columns(candidate_columns))
     writer.writeheader()
-    writer.writerows(format_identification(row) for row in results.identifications)
+    writer.writerows(rows)
     return buffer.getvalue()
 
 
@@ -113,14 +107,13 @@ def write_identify_files(results, folder, *, report=None):
     written : list of Path
     """
     folder = Path(folder)
-    _write_text(folder / IDENTIFICATIONS_FILE, _identifications_text(results))
-    _write_text(folder / PARAMETERS_FILE, json.dumps(results.parameters, indent=2, sort_keys=False, default=float)
-                + "\n")
+    rows = [format_identification(row) for row in results.identifications]  # one text form for table and report
+    write_atomic(folder / IDENTIFICATIONS_FILE, _identifications_text(rows, results.candidate_columns))
+    write_json(folder / PARAMETERS_FILE, results.parameters)
     written = [folder / IDENTIFICATIONS_FILE, folder / PARAMETERS_FILE]
     if report is not None and report is not False:
         kept = ReportCandidates.of(format_candidate(r) for r in results.candidates) if report is True else report
-        rows = [format_identification(row) for row in results.identifications]
-        _write_text(folder / REPORT_FILE, report_html(rows, kept, results.spectra, results.parameters))
+        write_atomic(folder / REPORT_FILE, report_html(rows, kept, results.spectra, results.parameters))
         written.append(folder / REPORT_FILE)
     return written
 
@@ -168,10 +161,12 @@ def write_identify_folder(results, folder, *, report=False, overwrite=False):
         sweep_target(real)  # temporaries of a killed earlier write of this folder
         with atomic_folder(folder) as tmp:
             with atomic_open(tmp / CANDIDATES_FILE, "w", encoding="utf-8", newline="") as handle:
-                write = CandidateTableWriter(handle)(results.candidate_columns)
+                # the report keeps the rows as they are written (each candidate formatted once, as on the CLI)
+                table = CandidateTableWriter(handle, keep_for_report=bool(report))
+                write = table(results.candidate_columns)
                 for row in results.candidates:
                     write(row)
-            write_identify_files(results, tmp, report=bool(report))
+            write_identify_files(results, tmp, report=table.report)
     finally:
         if real not in held_before:
             release(real)
