@@ -91,6 +91,15 @@ def test_write_names_the_parameter_of_a_wrong_folder():
         _empty_results().write(None)
 
 
+@pytest.mark.parametrize("name", ["report", "overwrite"])
+@pytest.mark.parametrize("value", ["no", 1, None])
+def test_write_takes_only_true_or_false_for_its_switches(tmp_path, name, value):
+    # "no" is truthy: taken as True it wrote a report (or replaced a folder) the caller declined
+    with pytest.raises(TypeError, match=f"'{name}'.*True or False.*{type(value).__name__}"):
+        _empty_results().write(tmp_path / "out", **{name: value})
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize(("options", "name"), [
     ({"n_folds": 0}, "n_folds"), ({"n_folds": -2}, "n_folds"), ({"n_folds": "3"}, "n_folds"),
     ({"n_folds": 2.0}, "n_folds"), ({"seed": "a"}, "seed"), ({"surrogate": "bogus"}, "surrogate"),

@@ -148,6 +148,11 @@ def write_identify_folder(results, folder, *, report=False, overwrite=False):
     if not isinstance(folder, (str, os.PathLike)):
         raise TypeError(f"The 'folder' parameter of write_identify_folder must be a path (str or os.PathLike). Got "
                         f"{type(folder).__name__} {folder!r:.80} instead.")
+    for name, value in (("report", report), ("overwrite", overwrite)):
+        # a truthy string such as "no" must not write or replace anything
+        if not isinstance(value, bool):
+            raise TypeError(f"The '{name}' parameter of write_identify_folder must be True or False. Got "
+                            f"{type(value).__name__} {value!r:.80} instead.")
     folder = Path(folder)
     if results.candidates_streamed:
         raise ValueError("write_identify_folder: these results streamed their candidates to a candidate_sink; "
