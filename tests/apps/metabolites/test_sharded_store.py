@@ -306,12 +306,16 @@ def test_index_command_builds_appends_and_refuses_in_one_line(tmp_path, capsys):
     assert main(["metabolites", "index", str(a), "--output", str(store), "--workers", "1"]) == 0
     first = capsys.readouterr()
     assert "structures in" in first.out and "shard 1/" in first.err
+    before = _files(store)
     for args, message in (([str(b), "--output", str(store)], "exists .* add a table with --append"),
+                          ([str(b), "--output", str(store), "--overwrite"],
+                           "exists .*--overwrite never deletes a store.*delete the folder yourself"),
                           ([str(b), "--output", str(tmp_path / "one.sqlite"), "--append"],
                            "--append writes a store folder; --output .*one.sqlite names a single file")):
         assert main(["metabolites", "index", *args]) != 0
         errors = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
         assert len(errors) == 1 and re.search(message, errors[0]), errors
+    assert _files(store) == before  # refused before anything was written
     assert main(["metabolites", "index", str(b), "--output", str(store), "--append", "--workers", "1"]) == 0
     opened = ShardedStructureDatabase(store)
     assert [t["source"] for t in opened.manifest["tables"]] == ["a.csv", "b.csv"]

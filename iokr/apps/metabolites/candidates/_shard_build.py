@@ -136,7 +136,8 @@ def _plan(source, output, fingerprinter, append, shard_width, chunk_rows, column
     old = read_manifest(output) if output.is_dir() else None
     if old is not None and not append:
         raise IOKRDataError(f"Structure store {output} exists ({old['n_structures']} structures); add a table with "
-                            "--append, or give a new folder.")
+                            "--append, or give a new folder (--overwrite never deletes a store, which may hold hours "
+                            "of indexing: delete the folder yourself to rebuild it).")
     if old is not None and old["fingerprint"] != fingerprinter.params():
         raise IOKRDataError(f"Structure store {output} holds fingerprints {old['fingerprint']}, not "
                             f"{fingerprinter.params()}; index this table into another store.")
