@@ -12,6 +12,27 @@ from __future__ import annotations
 KINDS = (("per_structure", "per structure"), ("per_spectrum", "per spectrum"))
 
 
+def _floor(floor):
+    return f"{floor['median']:.3f} (95 % {floor['low']:.3f}-{floor['high']:.3f})"
+
+
+def perfect_ece_text(report):
+    """What a perfectly calibrated confidence would show at this n (the report's ``perfect_ece``: median and 95 %
+    band of simulated outcomes; per spectrum also with one shared outcome per structure), or "" when not known."""
+    if not report.get("perfect_ece"):
+        return ""
+    text = f"perfectly calibrated at n={report['n']}: {_floor(report['perfect_ece'])}"
+    if report.get("perfect_ece_shared"):
+        text += f"; one outcome per structure: {_floor(report['perfect_ece_shared'])}"
+    return text
+
+
+def ece_text(report):
+    """``0.136 (n=60; perfectly calibrated at n=60: 0.071 (95 % 0.035-0.121))``: an ECE beside its noise floor."""
+    floor = perfect_ece_text(report)
+    return f"{report['ece']:.3f} (n={report['n']}" + (f"; {floor})" if floor else ")")
+
+
 def _polarities(summary):
     """``{polarity: part}``: the summary's ``per_polarity``, or the summary itself under "" before polarities."""
     return summary.get("per_polarity") or {"": summary}
@@ -58,7 +79,10 @@ def reliability_markdown(summary):
     spectrum, and the reliability bins."""
     lines = ["## Confidence of the top hit: reliability per polarity", "",
              "Expected calibration error (ECE): the queries' top-hit confidences in 10 equal-width bins, "
-             "sum over bins of (queries in the bin / all queries) x |fraction of right top hits - mean confidence|.",
+             "sum over bins of (queries in the bin / all queries) x |fraction of right top hits - mean confidence|. "
+             "Beside it, the ECE that a perfectly calibrated confidence would show on the same queries by chance "
+             "(outcomes drawn from the confidences themselves, seeded; per spectrum also with one shared outcome per "
+             "structure): an ECE inside that band is indistinguishable from noise at this n.",
              ""]
     for mode, part in _polarities(summary).items():
         name = mode or "all queries"
@@ -68,12 +92,13 @@ def reliability_markdown(summary):
         if not part.get("confidence"):
             lines += [f"- not calibrated: {part.get('calibration_problem') or 'no calibration'}", ""]
             continue
-        lines += ["", "| queries | ECE | n | mean confidence | accuracy of the top hit |", "|---|---|---|---|---|"]
+        lines += ["", "| queries | ECE | n | mean confidence | accuracy of the top hit | ECE of a perfectly "
+                  "calibrated confidence at this n: median (95 % band) |", "|---|---|---|---|---|---|"]
         for key, label in KINDS:
             r = part["confidence"].get(key)
             if r and r.get("n"):
                 lines.append(f"| {label} | {r['ece']:.3f} | {r['n']} | {r['mean_confidence']:.3f} | "
-                             f"{r['accuracy']:.3f} |")
+                             f"{r['accuracy']:.3f} | {perfect_ece_text(r).partition(': ')[2] or 'not computed'} |")
         lines += ["", "| queries | confidence bin | n | mean confidence | accuracy |", "|---|---|---|---|---|"]
         for key, label in KINDS:
             r = part["confidence"].get(key) or {}

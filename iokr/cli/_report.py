@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ._output import write_atomic
-from ._reliability import reliability_markdown, reliability_sets
+from ._reliability import ece_text, reliability_markdown, reliability_sets
 
 MAX_K = 50
 #: File names of the figures (``topk`` keeps the demo's historical name ``report.png``).
@@ -242,7 +242,7 @@ def write_evaluation_report(out_dir, *, title, rank_sets, timings=None, summary_
     if reliability:
         rows = [[kind, f"{b['low']:.1f}-{b['high']:.1f}", b["n"], f"{b['mean_confidence']:.3f}",
                  f"{b['accuracy']:.3f}"] for kind, report in reliability.items() for b in report["bins"]]
-        eces = "; ".join(f"{kind.replace('_', ' ')}: {r['ece']:.3f} (n={r['n']})" for kind, r in reliability.items())
+        eces = "; ".join(f"{kind.replace('_', ' ')}: {ece_text(r)}" for kind, r in reliability.items())
         parts.append("<h2>Confidence</h2>" + f"<p>Expected calibration error: {html.escape(eces)}</p>"
                      + _img(figures["reliability"], "reliability diagram")
                      + _table(["queries", "bin", "n", "mean confidence", "accuracy"], rows))
@@ -318,7 +318,7 @@ def markdown_report(summary, title="Metabolite identification (IOKR) on PubChem 
               "nearest training structures",
               f"- fingerprint: {summary.get('fingerprint')}; cleaning: {summary.get('cleaning')}",
               "- confidence of the top hit, expected calibration error: " + (", ".join(
-                  f"{kind} {r['ece']:.3f} (n={r['n']})" for kind, r in reliability_sets(summary).items())
+                  f"{kind} {ece_text(r)}" for kind, r in reliability_sets(summary).items())
                   or "not calibrated") + " (section below)",
               "- timings (s, shared 2-core machine under load): "
               + ", ".join(f"{k}={v:.0f}" for k, v in summary.get("timings_s", {}).items()), "",

@@ -24,7 +24,7 @@ def _part(seed, mode, calibrated=True):
                                             "n_structures_with_decoy_isomers": 77, "n_structures": 500}}}
     if calibrated:
         part["confidence"] = {"per_structure": calibration_report(cal, scores[:20], truth[:20]),
-                              "per_spectrum": calibration_report(cal, scores, truth)}
+                              "per_spectrum": calibration_report(cal, scores, truth, groups=np.arange(40) // 4)}
     else:
         part["calibration_problem"] = "calibration needs at least 100 hold-out lists; got 12"
     return part
@@ -70,3 +70,19 @@ def test_html_report_embeds_one_reliability_panel_per_polarity(tmp_path):
 
     height, width = matplotlib.image.imread(tmp_path / "reliability.png").shape[:2]
     assert width > 1.8 * height
+
+
+def test_every_ece_is_shown_beside_the_ece_of_a_perfectly_calibrated_confidence(tmp_path):
+    summary = _summary()
+    part = summary["per_polarity"]["negative"]["confidence"]
+    text = _report.markdown_report(summary)
+    for r in (part["per_structure"], part["per_spectrum"]):
+        floor = r["perfect_ece"]
+        band = f"{floor['median']:.3f} (95 % {floor['low']:.3f}-{floor['high']:.3f})"
+        assert f"{r['ece']:.3f} (n={r['n']}; perfectly calibrated at n={r['n']}: {band}" in text  # the headline
+        assert f"| {r['ece']:.3f} | {r['n']} | {r['mean_confidence']:.3f} | {r['accuracy']:.3f} | {band}" in text
+    shared = part["per_spectrum"]["perfect_ece_shared"]
+    assert f"one outcome per structure: {shared['median']:.3f}" in text
+    assert shared["median"] > part["per_spectrum"]["perfect_ece"]["median"]  # correlated outcomes: a wider floor
+    _, page = _report.write_report(summary, tmp_path)
+    assert f"perfectly calibrated at n={part['per_structure']['n']}: " in page.read_text()

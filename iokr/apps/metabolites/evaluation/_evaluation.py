@@ -69,7 +69,8 @@ def evaluate_lists(model, spectra, lists, store, cleaning, progress=None, calibr
     summary : dict
         ``per_structure``, ``per_spectrum`` (top-k percentages), ``published`` (when lists have scores),
         ``lists`` (per-list details), counts; with a ``calibration``, ``confidence`` (its reliability per
-        structure and per spectrum, :func:`~._confidence.calibration_report`).
+        structure and per spectrum, with the ECE a perfectly calibrated confidence would show on the same queries,
+        :func:`~._confidence.calibration_report`).
     """
     cleaned = cleaning.single(spectra)
     keys = np.array(cleaned.structure_keys())
@@ -131,8 +132,11 @@ def evaluate_lists(model, spectra, lists, store, cleaning, progress=None, calibr
     if calibration is not None:
         truth = [lists[li].true_index for li, _ in structure_queries]
         spec_truth = [lists[li].true_index for li, rows in structure_queries for _ in range(rows.size)]
+        # the spectra of one structure share its list: the noise floor also with one outcome per structure
+        spec_structure = [li for li, rows in structure_queries for _ in range(rows.size)]
         out["confidence"] = {"per_structure": calibration_report(calibration, scores, truth),
-                             "per_spectrum": calibration_report(calibration, spec_scores, spec_truth)}
+                             "per_spectrum": calibration_report(calibration, spec_scores, spec_truth,
+                                                                groups=spec_structure)}
     struct_ranks = [details[i]["rank"] if details[i]["rank"] is not None else np.nan for i in evaluable]
     out["per_structure"] = topk_percentages(struct_ranks, len(evaluable))
     out["per_spectrum"] = topk_percentages(spec_ranks, len(spec_ranks))
