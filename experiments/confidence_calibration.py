@@ -1,33 +1,48 @@
-"""Features and default of the top hit's confidence, chosen by cross-validation on training decoy lists sized like
-users' lists (issue #30, second design).
+"""Decoy table and calibration family of the top hit's confidence, chosen by cross-validation on training decoy
+lists (issue #30, third design).
 
 ::
 
-    python -m experiments confidence_calibration --data ../shared/data --set decoys=PATH --set store=STORE.sqlite
+    python -m experiments confidence_calibration --data ../shared/data --set store=STORE.sqlite \\
+        --set fit_tables=,DECOYS_CAP300.tsv.gz --set target_table=DECOYS_ALL.tsv.gz
 
-Calibration examples as the app forms them (:mod:`iokr.apps.metabolites.candidates._decoys`, ``list_size="pubchem"``): the
-training set of ``iokr metabolites evaluate`` (the candidate lists' true structures excluded, one merged spectrum
-per structure), 3 structure folds (seed 0); each fold's model (refitted on the other folds) ranks each held-out
-structure that has an isomer among the training structures of its formula and its decoys (non-library isomers,
-then nearest-mass structures of the decoy table) up to a list size drawn from the log-normal fit of PubChem list
-sizes. The same fold model also ranks its held-out structures on the app's training-structure lists (the
-calibration without decoys, ``--calibration-decoys none``).
+Calibration examples as the app forms them (:mod:`iokr.apps.metabolites.candidates._decoys`,
+``list_size="pubchem"``): per polarity, the training set of ``iokr metabolites evaluate`` (the 60 candidate lists'
+true structures excluded, one merged spectrum per structure; [M+H]+ and [M-H]- MassBank files), 3 structure folds
+(seed 0); each fold's model (refitted on the other folds) ranks each held-out structure that has an isomer among
+the training structures of its formula and its decoys (non-library isomers of its formula, then nearest-mass
+structures) up to a list size drawn from the log-normal fit of PubChem list sizes (seed 0).
 
-Compared by leave-one-fold-out (a calibration fitted by the app's :func:`fit_calibration` -- size weight
-constrained <= 0, degenerate fits refused -- on two folds' examples; log-loss and expected calibration error on
-the third fold's sized decoy lists): margin + size; + gap to the 5th; + candidates within one median margin; +
-both. The prior of the top hit is not a candidate (it learns the protocol: a held-out structure is never a library
-compound). And the calibration without decoys (fitted on the two folds' training-structure lists, margin + size),
-scored on the same held-out sized decoy lists.
+Decoy tables: ``""`` the bundled one (at most 100 MOSES-train isomers per formula, 45,373 structures); a table of
+at most 300 isomers per formula from all of MOSES (train, test and scaffold test, 1,936,962 SMILES: 103,288
+structures; the cap of 300 was set by the size of the files the package would ship, about 10.8 MB, before any
+number of this study); and, as the held-out target only, every MOSES isomer of the 880 formulas (257,401
+structures; too large to ship, about 26 MB).
 
-Criterion, written before any number of this design was seen:
-1. features: the set with the lowest mean held-out log-loss (weighted by the folds' list counts) is adopted if it
-   beats margin + size by at least 0.005 nats per list, else margin + size; a set whose fit is refused on a fold is
-   out;
-2. default: the decoy calibration with those features becomes the app's default if its held-out log-loss beats the
-   calibration without decoys by at least 0.005 nats per list; else the default stays without decoys.
-The evaluated candidate lists (the 60 shared lists) are read for their true structures' names only (the decoy list
-sizes' distribution was fitted to their sizes, disclosed in reports/metabolites.md).
+Designs (fit side): each fitting table x {logistic on margin, size, gap to the 5th, candidates within one median
+margin (the current default's features); the list softmax alone (temperature and "elsewhere" mass,
+:mod:`iokr.apps.metabolites.model._list_softmax`); the logistic model with the list softmax's log-odds as one more
+feature}. References, not eligible: the calibration without decoys (the fold's training-structure lists, margin +
+size) and the three families fitted on the full table's lists (not shippable).
+
+Criterion, written and committed before any number of this design was seen:
+1. Held-out target: for each polarity and fold f, fold f's held-out structures on lists built from the FULL MOSES
+   isomer table (the most PubChem-like lists available from training data: true isomers instead of nearest-mass
+   fillers wherever MOSES has them), scored by fold f's model. Every design is fitted (the app's fit:
+   ``fit_calibration_on_lists``, size weight <= 0, degenerate fits refused) on the other two folds' lists built
+   from its own table and scored on fold f's target lists. Metric: the binary log-loss of the top hit's
+   right/wrong, averaged over all held-out target lists of both polarities pooled (each list counts once). The
+   held-out ECE is reported beside it and does not decide.
+2. Eligible: the six shippable designs (two fitting tables x three families); a design whose fit is refused on any
+   fold of either polarity is out.
+3. Adoption: the eligible design with the lowest pooled log-loss becomes the app's default if it beats the current
+   default (bundled table, logistic on the four features) by at least 0.005 nats per list; otherwise the default
+   stays.
+4. Shipping check (a cost, not a performance number): if the chosen design needs the larger table and ``make demo``
+   with it exceeds about 70 s or 850 MiB on the shared machine, the best design on the bundled table is taken
+   instead, by rule 3.
+5. The 60 shared lists are read for their true structures' names only here; they are evaluated once, after the
+   choice is committed (the third look at them, disclosed).
 """
 
 from __future__ import annotations
@@ -49,7 +64,6 @@ from iokr.apps.metabolites import (
     decoy_lists,
     decoy_store,
     expected_calibration_error,
-    fit_calibration,
     fold_ids,
     formula_candidate_sets,
     has_isomer,
@@ -60,24 +74,30 @@ from iokr.apps.metabolites import (
     training_set,
 )
 from iokr.apps.metabolites.defaults import DEFAULT_FINGERPRINT, DEFAULT_PARAMS
+from iokr.apps.metabolites.model._confidence import fit_calibration_on_lists
 
-#: The app's cross-validated choice on the MassBank [M+H]+ training set (reports/metabolites.md), with its prior.
+#: The app's cross-validated choice on both MassBank training sets (reports/metabolites.md), with its prior.
 PARAMS = {**DEFAULT_PARAMS, "sigma_mz": 0.001, "output_kernel": "tanimoto", "alpha": 0.1}
-FEATURE_SETS = {"margin+size": (), "+gap to 5th": ("gap_to_5th",), "+count within a margin": ("n_within_margin",),
-                "+both": ("gap_to_5th", "n_within_margin")}
-BASE = "margin+size"
+FOUR = ("gap_to_5th", "n_within_margin")
+#: family label -> (fit_calibration_on_lists features, family)
+FAMILIES = {"logistic (4 features)": (FOUR, "logistic"), "list softmax": ((), "list_softmax"),
+            "logistic (4 features) + list softmax": (FOUR + ("list_softmax",), "logistic")}
+BASE = ("bundled", "logistic (4 features)")
 WITHOUT_DECOYS = "without decoys (training lists), margin+size"
 MIN_GAIN = 0.005
 
 
 @dataclass(frozen=True)
 class Config:
-    """Spectra, candidate lists (their true structures are excluded from training), the decoy table ("" for the
-    bundled one), the SQLite fingerprint store ("" for a temporary one), folds and a structure cap (0: all)."""
+    """Spectra files (one per polarity), candidate lists (their true structures are excluded from training), the
+    fitting decoy tables ("" for the bundled one), the held-out target table, the SQLite fingerprint store ("" for a
+    temporary one), folds and a structure cap per polarity (0: all)."""
 
-    spectra: str = "metabolites/massbank_ms2_posMH_permissive.jsonl.gz"
+    spectra: tuple = ("metabolites/massbank_ms2_posMH_permissive.jsonl.gz",
+                      "metabolites/massbank_ms2_negMH_permissive.jsonl.gz")
     candidates: str = "metabolites/pubchem_candidate_sets_dev.tar.gz"
-    decoys: str = ""
+    fit_tables: tuple = ("",)
+    target_table: str = ""
     store: str = ""
     folds: int = 3
     max_structures: int = 0
@@ -87,127 +107,171 @@ QUICK = Config(max_structures=600)
 OUTPUTS = Outputs(json="confidence_calibration.json", markdown="confidence_calibration.md")  # keeps "## Reading"
 
 
-def _examples(train, decoys, folds, log):
-    """Per fold: the held-out sized decoy lists ``(scores, truth)`` and the training-structure lists (the app's
-    calibration without decoys) of the same fold model."""
+def _table_name(path):
+    return "bundled" if not path else path.rsplit("/", 1)[-1].removesuffix(".tsv.gz")
+
+
+def _examples(train, tables, target, folds, log):
+    """Per fold: held-out lists ``(scores, truth)`` per decoy table (``tables`` and the ``target``), and the
+    training-structure lists (the app's calibration without decoys), all from the same fold model."""
     Y = np.asarray(train.Y, dtype=np.float64)
-    eligible = has_isomer(train.formulas, decoys)
     formula_sets, scored = formula_candidate_sets(Y, train.formulas)
+    everything = {**tables, "target": target}
     out = []
     for f in range(int(folds.max()) + 1):
         t0 = time.perf_counter()
         tr, te = np.flatnonzero(folds != f), np.flatnonzero(folds == f)
         model = MetaboliteIdentifier(**PARAMS).fit(train.spectra[tr], Y[tr])
         K, diag = model.test_kernel(train.spectra[te])
-        mask = eligible[te]
-        decoy = decoy_list_scores(model, train.spectra[te[mask]], Y, train.formulas, te[mask], decoys,
-                                  (K[mask], diag[mask]))
+        fold = {}
+        for name, decoys in everything.items():
+            mask = has_isomer(train.formulas, decoys)[te]
+            fold[name] = decoy_list_scores(model, train.spectra[te[mask]], Y, train.formulas, te[mask], decoys,
+                                           (K[mask], diag[mask]))
         plain = training_list_examples(model, train.spectra, Y, tr, te, (K, diag), formula_sets, scored)
-        out.append({"decoy": decoy, "plain": ([s for e in plain for s in e[0]], [t for e in plain for t in e[1]])})
-        log(f"fold {f}: {int(mask.sum())} decoy lists (median size "
-            f"{np.median([s.size for s in decoy[0]]):.0f}), {len(out[-1]['plain'][0])} training lists, "
-            f"{time.perf_counter() - t0:.0f} s")
+        fold["plain"] = ([s for e in plain for s in e[0]], [t for e in plain for t in e[1]])
+        out.append(fold)
+        log(f"fold {f}: " + ", ".join(f"{k} {len(v[0])} lists (median size {np.median([s.size for s in v[0]]):.0f})"
+                                       for k, v in fold.items()) + f"; {time.perf_counter() - t0:.0f} s")
         del model, K, diag
     return out
-
-
-def _features(lists, scale, names):
-    margins, sizes, correct, gaps, n_within = top_hit_features(lists[0], scale, lists[1])
-    return (margins, sizes, correct, {"gaps": gaps if "gap_to_5th" in names else None,
-                                      "n_within": n_within if "n_within_margin" in names else None})
 
 
 def _concat(parts):
     return [s for p in parts for s in p[0]], [t for p in parts for t in p[1]]
 
 
-def _held_out(fit_lists, test_lists, names):
-    """Fit on ``fit_lists`` (the app's fit), log-loss and ECE on ``test_lists``; None when the fit is refused."""
-    margins = top_hit_features(fit_lists[0], 1.0)[0]
-    finite = margins[np.isfinite(margins)]
-    scale = float(np.median(finite))
-    m, n, y, extra = _features(fit_lists, scale, names)
+def _held_out(fit_lists, test_lists, features, family):
+    """Fit on ``fit_lists`` (the app's fit), per-list log-loss terms and outcomes on ``test_lists``; None with the
+    reason when the fit is refused."""
     try:
-        calibration = fit_calibration(m, n, y, scale=scale, **extra)
+        calibration = fit_calibration_on_lists(fit_lists[0], fit_lists[1], features, family)
     except ValueError as exc:
         return None, str(exc)
-    y_test = top_hit_features(test_lists[0], scale, test_lists[1])[2]
+    y = top_hit_features(test_lists[0], 1.0, test_lists[1])[2]
     p = np.clip(calibration.confidence(test_lists[0]), 1e-12, 1 - 1e-12)
-    loss = float(-np.mean(y_test * np.log(p) + (~y_test) * np.log(1 - p)))
-    return {"log_loss": loss, "ece": expected_calibration_error(p, y_test)[0], "n": int(y_test.size),
+    return {"loss": -(y * np.log(p) + (~y) * np.log(1 - p)), "p": p, "y": y,
             "calibration": calibration.to_dict()}, ""
 
 
-def _compare(folds):
-    out = {}
-    candidates = {label: ("decoy", names) for label, names in FEATURE_SETS.items()}
-    candidates[WITHOUT_DECOYS] = ("plain", ())
-    for label, (kind, names) in candidates.items():
-        per_fold, problem = [], ""
-        for f in range(len(folds)):
-            fit = _concat([folds[g][kind] for g in range(len(folds)) if g != f])
-            result, problem = _held_out(fit, folds[f]["decoy"], names)
-            if result is None:
+def _designs(table_names):
+    designs = {(t, fam): (t, *spec) for t in table_names for fam, spec in FAMILIES.items()}
+    designs[("target (full table, reference)", "logistic (4 features) + list softmax")] = (
+        "target", FOUR + ("list_softmax",), "logistic")
+    designs[("target (full table, reference)", "list softmax")] = ("target", (), "list_softmax")
+    designs[(WITHOUT_DECOYS, "logistic margin+size")] = ("plain", (), "logistic")
+    return designs
+
+
+def _compare(per_polarity, table_names):
+    """Held-out results per design, pooled over polarities; the choice by the docstring's criterion."""
+    rows = {}
+    for key, (source, features, family) in _designs(table_names).items():
+        parts, problem = [], ""
+        for mode, folds in per_polarity.items():
+            for f in range(len(folds)):
+                fit = _concat([folds[g][source] for g in range(len(folds)) if g != f])
+                result, problem = _held_out(fit, folds[f]["target"], features, family)
+                if result is None:
+                    problem = f"{mode} fold {f}: {problem}"
+                    break
+                parts.append((mode, f, result))
+            if problem:
                 break
-            per_fold.append(result)
+        label = f"{key[0]} | {key[1]}"
         if problem:
-            out[label] = {"refused": problem}
+            rows[label] = {"refused": problem}
             continue
-        n = [r["n"] for r in per_fold]
-        out[label] = {"log_loss": float(np.average([r["log_loss"] for r in per_fold], weights=n)),
-                      "ece": float(np.average([r["ece"] for r in per_fold], weights=n)), "folds": per_fold}
-    usable = [k for k in FEATURE_SETS if "log_loss" in out[k]]
-    if not usable:  # every decoy fit refused (too few lists, e.g. a smoke run): nothing to adopt
-        return out, "none (every decoy calibration refused)", "none"
-    best = min(usable, key=lambda k: out[k]["log_loss"])
-    chosen = best if BASE in usable and out[BASE]["log_loss"] - out[best]["log_loss"] >= MIN_GAIN else BASE
-    plain = out[WITHOUT_DECOYS].get("log_loss", np.inf)  # a refused fit gives no confidence at all
-    default = "decoys" if plain - out[chosen]["log_loss"] >= MIN_GAIN else "none"
-    return out, chosen, default
+        row = {"log_loss": float(np.mean(np.concatenate([r["loss"] for _, _, r in parts]))),
+               "n": int(sum(r["y"].size for _, _, r in parts)), "eligible": source in table_names,
+               "table": key[0], "family": key[1]}
+        for mode in per_polarity:
+            mine = [r for m, _, r in parts if m == mode]
+            p, y = np.concatenate([r["p"] for r in mine]), np.concatenate([r["y"] for r in mine])
+            row[mode] = {"log_loss": float(np.mean(np.concatenate([r["loss"] for r in mine]))),
+                         "ece": expected_calibration_error(p, y)[0], "n": int(y.size),
+                         "mean_confidence": float(p.mean()), "accuracy": float(y.mean()),
+                         "calibrations": [r["calibration"] for r in mine]}
+        rows[label] = row
+    base = f"{BASE[0]} | {BASE[1]}"
+    eligible = [k for k, r in rows.items() if r.get("eligible")]
+    if not eligible or base not in eligible:
+        return rows, "none (the current default's fit was refused)", base
+    best = min(eligible, key=lambda k: rows[k]["log_loss"])
+    chosen = best if rows[base]["log_loss"] - rows[best]["log_loss"] >= MIN_GAIN else base
+    bundled = [k for k in eligible if rows[k]["table"] == "bundled"]
+    best_bundled = min(bundled, key=lambda k: rows[k]["log_loss"])
+    fallback = best_bundled if rows[base]["log_loss"] - rows[best_bundled]["log_loss"] >= MIN_GAIN else base
+    return rows, chosen, fallback
 
 
 def render(report):
-    lines = ["# Confidence features and default chosen by cross-validation on sized decoy lists (issue #30)", "",
-             f"{report['n_training_structures']} training structures, {report['n_examples']} sized decoy lists "
-             f"({report['n_right']} right top hits); decoys: {report['decoys']}.", "",
-             f"Chosen features: **{report['chosen']}**; default calibration: **{report['default']}** (criterion in "
-             "the experiment's docstring, written before any number: lowest held-out log-loss on sized decoy "
-             f"lists, a gain of >= {MIN_GAIN} nats needed).", "",
-             "| calibration | held-out log-loss | held-out ECE | size weight per fold | size weight clipped |",
-             "|---|---|---|---|---|"]
+    lines = ["# Decoy table and calibration family chosen by cross-validation on training decoy lists (issue #30, "
+             "third design)", "",
+             "Held-out target: each fold's lists built from every MOSES isomer of the training formulas (log-loss "
+             "pooled over both polarities; criterion in the experiment's docstring, committed before any number).",
+             ""]
+    for mode, info in report["polarities"].items():
+        lines.append(f"- {mode}: {info['n_training_structures']} training structures; tables: " + "; ".join(
+            f"{name}: {rec.get('n_decoys')} decoys, {rec.get('n_structures_with_decoy_isomers')} structures with "
+            f"decoy isomers, list sizes reached {_sizes(rec.get('list_sizes_reached'))}"
+            for name, rec in info["tables"].items()))
+    lines += ["", f"Chosen: **{report['chosen']}**; if the larger table fails the demo budget: **{report['fallback']}**.",
+              "", "| decoy table (fit) | family | pooled held-out log-loss | " + " | ".join(
+                  f"{m} log-loss / ECE / mean confidence / accuracy (n)" for m in report["polarities"]) + " |",
+              "|---|---|---|" + "---|" * len(report["polarities"])]
     for label, r in report["rows"].items():
+        table, family = label.split(" | ")
         if "refused" in r:
-            lines.append(f"| {label} | refused: {r['refused']} | | | |")
+            lines.append(f"| {table} | {family} | refused: {r['refused']} |" + " |" * len(report["polarities"]))
             continue
-        weights = ", ".join(f"{f['calibration']['size_weight']:.3f}" for f in r["folds"])
-        clipped = ", ".join(str(f["calibration"]["size_weight_clipped"]) for f in r["folds"])
-        lines.append(f"| {label} | {r['log_loss']:.4f} | {r['ece']:.4f} | {weights} | {clipped} |")
+        cells = [f"{r[m]['log_loss']:.4f} / {r[m]['ece']:.4f} / {r[m]['mean_confidence']:.3f} / "
+                 f"{r[m]['accuracy']:.3f} ({r[m]['n']})" for m in report["polarities"]]
+        lines.append(f"| {table} | {family} | {r['log_loss']:.4f} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
-def run(config, data, previous=None, checkpoint=None):
-    """Sized decoy lists, fold models' ranked lists, the comparison and the choice (``previous``, ``checkpoint``
-    unused)."""
-    t0 = time.perf_counter()
-    store = CandidateStore(config.store, Fingerprinter(**DEFAULT_FINGERPRINT))
-    spectra, _ = read_spectra(data / config.spectra, require_structure=True)
-    with tarfile.open(data / config.candidates) as tar:  # the lists' names only: no candidate is read
-        true_keys = [m.name.rsplit("_id=", 1)[1][:14] for m in tar.getmembers() if "_id=" in m.name]
+def _sizes(q):
+    return f"median {q['median']:.0f}, 10-90 % {q['q10']:.0f}-{q['q90']:.0f}" if q else "none"
+
+
+def _training(config, data, spectra_path, store, true_keys):
+    spectra, _ = read_spectra(data / spectra_path, require_structure=True)
     train = training_set(spectra, store, Cleaning(), true_keys)
-    del spectra
     if config.max_structures and len(train.Y) > config.max_structures:
         keep = np.sort(np.random.default_rng(0).choice(len(train.Y), config.max_structures, replace=False))
         train = type(train)(train.spectra[keep], [train.keys[i] for i in keep], train.Y[keep], train.n_spectra,
                             train.n_excluded_structures, train.n_unparsable, train.licenses,
                             [train.formulas[i] for i in keep])
-    table = read_decoy_table(config.decoys or BUNDLED_DECOYS)
-    decoys = decoy_lists(train.formulas, train.keys, table,
-                         decoy_store(config.decoys or BUNDLED_DECOYS, store, Fingerprinter(**DEFAULT_FINGERPRINT)))
-    print(f"{len(train.Y)} training structures; {decoys.record}", flush=True)
-    folds = _examples(train, decoys, fold_ids(len(train.Y), config.folds, 0), lambda m: print(m, flush=True))
-    table, chosen, default = _compare(folds)
-    everything = _concat([f["decoy"] for f in folds])
-    right = top_hit_features(everything[0], 1.0, everything[1])[2]
-    return {"params": {**PARAMS, "kernels": list(PARAMS["kernels"])}, "n_training_structures": len(train.Y),
-            "n_examples": len(everything[0]), "n_right": int(right.sum()), "decoys": decoys.record,
-            "rows": table, "chosen": chosen, "default": default, "wall_s": time.perf_counter() - t0}
+    return train
+
+
+def run(config, data, previous=None, checkpoint=None):
+    """Decoy lists per table, fold models' ranked lists, the comparison and the choice (``previous``,
+    ``checkpoint`` unused)."""
+    t0 = time.perf_counter()
+    fingerprinter = Fingerprinter(**DEFAULT_FINGERPRINT)
+    store = CandidateStore(config.store, fingerprinter)
+    with tarfile.open(data / config.candidates) as tar:  # the lists' names only: no candidate is read
+        true_keys = [m.name.rsplit("_id=", 1)[1][:14] for m in tar.getmembers() if "_id=" in m.name]
+    paths = {_table_name(p): (p or BUNDLED_DECOYS) for p in config.fit_tables}
+    target_path = config.target_table or BUNDLED_DECOYS
+    tables = {name: read_decoy_table(path) for name, path in paths.items()}
+    target_table = read_decoy_table(target_path)
+    per_polarity, info = {}, {}
+    for spectra_path in config.spectra:
+        mode = "negative" if "neg" in spectra_path else "positive"
+        train = _training(config, data, spectra_path, store, true_keys)
+        decoys = {name: decoy_lists(train.formulas, train.keys, tables[name],
+                                    decoy_store(paths[name], store, fingerprinter)) for name in paths}
+        target = decoy_lists(train.formulas, train.keys, target_table, decoy_store(target_path, store, fingerprinter))
+        records = {**{k: v.record for k, v in decoys.items()}, "target": target.record}
+        print(f"{mode}: {len(train.Y)} training structures; " + "; ".join(
+            f"{k}: {r['n_decoys']} decoys" for k, r in records.items()), flush=True)
+        per_polarity[mode] = _examples(train, decoys, target, fold_ids(len(train.Y), config.folds, 0),
+                                       lambda m, mode=mode: print(f"{mode} {m}", flush=True))
+        info[mode] = {"n_training_structures": len(train.Y), "tables": records}
+        del decoys, target, train
+    rows, chosen, fallback = _compare(per_polarity, list(paths))
+    return {"params": {**PARAMS, "kernels": list(PARAMS["kernels"])}, "polarities": info, "rows": rows,
+            "chosen": chosen, "fallback": fallback, "wall_s": time.perf_counter() - t0}

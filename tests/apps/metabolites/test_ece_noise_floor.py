@@ -6,13 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from iokr.apps.metabolites.model._confidence import (
-    Calibration,
-    calibration_report,
-    expected_calibration_error,
-    noise_floor_summary,
-    perfect_calibration_ece,
-)
+from iokr.apps.metabolites.model._confidence import Calibration, calibration_report, expected_calibration_error
+from iokr.apps.metabolites.model._noise_floor import noise_floor_summary, perfect_calibration_ece
 
 
 def _exact_ece_distribution(p):

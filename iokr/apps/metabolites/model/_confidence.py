@@ -26,6 +26,9 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from ._list_softmax import fit_list_softmax, list_softmax_log_odds
+from ._noise_floor import N_BINS, noise_floor_summary, perfect_calibration_ece
+
 #: Fewest hold-out ranked lists a calibration is fitted on; fewer give no confidence (a few dozen training structures
 #: gave fits of 1.000 for a 763-candidate list and 0.000 for every one-candidate list).
 MIN_CALIBRATION_EXAMPLES = 100
@@ -36,10 +39,12 @@ MAX_CALIBRATION_COEFFICIENT = 50.0
 DEGENERATE_PROBABILITY = 0.01
 
 #: Features beyond margin and list size a calibration may use: the score gap from the top hit to the 5th candidate
-#: (to the last one in shorter lists) and the number of other candidates scoring within one ``scale`` of the top hit.
-OPTIONAL_FEATURES = ("gap_to_5th", "n_within_margin")
-#: Bins of the expected calibration error and the reliability diagram (equal width on [0, 1]).
-N_BINS = 10
+#: (to the last one in shorter lists), the number of other candidates scoring within one ``scale`` of the top hit,
+#: and the log-odds of the list softmax (:mod:`._list_softmax`: every score of the list; its temperature and
+#: "elsewhere" mass fitted first).
+OPTIONAL_FEATURES = ("gap_to_5th", "n_within_margin", "list_softmax")
+#: Calibration families: a logistic model of the features, or the list softmax alone.
+FAMILIES = ("logistic", "list_softmax")
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,10 @@ class Calibration:
         Largest calibration gap; larger gaps (and single-candidate lists) are clipped to it.
     size_weight_clipped : bool
         The unconstrained fit had a positive size weight: it was set to 0 and the other weights refitted.
+    softmax_weight, temperature, elsewhere : float
+        Weight of the list softmax's log-odds (:mod:`._list_softmax`, temperature ``T`` and "elsewhere" log-mass
+        ``b`` in units of ``scale``); 0 for a calibration that does not use it. The list softmax alone is a
+        calibration with this weight 1 and every other weight and the intercept 0.
     """
 
     intercept: float
@@ -76,12 +85,19 @@ class Calibration:
     within_weight: float = 0.0
     max_gap: float = 1.0
     size_weight_clipped: bool = False
+    softmax_weight: float = 0.0
+    temperature: float = 1.0
+    elsewhere: float = 0.0
 
     @property
     def features(self):
         """The features this calibration uses (margin and size, then those of :data:`OPTIONAL_FEATURES`)."""
-        return ("margin", "size") + tuple(f for f, w in zip(OPTIONAL_FEATURES, (self.gap_weight, self.within_weight),
-                                                             strict=True) if w != 0)
+        weights = (self.gap_weight, self.within_weight, self.softmax_weight)
+        return ("margin", "size") + tuple(f for f, w in zip(OPTIONAL_FEATURES, weights, strict=True) if w != 0)
+
+    def softmax_log_odds(self, scores):
+        """The list softmax's log-odds of each list's top hit with this calibration's ``T`` and ``b``."""
+        return list_softmax_log_odds(scores, self.scale, self.temperature, self.elsewhere)
 
     def confidence(self, scores):
         """Probability that each list's top hit is right, from its candidates' scores.
@@ -96,11 +112,12 @@ class Calibration:
         p : ndarray of shape (m,)
         """
         margins, sizes, _, gaps, n_within = top_hit_features(scores, self.scale)
-        p = self.probability(margins, sizes, gaps, n_within)
+        log_odds = self.softmax_log_odds(scores) if self.softmax_weight != 0 else None
+        p = self.probability(margins, sizes, gaps, n_within, np.nan_to_num(log_odds) if log_odds is not None else None)
         p[sizes == 0] = np.nan
         return p
 
-    def probability(self, margins, sizes, gaps=None, n_within=None):
+    def probability(self, margins, sizes, gaps=None, n_within=None, softmax_log_odds=None):
         """Probability that each query's top hit is right.
 
         Parameters
@@ -112,6 +129,8 @@ class Calibration:
         gaps, n_within : array-like of shape (m,), optional
             Gap to the 5th candidate and candidates within one ``scale`` (:func:`top_hit_features`); required
             when the calibration uses them.
+        softmax_log_odds : array-like of shape (m,), optional
+            :meth:`softmax_log_odds` of the lists; required when the calibration uses it.
 
         Returns
         -------
@@ -125,13 +144,16 @@ class Calibration:
         margins = _clipped(margins, self.max_margin)
         sizes = np.maximum(np.asarray(sizes, dtype=np.float64), 1.0)
         z = self.intercept + self.margin_weight * margins / self.scale + self.size_weight * np.log(sizes)
-        for name, weight, values in (("gaps", self.gap_weight, gaps), ("n_within", self.within_weight, n_within)):
+        for name, weight, values in (("gaps", self.gap_weight, gaps), ("n_within", self.within_weight, n_within),
+                                     ("softmax_log_odds", self.softmax_weight, softmax_log_odds)):
             if weight != 0 and values is None:
                 raise ValueError(f"this calibration uses {name}; none were given")
         if self.gap_weight != 0:
             z = z + self.gap_weight * _clipped(gaps, self.max_gap) / self.scale
         if self.within_weight != 0:
             z = z + self.within_weight * np.log1p(np.asarray(n_within, dtype=np.float64))
+        if self.softmax_weight != 0:
+            z = z + self.softmax_weight * np.asarray(softmax_log_odds, dtype=np.float64)
         return 1.0 / (1.0 + np.exp(-z))
 
     def to_dict(self):
@@ -223,7 +245,7 @@ def top_hit_features(scores, scale, truth=None):
     return margins, sizes, correct, gaps, n_within
 
 
-def fit_calibration_on_lists(scores, truth, features=()):
+def fit_calibration_on_lists(scores, truth, features=(), family="logistic"):
     """Fit :class:`Calibration` on hold-out ranked lists, with optional features.
 
     Parameters
@@ -233,20 +255,58 @@ def fit_calibration_on_lists(scores, truth, features=()):
     truth : sequence of m int
         Position of the true candidate per list.
     features : tuple of str
-        Those of :data:`OPTIONAL_FEATURES` to use besides margin and list size.
+        Those of :data:`OPTIONAL_FEATURES` to use besides margin and list size (``family="logistic"``).
+    family : {"logistic", "list_softmax"}
+        A logistic model of the features, or the list softmax alone (``features`` must then be empty).
 
-    The margin unit is the median finite margin of the lists; the fit, its result and its refusals (a
-    ``ValueError``, as for an unknown feature) are :func:`fit_calibration`'s.
+    The margin unit is the median finite margin of the lists; with ``"list_softmax"`` among the features or as the
+    family, its temperature and "elsewhere" mass are fitted first (:func:`~._list_softmax.fit_list_softmax`). The
+    fit, its result and its refusals (a ``ValueError``, as for an unknown feature or family) are
+    :func:`fit_calibration`'s.
     """
     unknown = sorted(set(features) - set(OPTIONAL_FEATURES))
     if unknown:
         raise ValueError(f"calibration features must be among {list(OPTIONAL_FEATURES)}; got {unknown}")
+    if family not in FAMILIES or (family == "list_softmax" and features):
+        raise ValueError(f"calibration family must be one of {list(FAMILIES)} (the list softmax without other "
+                         f"features); got {family!r} with features {list(features)}")
     margins = top_margins(scores)[0]
     finite = margins[np.isfinite(margins)]
     scale = _median_margin(finite, float(finite.max()) if finite.size else 1.0)
     margins, sizes, correct, gaps, n_within = top_hit_features(scores, scale, truth)
+    softmax = None
+    if family == "list_softmax" or "list_softmax" in features:
+        _check_examples(correct[~np.isnan(margins)])
+        kept = [s for s, m in zip(scores, margins, strict=True) if not np.isnan(m)]
+        temperature, elsewhere = fit_list_softmax(kept, correct[~np.isnan(margins)], scale)
+        softmax = (temperature, elsewhere, list_softmax_log_odds(scores, scale, temperature, elsewhere))
+    if family == "list_softmax":
+        return _softmax_only(margins, sizes, correct, scale, softmax)
     return fit_calibration(margins, sizes, correct, gaps=gaps if "gap_to_5th" in features else None,
-                           n_within=n_within if "n_within_margin" in features else None, scale=scale)
+                           n_within=n_within if "n_within_margin" in features else None, scale=scale,
+                           softmax=softmax)
+
+
+def _check_examples(correct):
+    """Refuse too few lists, or lists that are all right or all wrong (the reason first: the count)."""
+    if correct.size < MIN_CALIBRATION_EXAMPLES:
+        raise ValueError(f"calibration needs at least {MIN_CALIBRATION_EXAMPLES} hold-out lists; got {correct.size}")
+    if correct.all() or not correct.any():
+        raise ValueError(f"calibration needs right and wrong top hits; got {int(correct.sum())} right of "
+                         f"{correct.size}")
+
+
+def _softmax_only(margins, sizes, correct, scale, softmax):
+    """The list softmax alone as a :class:`Calibration` (weight 1, no intercept), with :func:`fit_calibration`'s
+    refusals of degenerate fits."""
+    keep = ~np.isnan(margins)
+    finite = margins[keep][np.isfinite(margins[keep])]
+    temperature, elsewhere, log_odds = softmax
+    calibration = Calibration(0.0, 0.0, 0.0, scale, float(finite.max()) if finite.size else 1.0, int(keep.sum()),
+                              softmax_weight=1.0, temperature=temperature, elsewhere=elsewhere)
+    _check_degenerate(calibration.probability(margins[keep], sizes[keep], softmax_log_odds=log_odds[keep]),
+                      correct[keep])
+    return calibration
 
 
 def _median_margin(finite, max_margin):
@@ -254,7 +314,7 @@ def _median_margin(finite, max_margin):
     return median if median > 0 else max(max_margin, 1e-12)
 
 
-def fit_calibration(margins, sizes, correct, *, gaps=None, n_within=None, scale=None):
+def fit_calibration(margins, sizes, correct, *, gaps=None, n_within=None, scale=None, softmax=None):
     """Fit :class:`Calibration` on hold-out lists (see the module docstring).
 
     Parameters
@@ -265,6 +325,8 @@ def fit_calibration(margins, sizes, correct, *, gaps=None, n_within=None, scale=
         The optional features (:func:`top_hit_features`); given ones are used.
     scale : float, optional
         The margin unit ``n_within`` was counted with (default: the median finite margin, which it must be).
+    softmax : (temperature, elsewhere, log_odds), optional
+        A fitted list softmax and its log-odds per list (shape (m,)): used as one more feature.
 
     Returns
     -------
@@ -283,12 +345,9 @@ def fit_calibration(margins, sizes, correct, *, gaps=None, n_within=None, scale=
     margins, sizes, correct = margins[keep], np.asarray(sizes)[keep], np.asarray(correct, dtype=bool)[keep]
     gaps = None if gaps is None else np.asarray(gaps, dtype=np.float64)[keep]
     n_within = None if n_within is None else np.asarray(n_within, dtype=np.float64)[keep]
+    log_odds = None if softmax is None else np.asarray(softmax[2], dtype=np.float64)[keep]
     # the count first: a handful of lists is the reason even when they also happen to be all right or all wrong
-    if correct.size < MIN_CALIBRATION_EXAMPLES:
-        raise ValueError(f"calibration needs at least {MIN_CALIBRATION_EXAMPLES} hold-out lists; got {correct.size}")
-    if correct.all() or not correct.any():
-        raise ValueError(f"calibration needs right and wrong top hits; got {int(correct.sum())} right of "
-                         f"{correct.size}")
+    _check_examples(correct)
     finite = margins[np.isfinite(margins)]
     max_margin = float(finite.max()) if finite.size else 1.0
     scale = _median_margin(finite, max_margin) if scale is None else float(scale)
@@ -299,25 +358,32 @@ def fit_calibration(margins, sizes, correct, *, gaps=None, n_within=None, scale=
         columns["gap_to_5th"] = _clipped(gaps, max_gap) / scale
     if n_within is not None:
         columns["n_within_margin"] = np.log1p(n_within)
+    if log_odds is not None:
+        columns["list_softmax"] = log_odds
     weights, intercept = _logistic(columns, correct)
     clipped = weights["size"] > 0
     if clipped:  # the constrained optimum lies on the bound: size weight 0, the others refitted
         weights, intercept = _logistic({k: v for k, v in columns.items() if k != "size"}, correct)
         weights["size"] = 0.0
     calibration = Calibration(intercept, weights["margin"], weights["size"], scale, max_margin, int(correct.size),
-                              weights.get("gap_to_5th", 0.0), weights.get("n_within_margin", 0.0), max_gap, clipped)
+                              weights.get("gap_to_5th", 0.0), weights.get("n_within_margin", 0.0), max_gap, clipped,
+                              *((weights["list_softmax"], *softmax[:2]) if softmax is not None else ()))
     largest = max(abs(intercept), *(abs(w) for w in weights.values()))
     if not largest <= MAX_CALIBRATION_COEFFICIENT:
         raise ValueError(f"degenerate calibration fit (a coefficient of magnitude {largest:.3g} > "
                          f"{MAX_CALIBRATION_COEFFICIENT:g}) on {correct.size} hold-out lists")
-    p = calibration.probability(margins, sizes, gaps, n_within)
+    _check_degenerate(calibration.probability(margins, sizes, gaps, n_within, log_odds), correct)
+    return calibration
+
+
+def _check_degenerate(p, correct):
+    """Refuse a fit that separates its own examples or gives every one of them a probability near 0 or 1."""
     if p[correct].min() > p[~correct].max():
         raise ValueError(f"degenerate calibration fit (its {correct.size} hold-out lists are separable: every right "
                          "top hit gets a higher probability than every wrong one)")
     if not np.any((p > DEGENERATE_PROBABILITY) & (p < 1 - DEGENERATE_PROBABILITY)):
         raise ValueError(f"degenerate calibration fit (every one of its {correct.size} hold-out lists gets a "
                          f"probability below {DEGENERATE_PROBABILITY} or above {1 - DEGENERATE_PROBABILITY})")
-    return calibration
 
 
 def _logistic(columns, correct):
@@ -362,72 +428,6 @@ def expected_calibration_error(probabilities, correct, n_bins=N_BINS):
     return float(ece), bins
 
 
-#: Simulated outcome sets of :func:`perfect_calibration_ece` (the 95 % band's ends move by about 0.002 between seeds
-#: at n = 60).
-N_SIMULATIONS = 2000
-
-
-def perfect_calibration_ece(probabilities, n_simulations=N_SIMULATIONS, seed=0, groups=None, n_bins=N_BINS):
-    """The expected calibration error a perfectly calibrated confidence shows by chance: the noise floor of an ECE.
-
-    Each simulation draws the outcomes a perfectly calibrated predictor with these confidences would have
-    (``y_i ~ Bernoulli(p_i)``) and measures their ECE with the same bins as :func:`expected_calibration_error`.
-    Only the confidences are used, never real outcomes. With ``groups`` (e.g. the structure of each spectrum) the
-    queries of a group share one draw ``u_g ~ U(0, 1)`` and ``y_i = u_g < p_i``: every query stays perfectly
-    calibrated on its own, while the queries of one structure are right or wrong together (the most correlated
-    case; spectra of one structure are neither independent nor identical, so the truth lies between the two).
-
-    Parameters
-    ----------
-    probabilities : array-like of shape (m,)
-    n_simulations : int
-    seed : int
-    groups : array-like of shape (m,), optional
-        Group label of each query.
-    n_bins : int
-
-    Returns
-    -------
-    ece : ndarray of shape (n_simulations,)
-        The ECE of each simulated outcome set (empty when ``m`` is 0).
-
-    Notes
-    -----
-    The bins depend on the confidences only, so ``ECE = sum_b |sum_{i in b} (y_i - p_i)| / m`` is a matrix product of
-    the simulated residuals with the bin indicator.
-    """
-    p = np.asarray(probabilities, dtype=np.float64)
-    if p.ndim != 1 or np.any(~np.isfinite(p)) or np.any((p < 0) | (p > 1)):
-        raise ValueError(f"probabilities must be a 1-D array of values in [0, 1]; got shape {p.shape} "
-                         f"with values {p[~((p >= 0) & (p <= 1))][:3].tolist() if p.ndim == 1 else '...'}")
-    if p.size == 0:
-        return np.zeros(0)
-    rng = np.random.default_rng(seed)
-    if groups is None:
-        u = rng.random((n_simulations, p.size))
-    else:
-        labels = np.asarray(groups)
-        if labels.shape != p.shape:
-            raise ValueError(f"groups must have one label per probability ({p.size}); got shape {labels.shape}")
-        _, group_of = np.unique(labels, return_inverse=True)
-        u = rng.random((n_simulations, int(group_of.max()) + 1))[:, group_of]
-    which = np.minimum((p * n_bins).astype(int), n_bins - 1)
-    indicator = np.zeros((p.size, n_bins))
-    indicator[np.arange(p.size), which] = 1.0
-    residuals = (u < p).astype(np.float64) - p
-    return np.abs(residuals @ indicator).sum(axis=1) / p.size
-
-
-def noise_floor_summary(ece):
-    """Median and 95 % band (2.5 and 97.5 % quantiles) and the 95th percentile of simulated ECEs."""
-    ece = np.asarray(ece, dtype=np.float64)
-    if ece.size == 0:
-        return {}
-    low, median, q95, high = np.quantile(ece, [0.025, 0.5, 0.95, 0.975])
-    return {"median": float(median), "low": float(low), "high": float(high), "q95": float(q95),
-            "n_simulations": int(ece.size)}
-
-
 def calibration_report(calibration, scores, truth, groups=None, seed=0):
     """Reliability of the confidence on evaluated lists: expected calibration error, diagram bins, noise floor.
 
@@ -448,7 +448,7 @@ def calibration_report(calibration, scores, truth, groups=None, seed=0):
     report : dict
         ``ece``, ``bins`` (see :func:`expected_calibration_error`), ``n``, ``mean_confidence``, ``accuracy``, and
         ``perfect_ece``: the ECE a perfectly calibrated confidence would show on these queries
-        (:func:`perfect_calibration_ece`, :func:`noise_floor_summary`: ``median``, ``low``, ``high``); with
+        (:func:`~._noise_floor.perfect_calibration_ece`, :func:`~._noise_floor.noise_floor_summary`: ``median``, ``low``, ``high``); with
         ``groups``, ``perfect_ece_shared`` for one shared outcome per group.
     """
     keep = [i for i, t in enumerate(truth) if t is not None]
