@@ -4,7 +4,7 @@ lists (issue #30, third design).
 ::
 
     python -m experiments confidence_calibration --data ../shared/data --set store=STORE.sqlite \\
-        --set fit_tables=,DECOYS_CAP300.tsv.gz --set target_table=DECOYS_ALL.tsv.gz
+        --set fit_tables=bundled,DECOYS_CAP300.tsv.gz --set target_table=DECOYS_ALL.tsv.gz
 
 Calibration examples as the app forms them (:mod:`iokr.apps.metabolites.candidates._decoys`,
 ``list_size="pubchem"``): per polarity, the training set of ``iokr metabolites evaluate`` (the 60 candidate lists'
@@ -13,7 +13,7 @@ true structures excluded, one merged spectrum per structure; [M+H]+ and [M-H]- M
 the training structures of its formula and its decoys (non-library isomers of its formula, then nearest-mass
 structures) up to a list size drawn from the log-normal fit of PubChem list sizes (seed 0).
 
-Decoy tables: ``""`` the bundled one (at most 100 MOSES-train isomers per formula, 45,373 structures); a table of
+Decoy tables: ``bundled`` the bundled one (at most 100 MOSES-train isomers per formula, 45,373 structures); a table of
 at most 300 isomers per formula from all of MOSES (train, test and scaffold test, 1,936,962 SMILES: 103,288
 structures; the cap of 300 was set by the size of the files the package would ship, about 10.8 MB, before any
 number of this study); and, as the held-out target only, every MOSES isomer of the 880 formulas (257,401
@@ -90,13 +90,13 @@ MIN_GAIN = 0.005
 @dataclass(frozen=True)
 class Config:
     """Spectra files (one per polarity), candidate lists (their true structures are excluded from training), the
-    fitting decoy tables ("" for the bundled one), the held-out target table, the SQLite fingerprint store ("" for a
+    fitting decoy tables ("bundled" for the bundled one), the held-out target table, the SQLite fingerprint store ("" for a
     temporary one), folds and a structure cap per polarity (0: all)."""
 
     spectra: tuple = ("metabolites/massbank_ms2_posMH_permissive.jsonl.gz",
                       "metabolites/massbank_ms2_negMH_permissive.jsonl.gz")
     candidates: str = "metabolites/pubchem_candidate_sets_dev.tar.gz"
-    fit_tables: tuple = ("",)
+    fit_tables: tuple = ("bundled",)
     target_table: str = ""
     store: str = ""
     folds: int = 3
@@ -108,7 +108,7 @@ OUTPUTS = Outputs(json="confidence_calibration.json", markdown="confidence_calib
 
 
 def _table_name(path):
-    return "bundled" if not path else path.rsplit("/", 1)[-1].removesuffix(".tsv.gz")
+    return "bundled" if path == "bundled" else path.rsplit("/", 1)[-1].removesuffix(".tsv.gz")
 
 
 def _examples(train, tables, target, folds, log):
@@ -254,7 +254,7 @@ def run(config, data, previous=None, checkpoint=None):
     store = CandidateStore(config.store, fingerprinter)
     with tarfile.open(data / config.candidates) as tar:  # the lists' names only: no candidate is read
         true_keys = [m.name.rsplit("_id=", 1)[1][:14] for m in tar.getmembers() if "_id=" in m.name]
-    paths = {_table_name(p): (p or BUNDLED_DECOYS) for p in config.fit_tables}
+    paths = {_table_name(p): (BUNDLED_DECOYS if p == "bundled" else p) for p in config.fit_tables}
     target_path = config.target_table or BUNDLED_DECOYS
     tables = {name: read_decoy_table(path) for name, path in paths.items()}
     target_table = read_decoy_table(target_path)
