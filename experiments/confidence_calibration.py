@@ -4,7 +4,7 @@ lists (issue #30, third design).
 ::
 
     python -m experiments confidence_calibration --data ../shared/data --set store=STORE.sqlite \\
-        --set fit_tables=bundled,DECOYS_CAP300.tsv.gz --set target_table=DECOYS_ALL.tsv.gz
+        --set fit_tables=bundled,decoys_moses300.tsv.gz --set target_table=decoys_moses_all.tsv.gz
 
 Calibration examples as the app forms them (:mod:`iokr.apps.metabolites.candidates._decoys`,
 ``list_size="pubchem"``): per polarity, the training set of ``iokr metabolites evaluate`` (the 60 candidate lists'
@@ -13,11 +13,11 @@ true structures excluded, one merged spectrum per structure; [M+H]+ and [M-H]- M
 the training structures of its formula and its decoys (non-library isomers of its formula, then nearest-mass
 structures) up to a list size drawn from the log-normal fit of PubChem list sizes (seed 0).
 
-Decoy tables: ``bundled`` the bundled one (at most 100 MOSES-train isomers per formula, 45,373 structures); a table of
-at most 300 isomers per formula from all of MOSES (train, test and scaffold test, 1,936,962 SMILES: 103,288
-structures; the cap of 300 was set by the size of the files the package would ship, about 10.8 MB, before any
-number of this study); and, as the held-out target only, every MOSES isomer of the 880 formulas (257,401
-structures; too large to ship, about 26 MB).
+Decoy tables: ``bundled`` the bundled one (at most 100 MOSES-train isomers per formula, 45,373 structures); a table
+of at most 300 isomers per formula from all of MOSES (train, test and scaffold test, 1,936,962 SMILES; 895 MassBank
+formulas have isomers there: 103,307 structures, ``python tools/bundle_decoys.py --store``; the cap of 300 was set by
+the size of the files the package would ship, 9.6 MB, before any number of this study); and, as the held-out target
+only, every MOSES isomer of those formulas (257,420 structures, ``--per-formula 0``; too large to ship, 23 MB).
 
 Designs (fit side): each fitting table x {logistic on margin, size, gap to the 5th, candidates within one median
 margin (the current default's features); the list softmax alone (temperature and "elsewhere" mass,

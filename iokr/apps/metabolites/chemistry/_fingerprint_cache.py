@@ -59,12 +59,22 @@ def export_fingerprint_cache(store, structures, path):
     keys, ok = store.keys_for(structures)
     structures = [s for s, good in zip(structures, ok, strict=True) if good]
     keys = [k for k, good in zip(keys, ok, strict=True) if good]
-    F = store.fingerprints(structures)
-    csr = sp.csr_matrix(F)
+    write_fingerprint_cache(path, structures, keys, [store.formula_of(s) or "" for s in structures],
+                            store.fingerprints(structures), store.fingerprinter)
 
+
+def write_fingerprint_cache(path, texts, key14, formulas, fingerprints, fingerprinter):
+    """Write a cache (:func:`export_fingerprint_cache`'s layout) from fingerprints already computed, e.g. read from
+    a structure store: ``texts`` (n) are the structures as written in the table that will be looked up,
+    ``key14`` and ``formulas`` (n) theirs, ``fingerprints`` an array or sparse matrix of shape (n, n_features) of
+    ``fingerprinter``'s kind (values 0-255)."""
+    csr = sp.csr_matrix(fingerprints)
+    if csr.shape != (len(texts), fingerprinter.n_features) or not len(key14) == len(texts) == len(formulas):
+        raise ValueError(f"fingerprint cache: {len(texts)} texts, {len(key14)} keys, {len(formulas)} formulas and "
+                         f"fingerprints of shape {csr.shape}; expected one row of {fingerprinter.n_features} each")
     with atomic_open(path, "wb") as handle:  # a cache is whole or absent
         np.savez_compressed(
-            handle, digest=np.array([digest(s) for s in structures], dtype="S8"), key14=np.array(keys),
-            formula=np.array([store.formula_of(s) or "" for s in structures]),
-            indptr=csr.indptr.astype(np.int64), cols=csr.indices.astype(np.uint16), vals=csr.data.astype(np.uint8),
-            params=np.array(repr(sorted(store.fingerprinter.params().items()))), n_features=np.array(F.shape[1]))
+            handle, digest=np.array([digest(s) for s in texts], dtype="S8"), key14=np.array(list(key14)),
+            formula=np.array(list(formulas)), indptr=csr.indptr.astype(np.int64),
+            cols=csr.indices.astype(np.uint16), vals=csr.data.astype(np.uint8),
+            params=np.array(repr(sorted(fingerprinter.params().items()))), n_features=np.array(csr.shape[1]))
