@@ -294,6 +294,31 @@ def test_a_decoy_table_with_a_fingerprint_cache_is_fingerprinted_from_it(tmp_pat
     assert decoy_store(path, None, other)._cache is None
 
 
+def test_a_cache_written_from_fingerprints_read_elsewhere_equals_the_exported_one(tmp_path):
+    """``write_fingerprint_cache`` (the bundled table's cache, fingerprints read from a structure store) gives the
+    same lookups as ``export_fingerprint_cache``, which fingerprints with RDKit."""
+    from iokr.apps.metabolites.chemistry._fingerprint_cache import (  # noqa: PLC0415
+        export_fingerprint_cache,
+        write_fingerprint_cache,
+    )
+
+    fingerprinter = Fingerprinter(kind="morgan_counts+maccs", n_bits=256, radius=2)
+    plain = CandidateStore("", fingerprinter)
+    export_fingerprint_cache(plain, C8H10O, tmp_path / "exported.npz")
+    keys = plain.keys_for(C8H10O)[0]
+    write_fingerprint_cache(tmp_path / "written.npz", C8H10O, keys, plain.formulas_for(C8H10O),
+                            plain.fingerprints(C8H10O).astype(np.uint8), fingerprinter)
+    exported, written = CandidateStore("", fingerprinter), CandidateStore("", fingerprinter)
+    assert exported.attach_cache(tmp_path / "exported.npz") == written.attach_cache(tmp_path / "written.npz") == 6
+    np.testing.assert_array_equal(written.fingerprints(C8H10O), exported.fingerprints(C8H10O))
+    assert written.keys_for(C8H10O)[0] == keys and written.formulas_for(C8H10O) == ["C8H10O"] * 6
+    assert written.n_computed == 0
+    with pytest.raises(ValueError, match="6 texts, 5 keys, 6 formulas and fingerprints of shape"):
+        write_fingerprint_cache(tmp_path / "bad.npz", C8H10O, keys[:5], ["C8H10O"] * 6,
+                                np.zeros((6, fingerprinter.n_features)), fingerprinter)
+    assert not (tmp_path / "bad.npz").exists()
+
+
 def test_the_bundled_decoy_table_ships_the_default_fingerprints():
     from iokr.apps.metabolites.candidates._decoys import decoy_store  # noqa: PLC0415
     from iokr.apps.metabolites.defaults import DEFAULT_FINGERPRINT  # noqa: PLC0415
