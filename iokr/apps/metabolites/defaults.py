@@ -61,8 +61,15 @@ DEFAULT_GRAM_STORAGE = "file"
 DEFAULT_CALIBRATION_DECOYS = "bundled"
 
 #: Features of the decoy calibration besides the top hit's margin and the list size (:mod:`.model._confidence`),
-#: chosen by the same cross-validation (0.633 against 0.672 for margin and size alone).
-DEFAULT_CALIBRATION_FEATURES = ("gap_to_5th", "n_within_margin")
+#: chosen by the same cross-validation (0.633 against 0.672 for margin and size alone); the list softmax's log-odds
+#: (every candidate's score, :mod:`.model._list_softmax`) added by issue #30's third design: held-out log-loss
+#: 0.592 against 0.624 on lists built from every MOSES isomer, both polarities pooled
+#: (``experiments/confidence_calibration.py``, criterion committed before any number; training data only).
+DEFAULT_CALIBRATION_FEATURES = ("gap_to_5th", "n_within_margin", "list_softmax")
+
+#: Family of the decoy calibration (:data:`.model._confidence.FAMILIES`): "logistic" on the features above, or
+#: "list_softmax" (the whole list's scores, :mod:`.model._list_softmax`; then no other feature).
+DEFAULT_CALIBRATION_FAMILY = "logistic"
 
 #: Structures a precursor type needs for a sub-model of its own when the training set has several types (the most
 #: frequent type is always trained).

@@ -41,10 +41,11 @@ def test_the_model_file_holds_the_decoy_calibration_with_its_features(trained):
     record = models.record("[M+H]+")
     calibration = models.calibration("[M+H]+")
     assert calibration is not None, record.get("calibration_problem")
-    assert calibration.features == ("margin", "size", "gap_to_5th", "n_within_margin")
-    assert calibration.size_weight <= 0.0
+    assert calibration.features == ("margin", "size", "gap_to_5th", "n_within_margin", "list_softmax")
+    assert calibration.size_weight <= 0.0 and calibration.temperature > 0 and calibration.softmax_weight != 0
     data = record["calibration_data"]
-    assert data["features"][2:] == ["gap_to_5th", "n_within_margin"] and data["n_examples"] >= 100
+    assert data["features"][2:] == ["gap_to_5th", "n_within_margin", "list_softmax"] and data["n_examples"] >= 100
+    assert data["family"] == "logistic"
     assert data["decoys"]["source"].startswith("bundled decoys_moses") and "log-normal" in data["decoys"]["list_size"]
     assert data["size_weight_clipped"] == calibration.size_weight_clipped
 
@@ -55,8 +56,8 @@ def test_identify_confidence_is_the_calibration_of_the_whole_list(trained, tmp_p
                  str(trained["root"] / "queries.jsonl"), "--candidates", str(trained["folder"]), "--output",
                  str(out), "--quiet"]) == 0
     params = json.loads((out / "parameters.json").read_text())
-    assert params["calibrated"] and params["calibration_data"]["[M+H]+"]["features"][2:] == ["gap_to_5th",
-                                                                                             "n_within_margin"]
+    assert params["calibrated"] and params["calibration_data"]["[M+H]+"]["features"][2:] == [
+        "gap_to_5th", "n_within_margin", "list_softmax"]
     with (out / "structure_identifications.tsv").open(encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle, delimiter="\t"))
     model, fingerprinter, cleaning, _ = load_identifier(trained["model"])
@@ -84,6 +85,10 @@ def test_evaluate_reports_the_calibration_data_and_reliability(trained, tmp_path
                  "--output", str(out), "--alphas", "0.3", "--folds", "3", "--quiet"]) == 0
     summary = json.loads((out / "summary.json").read_text())
     part = summary["per_polarity"]["positive"] if "per_polarity" in summary else summary
-    assert part["calibration_data"]["features"][2:] == ["gap_to_5th", "n_within_margin"]
+    assert part["calibration_data"]["features"][2:] == ["gap_to_5th", "n_within_margin", "list_softmax"]
     assert part["confidence"]["per_structure"]["n"] == 3
+    # beside each ECE, the ECE of a perfectly calibrated confidence on the same queries (issue #30)
+    assert part["confidence"]["per_structure"]["perfect_ece"]["n_simulations"] == 2000
+    assert "perfect_ece_shared" in part["confidence"]["per_spectrum"]
+    assert "perfectly calibrated at n=3" in (out / "summary.md").read_text()
     assert "gap_to_5th" in (out / "summary.md").read_text()

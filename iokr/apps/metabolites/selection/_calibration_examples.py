@@ -115,20 +115,24 @@ def _training_list_scores(model, spectra, Y, lists, training_rows, test_kernel):
     return [s + weight * prior[idx] for s, idx in zip(scores, lists, strict=True)]
 
 
-def calibration_data_record(decoys, n_folds, features=()):
+def calibration_data_record(decoys, n_folds, features=(), family="logistic"):
     """How the calibration data are formed, for the model file's record and the reports (``n_examples`` and
     ``n_right_top_hits`` are added once the examples exist)."""
-    used = ["margin / median margin", "log list size (weight constrained <= 0)"] + list(features)
+    if family == "list_softmax":
+        used = ["list softmax of every candidate's score: exp(s1/T) / (exp(b) + sum exp(si/T)), scores per median "
+                "margin, temperature T and 'elsewhere' log-mass b fitted"]
+    else:
+        used = ["margin / median margin", "log list size (weight constrained <= 0)"] + list(features)
     if decoys is None:
         return {"lists": "training structures only: each held-out structure among its fold's held-out structures "
                          "and among the training structures of its formula filled up to 20 by the nearest masses",
-                "n_folds": int(n_folds), "features": used}
+                "n_folds": int(n_folds), "features": used, "family": family}
     return {"lists": "each held-out training structure that has an isomer among all training structures of its "
                      "formula (library compounds of the fold model) and its decoys: non-library isomers of its "
                      "formula and non-library structures nearest in mass, from the decoy table, up to a list size "
                      "drawn from the size distribution of PubChem lists; structure prior of the fold model, which "
                      "has not seen the held-out structure",
-            "n_folds": int(n_folds), "features": used, "decoys": dict(decoys.record)}
+            "n_folds": int(n_folds), "features": used, "family": family, "decoys": dict(decoys.record)}
 
 
 def _formula_groups(formulas):

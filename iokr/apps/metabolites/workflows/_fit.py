@@ -17,6 +17,7 @@ from ..candidates._decoys import BUNDLED_DECOYS, decoy_lists, decoy_store, read_
 from ..chemistry._fingerprints import Fingerprinter
 from ..defaults import (
     DEFAULT_CALIBRATION_DECOYS,
+    DEFAULT_CALIBRATION_FAMILY,
     DEFAULT_CALIBRATION_FEATURES,
     DEFAULT_FINGERPRINT,
     DEFAULT_FOLDS,
@@ -228,14 +229,16 @@ def fit_training_set(train, config=None, feedback=None, timings=None, store=None
                                      decoy_store(decoy_path, store, config.fingerprinter()), seed=seed)
                 log(f"confidence: {decoys.record['n_decoys']} decoys from {decoy_path} "
                     f"({decoys.record['n_structures_with_decoy_isomers']} training structures have decoy isomers)")
+            # without decoys: the issue #15 calibration (logistic on margin and size)
             features = DEFAULT_CALIBRATION_FEATURES if decoys is not None else ()
-            data = calibration_data_record(decoys, n_folds, features)
+            family = DEFAULT_CALIBRATION_FAMILY if decoys is not None else "logistic"
+            data = calibration_data_record(decoys, n_folds, features, family)
             with progress(n_folds, "confidence calibration folds") as tick:
                 scores, truth = calibration_examples(train, best, n_folds, seed, grams, progress=tick, decoys=decoys)
             correct = top_margins(scores, truth)[2]
             data["n_examples"] = int(sum(len(s) > 0 for s in scores))
             data["n_right_top_hits"] = int(np.count_nonzero(correct))
-            calibration, problem = fit_calibration_on_lists(scores, truth, features), ""
+            calibration, problem = fit_calibration_on_lists(scores, truth, features, family), ""
             data["size_weight_clipped"] = calibration.size_weight_clipped
         except ValueError as exc:
             problem = str(exc)
