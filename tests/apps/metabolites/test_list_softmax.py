@@ -79,3 +79,13 @@ def test_bad_family_and_separable_lists_are_refused():
         fit_calibration_on_lists(scores, [0] * 100 + [1] * 100, family="list_softmax")
     with pytest.raises(ValueError, match="at least 100 hold-out lists; got 3"):
         fit_calibration_on_lists([np.array([1.0, 0.0])] * 3, [0, 1, 0], family="list_softmax")
+
+
+def test_the_calibration_record_names_the_family_and_its_features():
+    from iokr.apps.metabolites.selection._calibration_examples import calibration_data_record  # noqa: PLC0415
+
+    logistic = calibration_data_record(None, 3, ("gap_to_5th", "list_softmax"))
+    assert logistic["family"] == "logistic" and logistic["features"][2:] == ["gap_to_5th", "list_softmax"]
+    softmax = calibration_data_record(None, 3, (), "list_softmax")
+    assert softmax["family"] == "list_softmax" and len(softmax["features"]) == 1
+    assert "exp(s1/T) / (exp(b) + sum exp(si/T))" in softmax["features"][0]
