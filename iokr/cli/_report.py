@@ -181,7 +181,9 @@ def reliability_figure(confidence):
         for kind, report in reports.items():
             bins = report["bins"]
             ax.plot([b["mean_confidence"] for b in bins], [b["accuracy"] for b in bins], marker="o",
-                    label=f"{kind.replace('_', ' ')} (ECE {report['ece']:.3f}, n={report['n']})")
+                    label=f"{kind.replace('_', ' ')} (ECE {report['ece']:.3f}, n={report['n']}"
+                          + (f"; perfectly calibrated: {report['perfect_ece']['median']:.3f})" if report.get("perfect_ece")
+                             else ")"))
         ax.set_xlabel("confidence of the top hit (bin mean)")
         ax.set_ylabel("fraction of top hits that are right")
         ax.set_xlim(0, 1)

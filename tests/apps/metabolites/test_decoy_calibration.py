@@ -255,6 +255,27 @@ def test_the_calibration_leaves_the_final_model_scores_unchanged(tmp_path):
         np.testing.assert_array_equal(x, y)
 
 
+def test_a_list_softmax_default_trains_without_the_logistic_features(tmp_path, monkeypatch):
+    """DEFAULT_CALIBRATION_FAMILY = "list_softmax" drops the logistic features (the family takes none)."""
+    from iokr.apps.metabolites.workflows import _fit  # noqa: PLC0415
+
+    monkeypatch.setattr(_fit, "DEFAULT_CALIBRATION_FAMILY", "list_softmax")
+    _, _, records = bundled_lists_and_training(3, 150)
+    spectra = _read(tmp_path / "t.jsonl", records)
+    fingerprint = {"kind": "morgan_counts+maccs", "n_bits": 256, "radius": 2}
+    store = CandidateStore("", Fingerprinter(**fingerprint))
+    formulas = sorted({f for f in store.formulas_for([r["inchi"] for r in records]) if f})
+    table = _write(tmp_path, [f"{s}\t{f}" for s, f in zip(*_isomers_of(formulas), strict=True)])
+    grid = {"alpha": (0.1,), "input_gamma": (None,), "output_kernel": ("tanimoto",), "output_gamma": (1.0,),
+            "sigma_mz": (0.001,)}
+    fit = fit_with_cv(spectra, store, Cleaning(), config=TrainingConfig(fingerprint=fingerprint, grid=grid,
+                                                                        decoys=table))
+    assert fit.calibration_data["family"] == "list_softmax" and len(fit.calibration_data["features"]) == 1
+    assert "family" not in fit.calibration_problem  # fitted, or refused for a reason of the data, never the setup
+    if fit.calibration is not None:
+        assert fit.calibration.features == ("margin", "size", "list_softmax") and fit.calibration.intercept == 0.0
+
+
 def _read(path, records):
     path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
     return read_spectra(path, require_structure=True)[0]

@@ -230,8 +230,8 @@ def fit_training_set(train, config=None, feedback=None, timings=None, store=None
                 log(f"confidence: {decoys.record['n_decoys']} decoys from {decoy_path} "
                     f"({decoys.record['n_structures_with_decoy_isomers']} training structures have decoy isomers)")
             # without decoys: the issue #15 calibration (logistic on margin and size)
-            features = DEFAULT_CALIBRATION_FEATURES if decoys is not None else ()
             family = DEFAULT_CALIBRATION_FAMILY if decoys is not None else "logistic"
+            features = DEFAULT_CALIBRATION_FEATURES if decoys is not None and family == "logistic" else ()
             data = calibration_data_record(decoys, n_folds, features, family)
             with progress(n_folds, "confidence calibration folds") as tick:
                 scores, truth = calibration_examples(train, best, n_folds, seed, grams, progress=tick, decoys=decoys)
