@@ -232,8 +232,9 @@ def test_a_fit_with_an_extreme_coefficient_is_refused():
         fit_calibration(margins, np.full(400, 50), correct)
 
 
-def test_the_calibration_leaves_the_final_model_scores_unchanged(tmp_path):
-    """Decoy lists or training lists: the calibration differs, the fitted model and its scores do not."""
+def _small_fit(tmp_path, decoys_of):
+    """Fits with CV on a small bundled training set, one per ``decoys_of(table)`` value (the table: isomers of the
+    training formulas); also the query spectra."""
     _, queries, records = bundled_lists_and_training(3, 150)
     spectra, query_spectra = (_read(tmp_path / name, recs) for name, recs in (("t.jsonl", records),
                                                                              ("q.jsonl", queries)))
@@ -245,11 +246,17 @@ def test_the_calibration_leaves_the_final_model_scores_unchanged(tmp_path):
             "sigma_mz": (0.001,)}
     fits = [fit_with_cv(spectra, store, Cleaning(), config=TrainingConfig(fingerprint=fingerprint, grid=grid,
                                                                           decoys=decoys))
-            for decoys in (None, table)]
+            for decoys in decoys_of(table)]
+    return fits, table, query_spectra
+
+
+def test_the_calibration_leaves_the_final_model_scores_unchanged(tmp_path):
+    """Decoy lists or training lists: the calibration differs, the fitted model and its scores do not."""
+    fits, table, query_spectra = _small_fit(tmp_path, lambda table: (None, table))
     assert fits[0].calibration_data["lists"].startswith("training structures only")
     assert fits[1].calibration_data["decoys"]["source"] == str(table)
     assert fits[1].calibration_data["n_examples"] != fits[0].calibration_data["n_examples"]
-    candidates = [fits[0].train.Y[:40]] * len(queries)
+    candidates = [fits[0].train.Y[:40]] * len(query_spectra)
     a, b = (fit.model.score_sets(query_spectra, candidates) for fit in fits)
     for x, y in zip(a, b, strict=True):
         np.testing.assert_array_equal(x, y)
@@ -260,16 +267,7 @@ def test_a_list_softmax_default_trains_without_the_logistic_features(tmp_path, m
     from iokr.apps.metabolites.workflows import _fit  # noqa: PLC0415
 
     monkeypatch.setattr(_fit, "DEFAULT_CALIBRATION_FAMILY", "list_softmax")
-    _, _, records = bundled_lists_and_training(3, 150)
-    spectra = _read(tmp_path / "t.jsonl", records)
-    fingerprint = {"kind": "morgan_counts+maccs", "n_bits": 256, "radius": 2}
-    store = CandidateStore("", Fingerprinter(**fingerprint))
-    formulas = sorted({f for f in store.formulas_for([r["inchi"] for r in records]) if f})
-    table = _write(tmp_path, [f"{s}\t{f}" for s, f in zip(*_isomers_of(formulas), strict=True)])
-    grid = {"alpha": (0.1,), "input_gamma": (None,), "output_kernel": ("tanimoto",), "output_gamma": (1.0,),
-            "sigma_mz": (0.001,)}
-    fit = fit_with_cv(spectra, store, Cleaning(), config=TrainingConfig(fingerprint=fingerprint, grid=grid,
-                                                                        decoys=table))
+    fit = _small_fit(tmp_path, lambda table: (table,))[0][0]
     assert fit.calibration_data["family"] == "list_softmax" and len(fit.calibration_data["features"]) == 1
     assert "family" not in fit.calibration_problem  # fitted, or refused for a reason of the data, never the setup
     if fit.calibration is not None:
