@@ -157,8 +157,11 @@ SCRIPT = r"""
       body.appendChild(fig);
     }
     if (!cands.length) {
-      body.appendChild(el("p", "note", "No candidate ranked (status: " + r[F.status] +
-        (r[F.detail] ? "; " + r[F.detail] : "") + "): no structure to show."));
+      var note = el("p", "note", "No candidate ranked (status: ");
+      note.appendChild(el("bdi", "", r[F.status]));  // file text bidi-isolated, as in the header
+      if (r[F.detail]) { note.appendChild(document.createTextNode("; ")); note.appendChild(el("bdi", "", r[F.detail])); }
+      note.appendChild(document.createTextNode("): no structure to show."));
+      body.appendChild(note);
       return;
     }
     var grid = el("div", "cards");

@@ -87,6 +87,12 @@ def _text(value):
     return html.escape("" if value is None else str(value), quote=True)
 
 
+def _isolated(value):
+    """Text from an input file inside a line of ours, escaped and bidi-isolated: a right-to-left override (U+202E)
+    in a name reorders that name only, not the numbers that follow it (a confidence 0.734 read as 437.0)."""
+    return f"<bdi>{_text(value)}</bdi>" if value not in (None, "") else ""
+
+
 def report_html(identifications, candidates, spectra, parameters=None, *, drawer=None):
     """The ``report.html`` of an identify run, as text.
 
@@ -198,15 +204,15 @@ def _page(rows, parameters, structure_css, data, blocks):
 def _section_header(i, row, index):
     status, detail = row[index["status"]], row[index["detail"]]
     facts = [f"precursor m/z {_text(row[index['precursor_mz']]) or '&ndash;'}",
-             f"adduct {_text(row[index['adduct']]) or '&ndash;'}",
-             f'status <span class="status{" ok" if status == "ok" else ""}">{_text(status)}</span>']
+             f"adduct {_isolated(row[index['adduct']]) or '&ndash;'}",
+             f'status <span class="status{" ok" if status == "ok" else ""}">{_isolated(status)}</span>']
     if detail:
-        facts.append(_text(detail))
+        facts.append(_isolated(detail))
     if row[index["lookup"]]:
-        facts.append(f"{_text(row[index['lookup']])}: {_text(row[index['n_candidates']])} candidates")
+        facts.append(f"{_isolated(row[index['lookup']])}: {_text(row[index['n_candidates']])} candidates")
     if row[index["identifier"]] or row[index["name"]]:
         confidence = row[index["confidence"]]
-        facts.append(f"top hit <b>{_text(row[index['identifier']])}</b> {_text(row[index['name']])}"
+        facts.append(f"top hit <b>{_isolated(row[index['identifier']])}</b> {_isolated(row[index['name']])}"
                      + (f", confidence {_text(confidence)}" if confidence else ", no confidence"))
     return (f'<section class="query" id="q-{i}" data-row="{i}"><h2>{_text(row[index["query_id"]])}</h2>'
             f'<p class="meta">{" &middot; ".join(facts)}</p><div class="body"></div></section>')
