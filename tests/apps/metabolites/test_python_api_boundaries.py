@@ -247,3 +247,15 @@ def test_candidates_frame_of_streamed_results_says_where_the_candidates_went():
         streamed.candidates_frame()
     assert list(_empty_results().candidates_frame().columns) == ["query_id", "rank", "identifier", "score",
                                                                  "structure_prior"]
+
+
+def test_a_report_of_streamed_results_needs_the_rows_the_table_writer_kept(tmp_path):
+    # Before: write_identify_files(results, folder, report=True) on results whose candidates went to a
+    # candidate_sink wrote a report.html in which every ranked query said "No candidate ranked (status: ok)".
+    from iokr.apps.metabolites import write_identify_files  # noqa: PLC0415
+
+    streamed = _empty_results()
+    streamed.candidates_streamed = True
+    with pytest.raises(ValueError, match="candidate_sink.*keep_for_report=True"):
+        write_identify_files(streamed, tmp_path, report=True)
+    assert not (tmp_path / "report.html").exists()

@@ -100,13 +100,23 @@ def write_identify_files(results, folder, *, report=None):
         An existing folder (``structure_candidates.tsv`` is written by :class:`CandidateTableWriter` or
         :func:`write_identify_folder`).
     report : ReportCandidates or bool, optional
-        The candidates the report shows (True: ``results.candidates``); None or False: no report.
+        The candidates the report shows (True: ``results.candidates``, so not for results whose candidates were
+        streamed to a ``candidate_sink``); None or False: no report.
 
     Returns
     -------
     written : list of Path
+
+    Raises
+    ------
+    ValueError
+        ``report`` is True and the candidates were streamed (the report would show none).
     """
     folder = Path(folder)
+    if report is True and results.candidates_streamed:
+        # results.candidates is empty then: the report would say "no candidate" for every ranked query
+        raise ValueError("write_identify_files: these results streamed their candidates to a candidate_sink; pass "
+                         "report=<the .report of a CandidateTableWriter made with keep_for_report=True>.")
     rows = [format_identification(row) for row in results.identifications]  # one text form for table and report
     write_atomic(folder / IDENTIFICATIONS_FILE, _identifications_text(rows, results.candidate_columns))
     write_json(folder / PARAMETERS_FILE, results.parameters)
