@@ -92,6 +92,9 @@ def reliability_markdown(summary):
         if not part.get("confidence"):
             lines += [f"- not calibrated: {part.get('calibration_problem') or 'no calibration'}", ""]
             continue
+        if not any((r or {}).get("n") for r in part["confidence"].values()):
+            lines += ["- no ECE: none of the evaluated queries has its true structure in its candidate list", ""]
+            continue
         lines += ["", "| queries | ECE | n | mean confidence | accuracy of the top hit | ECE of a perfectly "
                   "calibrated confidence at this n: median (95 % band) |", "|---|---|---|---|---|---|"]
         for key, label in KINDS:

@@ -1,6 +1,7 @@
 """``evaluate --report``: reliability diagrams and ECE per structure and per spectrum, per polarity (issue #30)."""
 
 import numpy as np
+import pytest
 
 from iokr.apps.metabolites.model._confidence import Calibration, calibration_report
 from iokr.cli import _report
@@ -86,3 +87,46 @@ def test_every_ece_is_shown_beside_the_ece_of_a_perfectly_calibrated_confidence(
     assert shared["median"] > part["per_spectrum"]["perfect_ece"]["median"]  # correlated outcomes: a wider floor
     _, page = _report.write_report(summary, tmp_path)
     assert f"perfectly calibrated at n={part['per_structure']['n']}: " in page.read_text()
+
+
+def _with_negative_reports(n):
+    """The summary with its negative polarity's confidence computed on ``n`` lists whose true structure is listed
+    (and one list without it)."""
+    cal = Calibration(-1.0, 1.0, 0.0, 1.0, 5.0, 200)
+    scores, truth = [np.array([0.5, 0.1, -0.2])] * n + [np.array([0.3, 0.2])], [0] * n + [None]
+    summary = _summary()
+    summary["per_polarity"]["negative"]["confidence"] = {
+        "per_structure": calibration_report(cal, scores, truth),
+        "per_spectrum": calibration_report(cal, scores, truth, groups=np.arange(n + 1))}
+    return summary
+
+
+def test_no_evaluated_query_with_its_true_structure_gives_no_ece_and_says_why(tmp_path):
+    # Before: a polarity whose lists all lacked their true structure wrote "ece": NaN into summary.json (not JSON
+    # that jq or a browser reads) and an empty ECE table in summary.md with no reason.
+    import json  # noqa: PLC0415
+
+    from iokr.io._atomic import write_json  # noqa: PLC0415
+
+    summary = _with_negative_reports(0)
+    for report in summary["per_polarity"]["negative"]["confidence"].values():
+        assert report["n"] == 0 and report["ece"] is None and report["perfect_ece"] == {}
+    write_json(tmp_path / "summary.json", summary)
+    json.loads((tmp_path / "summary.json").read_text(), parse_constant=lambda name: pytest.fail(name))
+    text = _report.markdown_report(summary)
+    negative = text[text.index("### negative"):]
+    assert "- no ECE: none of the evaluated queries has its true structure in its candidate list" in negative
+    assert "| per structure |" not in negative
+    _report.write_report(summary, tmp_path)
+
+
+def test_one_query_has_an_ece_and_a_perfect_ece_band_of_its_two_outcomes():
+    summary = _with_negative_reports(1)
+    report = summary["per_polarity"]["negative"]["confidence"]["per_structure"]
+    p = report["mean_confidence"]
+    assert report["n"] == 1 and report["accuracy"] == 1.0 and report["ece"] == pytest.approx(1 - p)
+    # one query, perfectly calibrated: right with probability p (ECE 1 - p), else wrong (ECE p)
+    floor = report["perfect_ece"]
+    assert (floor["low"], floor["high"]) == pytest.approx((min(p, 1 - p), max(p, 1 - p)))
+    assert floor["median"] == pytest.approx(p if 1 - p > 0.5 else 1 - p)
+    assert f"| per structure | {1 - p:.3f} | 1 | {p:.3f} | 1.000 |" in _report.markdown_report(summary)

@@ -446,7 +446,8 @@ def calibration_report(calibration, scores, truth, groups=None, seed=0):
     Returns
     -------
     report : dict
-        ``ece``, ``bins`` (see :func:`expected_calibration_error`), ``n``, ``mean_confidence``, ``accuracy``, and
+        ``ece``, ``bins`` (see :func:`expected_calibration_error`), ``n``, ``mean_confidence``, ``accuracy`` (``ece``,
+        ``mean_confidence`` and ``accuracy`` None when no query has its true candidate), and
         ``perfect_ece``: the ECE a perfectly calibrated confidence would show on these queries
         (:func:`~._noise_floor.perfect_calibration_ece`, :func:`~._noise_floor.noise_floor_summary`: ``median``, ``low``, ``high``); with
         ``groups``, ``perfect_ece_shared`` for one shared outcome per group.
@@ -456,7 +457,9 @@ def calibration_report(calibration, scores, truth, groups=None, seed=0):
     correct = top_margins(kept, [truth[i] for i in keep])[2]
     p = calibration.confidence(kept)
     ece, bins = expected_calibration_error(p, correct)
-    report = {"ece": ece, "bins": bins, "n": int(p.size), "mean_confidence": float(p.mean()) if p.size else None,
+    # no query: no ECE (None, written as JSON null, not NaN, which strict JSON readers refuse)
+    report = {"ece": ece if p.size else None, "bins": bins, "n": int(p.size),
+              "mean_confidence": float(p.mean()) if p.size else None,
               "accuracy": float(correct.mean()) if p.size else None,
               "perfect_ece": noise_floor_summary(perfect_calibration_ece(p, seed=seed))}
     if groups is not None:
