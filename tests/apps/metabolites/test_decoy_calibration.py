@@ -48,6 +48,22 @@ def test_decoy_table_computes_missing_formulas_and_names_bad_files(tmp_path):
         read_decoy_table(_write(tmp_path, ["CCO\tC2H6O", "\tC2H6O"], name="c.tsv.gz"))
 
 
+def test_a_decoy_table_rdkit_rejects_entirely_or_a_folder_is_named(tmp_path):
+    # Before: a table whose every structure RDKit rejected trained a model "not calibrated (... no decoy lists)"
+    # without a word about the table; a folder was said not to exist.
+    with pytest.raises(IOKRDataError, match=r"none of its 2 structures.*line 2"):
+        read_decoy_table(_write(tmp_path, ["C1CC", "not-a-smiles"], header="smiles"))
+    with pytest.raises(IOKRDataError, match="is a folder"):
+        read_decoy_table(tmp_path)
+
+
+def test_decoy_rows_rdkit_rejects_are_counted_in_the_record():
+    # Before: rows whose formula RDKit could not compute were dropped with no count in the log or the model file
+    store, _, table, library, formulas = _three_formulas()
+    table = DecoyTable(table.structures, table.formulas, table.source, n_without_formula=3)
+    assert decoy_lists(formulas, library, table, store, list_size=8).record["n_table_rows_unparsable"] == 3
+
+
 def _brute_decoys(formulas, table, library, store, list_size, window):
     """Per training structure, the set of decoy texts: isomers, then the nearest other masses within ``window``."""
     keys, _ = store.keys_for(list(table.structures))

@@ -118,9 +118,12 @@ def read_decoy_table(path):
     Raises
     ------
     IOKRDataError
-        A missing or unreadable file, no structure column, or an empty table.
+        A missing or unreadable file, a folder, no structure column, an empty table, or one RDKit rejects
+        entirely.
     """
     path = Path(path)
+    if path.is_dir():
+        raise IOKRDataError(f"Decoy table {path} is a folder (expected a .tsv/.csv file of structures).")
     if not path.is_file():
         raise IOKRDataError(f"Decoy table {path} does not exist (expected a .tsv/.csv file of structures).")
     opener = gzip.open if path.suffix == ".gz" else open
@@ -137,13 +140,14 @@ def read_decoy_table(path):
         raise IOKRDataError(f"Decoy table {path} has no 'smiles', 'structure' or 'inchi' column; got header "
                             f"{header}.")
     formula_column = header.index("formula") if "formula" in header else None
-    structures, formulas = [], []
+    structures, formulas, lines = [], [], []
     for line, row in enumerate(reader, 2):
         if not row:
             continue
         if column >= len(row) or not row[column].strip():
             raise IOKRDataError(f"Decoy table {path}, line {line}: no structure in column '{header[column]}'.")
         structures.append(row[column].strip())
+        lines.append(line)
         formulas.append(row[formula_column].strip() if formula_column is not None and formula_column < len(row)
                         else "")
     if not structures:
@@ -157,6 +161,9 @@ def read_decoy_table(path):
                 formulas[i] = parent.formula if parent is not None else ""
         n_missing = sum(not f for f in formulas)
     keep = np.array([bool(f) for f in formulas])
+    if not keep.any():
+        raise IOKRDataError(f"Decoy table {path}: none of its {len(structures)} structures could be parsed (the "
+                            f"first, line {lines[0]}: {structures[0][:80]!r}); expected SMILES or InChI.")
     # the bundled table by its name in the package, not this machine's path (the source goes into model files)
     source = f"bundled {BUNDLED_DECOYS.name} (MOSES, MIT)" if path.resolve() == BUNDLED_DECOYS else str(path)
     return DecoyTable(np.array(structures, dtype=object)[keep], np.array(formulas, dtype=object)[keep], source,
@@ -284,7 +291,7 @@ def decoy_lists(formulas, library_keys, table, store, *, max_isomers=MAX_ISOMERS
                             "60 shared PubChem lists") if sized else int(list_size),
               "max_mass_difference_da": float(max_mass_difference), "seed": int(seed),
               "n_decoys": len(kept), "n_drawn": len(structures), "n_library_compounds_removed": n_library,
-              "n_rejected_by_rdkit": n_rejected,
+              "n_rejected_by_rdkit": n_rejected, "n_table_rows_unparsable": int(table.n_without_formula),
               "n_structures_with_decoy_isomers": int(np.count_nonzero(n_isomers)),
               "n_structures": n, "list_sizes_reached": _quantiles([own_formula + idx.size for own_formula, idx in
                                                                    zip(_training_counts(formulas, training_isomers),

@@ -227,8 +227,10 @@ def fit_training_set(train, config=None, feedback=None, timings=None, store=None
             if decoy_table is not None:
                 decoys = decoy_lists(train.formulas, train.keys, decoy_table,
                                      decoy_store(decoy_path, store, config.fingerprinter()), seed=seed)
+                unparsable = decoy_table.n_without_formula  # rows dropped by the reader: said, not silent
                 log(f"confidence: {decoys.record['n_decoys']} decoys from {decoy_path} "
-                    f"({decoys.record['n_structures_with_decoy_isomers']} training structures have decoy isomers)")
+                    f"({decoys.record['n_structures_with_decoy_isomers']} training structures have decoy isomers"
+                    + (f"; {unparsable} rows unparsable, left out" if unparsable else "") + ")")
             # without decoys: the issue #15 calibration (logistic on margin and size)
             family = DEFAULT_CALIBRATION_FAMILY if decoys is not None else "logistic"
             features = DEFAULT_CALIBRATION_FEATURES if decoys is not None and family == "logistic" else ()
