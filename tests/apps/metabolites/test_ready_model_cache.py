@@ -133,3 +133,23 @@ def test_ready_model_damaged_in_place_is_trained_again_by_identify(tmp_path, mon
     assert retrained == [path] and path.read_bytes() == good
     assert "the cached ready model is damaged" in capsys.readouterr().err
     assert (tmp_path / "out" / "structure_identifications.tsv").exists()
+
+
+@pytest.mark.parametrize("name,value", [("DEFAULT_CALIBRATION_DECOYS", None),
+                                        ("DEFAULT_CALIBRATION_FEATURES", ("gap_to_5th",)),
+                                        ("DEFAULT_CALIBRATION_FAMILY", "list_softmax")])
+def test_a_new_calibration_default_trains_a_new_ready_model(monkeypatch, name, value):
+    # Before: the cache name hashed the fingerprint, parameters and grid only, so a ready model cached before the
+    # decoy calibration became the default (issue #30) kept its training-structure calibration on every later
+    # identify: the new confidence never reached a user who had run identify once.
+    before = default_model_path()
+    monkeypatch.setattr(_default_model, name, value, raising=False)
+    assert default_model_path() != before
+
+
+def test_a_new_bundled_decoy_table_trains_a_new_ready_model(tmp_path, monkeypatch):
+    before = default_model_path()
+    table = tmp_path / "decoys.tsv.gz"
+    table.write_bytes(_default_model.BUNDLED_DECOYS.read_bytes() + b"\0")
+    monkeypatch.setattr(_default_model, "BUNDLED_DECOYS", table, raising=False)
+    assert default_model_path() != before

@@ -5,9 +5,9 @@ negative ones): queries of either polarity are ranked (see :mod:`._routing`).
 
 ``iokr metabolites identify`` without ``--model`` uses it. The cache folder is ``$IOKR_CACHE_DIR`` when set, else
 ``$XDG_CACHE_HOME/iokr``, else ``~/.cache/iokr``; the file name carries the package version and a digest of the
-bundled spectra and the training settings, so a new release or new data trains a new model and never reuses a stale
-one. Training takes about a minute on 2 cores; the model is written atomically, so an interrupted first run leaves
-no half file.
+bundled spectra, the bundled decoy table and the training and calibration settings, so a new release, new data or a
+new default trains a new model and never reuses a stale one. Training takes about a minute on 2 cores; the model is
+written atomically, so an interrupted first run leaves no half file.
 
 The cache fails fast and heals: its folder's writability is checked before training (one line naming the folder and
 ``IOKR_CACHE_DIR``, not a failure after the training); the run that trains claims the model's path
@@ -30,7 +30,15 @@ from ....datasets import BUNDLED_METABOLITES
 from ....io import ModelFileError, load_model_file
 from ....io._atomic import sweep_target, temporary_path
 from ....io._ownership import claim, release
-from ..defaults import DEFAULT_FINGERPRINT, DEFAULT_GRID, DEFAULT_PARAMS
+from ..candidates._decoys import BUNDLED_DECOYS
+from ..defaults import (
+    DEFAULT_CALIBRATION_DECOYS,
+    DEFAULT_CALIBRATION_FAMILY,
+    DEFAULT_CALIBRATION_FEATURES,
+    DEFAULT_FINGERPRINT,
+    DEFAULT_GRID,
+    DEFAULT_PARAMS,
+)
 from ._feedback import Feedback
 from ._train import train_job
 
@@ -48,8 +56,13 @@ def default_model_path():
     digest = hashlib.blake2b(digest_size=8)
     for spectra in ready_model_spectra():
         digest.update(Path(spectra).read_bytes())
-    digest.update(json.dumps([DEFAULT_FINGERPRINT, DEFAULT_PARAMS, DEFAULT_GRID], sort_keys=True,
+    # the confidence's settings and decoy table too: a model cached before a new calibration default would keep
+    # the old confidence on every later run
+    calibration = [DEFAULT_CALIBRATION_DECOYS, DEFAULT_CALIBRATION_FEATURES, DEFAULT_CALIBRATION_FAMILY]
+    digest.update(json.dumps([DEFAULT_FINGERPRINT, DEFAULT_PARAMS, DEFAULT_GRID, calibration], sort_keys=True,
                              default=str).encode())
+    if DEFAULT_CALIBRATION_DECOYS == "bundled":
+        digest.update(Path(BUNDLED_DECOYS).read_bytes())
     return cache_dir() / f"metabolites-model-{__version__}-{digest.hexdigest()}.npz"
 
 
