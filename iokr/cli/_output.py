@@ -163,7 +163,8 @@ def check_outputs(outputs, inputs=(), *, overwrite=False, expect=None):
     ------
     CommandError
         With a one-line message naming the option(s) and path(s): an output is an input (same file or folder,
-        through symbolic or hard links too); an output folder contains an input or the current folder; an output
+        through symbolic or hard links too); an output folder contains an input or the current folder, or is
+        inside an input folder; an output
         exists (a folder counts when not empty) and ``overwrite`` is False; an output is a device, FIFO, socket or
         other non-regular file (always), or of the other ``expect`` kind; another live iokr run has claimed it.
     """
@@ -178,6 +179,10 @@ def check_outputs(outputs, inputs=(), *, overwrite=False, expect=None):
             if path.is_dir() and _is_within(_resolved(in_path), real):
                 raise CommandError(f"{option} {path} contains {in_option} {in_path}: choose an output folder that "
                                    "does not hold the inputs.")
+            if in_path.is_dir() and real != _resolved(in_path) and _is_within(real, _resolved(in_path)):
+                # a folder input is read by listing it: the run would read its own output as it writes it
+                raise CommandError(f"{option} {path} is inside {in_option} {in_path}: choose an output folder "
+                                   "outside the input folders.")
         if path.is_dir() and (_is_within(cwd, real) or real == home):
             raise CommandError(f"{option} {path} is the current folder, one of its parents or the home folder: "
                                "choose a folder for the results alone.")

@@ -250,3 +250,17 @@ def test_output_folder_through_a_symbolic_link_replaces_the_target_and_keeps_the
         (tmp / "new.txt").write_text("new")
     assert link.is_symlink() and sorted(p.name for p in link.iterdir()) == ["new.txt"]
     assert _temporaries(real.parent) == [] and _temporaries(tmp_path) == []
+
+
+def test_output_folder_inside_an_input_folder_is_refused(tmp_path):
+    # Before: 'identify --candidates lists/ --output lists/out' failed midway with "Candidate list
+    # structure_candidates.tsv in lists has no structure column ... got []": the folder of per-query lists was
+    # read while the run's own output was being written inside it.
+    lists = tmp_path / "lists"
+    lists.mkdir()
+    (lists / "q1.csv").write_text("identifier,smiles\nA,CCO\n")
+    for output in (lists / "out", lists / "a" / "b"):
+        with pytest.raises(CommandError, match=f"--output {output} is inside --candidates {lists}: choose"):
+            check_outputs({"--output": output}, {"--candidates": lists}, expect="folder")
+        assert not output.exists()
+    check_outputs({"--output": tmp_path / "out"}, {"--candidates": lists}, expect="folder")  # beside it: fine
