@@ -131,7 +131,11 @@ def _figures(rank_sets, timings, title):
     ax.set_xlabel("rank of the true answer (per query; answers not among the candidates omitted)")
     ax.set_ylabel("% of queries")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(loc="upper right", fontsize=8)
+    if any(values.size for values in finite):
+        ax.legend(loc="upper right", fontsize=8)
+    else:  # an empty frame with a legend warning on stderr said nothing; say why there is no histogram
+        ax.text(0.5, 0.5, "no query has its true answer among its candidates", ha="center", va="center",
+                transform=ax.transAxes)
     ax.set_title("Per-query ranks")
     fig.tight_layout()
     out["ranks"] = _png(fig)

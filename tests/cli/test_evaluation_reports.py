@@ -153,3 +153,14 @@ def test_multilabel_evaluate_writes_report_with_true_set_ranks(tmp_path):
     result = evaluate_multilabel(X[:40], Y[:40], X[40:], Y[40:], alphas=(0.1, 1.0), cv=2)
     exact = [f == 100.0 for f in result["example_f1"]]
     assert [r == 1.0 for r in result["ranks"]] == exact
+
+
+def test_a_report_without_any_ranked_query_says_so_without_a_warning(tmp_path):
+    # Before: evaluate --report on lists none of which holds its true structure printed matplotlib's "UserWarning:
+    # No artists with labels found to put in legend" on stderr, and the rank histogram was an empty frame.
+    import warnings  # noqa: PLC0415
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _report.write_evaluation_report(tmp_path / "out", title="T", rank_sets={"a": ([None, np.nan], 2)})
+    _check_report(tmp_path / "out", n_figures=2)
