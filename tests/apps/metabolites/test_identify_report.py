@@ -227,3 +227,27 @@ def test_rows_and_spectra_must_match():
     ident, candidates, spectra = _rows()
     with pytest.raises(ValueError, match="3 spectra for 4 identification rows"):
         report_html(ident, candidates, spectra[:3])
+
+
+def test_a_profile_spectrum_plots_its_most_intense_peaks_and_every_explained_one():
+    # Before: every point was drawn; a profile-mode spectrum of 50,000 points made a 678 kB plot, so 10,000 such
+    # queries a page of about 7 GB. Now the MAX_PLOTTED_PEAKS most intense and every explained peak are drawn
+    # (a 640 px wide plot shows no more) and the caption says how many.
+    from iokr.apps.metabolites.exporting._report_figures import MAX_PLOTTED_PEAKS  # noqa: PLC0415
+    from iokr.apps.metabolites.exporting._report_page import _spectrum_note  # noqa: PLC0415
+
+    n = 50 * MAX_PLOTTED_PEAKS
+    mz, intensity = np.linspace(50.0, 1000.0, n), np.random.default_rng(0).random(n)
+    explained = {0: ("CH3+", 1.0), 7: ("C2H5+", -2.0)}  # two weak peaks, drawn all the same
+    svg = spectrum_svg(mz, intensity, 1000.0, explained)
+    plain = re.search(r'<path class="peak" d="([^"]*)"', svg).group(1)
+    assert plain.count("M") == MAX_PLOTTED_PEAKS  # the most intense (the two explained ones are not among them)
+    assert svg.count("<title>") == 1 + len(explained)  # the precursor line and each explained peak
+    strongest = sorted(range(n), key=lambda j: -intensity[j])[:MAX_PLOTTED_PEAKS]
+    assert not set(explained) & set(strongest)
+    assert plain.startswith(f"M{44 + (mz[min(strongest)] - 2.5) * (640 - 54) / (1000.0 + 47.5 - 2.5):.1f} ")
+    assert len(svg) < 30_000
+    note = _spectrum_note(n, explained, "", "C8H10N4O2", True)
+    assert note.startswith(f"{n} peaks ({MAX_PLOTTED_PEAKS:,} most intense and the explained ones plotted); 2 "
+                           "explained")
+    assert _spectrum_note(10, explained, "", "C8H10N4O2", True).startswith("10 peaks; 2 explained")

@@ -20,7 +20,7 @@ import html
 import json
 
 from ._report_assets import CSS, SCRIPT
-from ._report_figures import StructureDrawer, annotate_top_hits, spectrum_svg
+from ._report_figures import MAX_PLOTTED_PEAKS, StructureDrawer, annotate_top_hits, spectrum_svg
 from ._schema import REPORT_FILE  # noqa: F401 - the report's file name, read here by callers
 
 #: Runs with at most this many queries get every section filled when the page opens (else: when scrolled to).
@@ -150,11 +150,13 @@ def _field(row, name):
 
 
 def _spectrum_note(n_peaks, explained, reason, formula, ranked):
+    peaks = f"{n_peaks} peaks" + (f" ({MAX_PLOTTED_PEAKS:,} most intense and the explained ones plotted)"
+                                  if n_peaks > MAX_PLOTTED_PEAKS else "")
     if not ranked:
-        return f"{n_peaks} peaks; no candidate, so no peak annotation."
+        return f"{peaks}; no candidate, so no peak annotation."
     if reason:
-        return f"{n_peaks} peaks; none annotated under {formula}: {reason}."
-    return (f"{n_peaks} peaks; {len(explained)} explained by fragments of the top candidate's formula {formula} "
+        return f"{peaks}; none annotated under {formula}: {reason}."
+    return (f"{peaks}; {len(explained)} explained by fragments of the top candidate's formula {formula} "
             "(red; hover for formula and error).")
 
 
