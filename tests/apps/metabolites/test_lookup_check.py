@@ -56,3 +56,22 @@ def test_no_rows_and_negative_ids(table):
     values = TableValues(lambda sql, args: table.execute(sql, args).fetchall())
     assert values.stray_by_mass(np.zeros(0, dtype=np.int64), 100, 110) is None
     assert values.stray_by_formula(np.array([3, -2], dtype=np.int64), "C3H3") == -2
+
+
+def test_memory_follows_the_rows_read_not_the_largest_row_id():
+    # a shard of a large store holds a few rows of high ids (positions in the store's input): the rows read are kept,
+    # not an array up to the largest id (2**40 entries here)
+    con = sqlite3.connect(":memory:")
+    con.execute("CREATE TABLE structures (id INTEGER PRIMARY KEY, formula TEXT, mass)")
+    base = 1 << 40
+    con.executemany("INSERT INTO structures VALUES (?, ?, ?)",
+                    [(base + 7 * i, "C2H6O" if i % 3 else "C3H8", 46.0 + i / 1000) for i in range(2000)])
+    values = TableValues(lambda sql, args: con.execute(sql, args).fetchall())
+    listed = np.array([base + 7 * i for i in range(0, 2000, 3)], dtype=np.int64)
+    assert values.stray_by_formula(listed, "C3H8") is None
+    assert values.stray_by_formula(np.append(listed, base + 7), "C3H8") == base + 7
+    assert values.stray_by_formula(np.array([base + 7 * 5000], dtype=np.int64), "C3H8") == base + 7 * 5000  # no row
+    assert values.stray_by_mass(listed[:5], 46.0, 46.013) is None
+    assert values.stray_by_mass(listed[:6], 46.0, 46.013) == base + 15 * 7
+    assert values._ids.size == listed.size + 2  # noqa: SLF001 - the rows read, once each (one listed, not stored)
+    con.close()

@@ -19,6 +19,10 @@ CHUNK = 900
 class TableValues:
     """``mass`` and ``formula`` of table rows by row id, read from the table (not an index) once per row.
 
+    The rows read so far are kept sorted by row id (found by binary search), so memory follows the rows a run lists,
+    not the largest row id: a shard of a 1.9M-structure store holds ids up to 1.9M, and arrays indexed by row id
+    cost 17 bytes per id in every shard read (0.13 s of 1,000 queries' lookups only to allocate them).
+
     Parameters
     ----------
     read : callable
@@ -27,48 +31,56 @@ class TableValues:
 
     def __init__(self, read):
         self._read = read
-        self._known = np.zeros(0, dtype=bool)
+        self._ids = np.zeros(0, dtype=np.int64)
         self._mass = np.zeros(0)
         self._formula = np.zeros(0, dtype=object)
 
-    def _grow(self, size):
-        if size <= self._known.size:
-            return
-        size = max(size, 2 * self._known.size)
-        extra = size - self._known.size
-        self._known = np.concatenate([self._known, np.zeros(extra, dtype=bool)])
-        self._mass = np.concatenate([self._mass, np.full(extra, np.nan)])
-        self._formula = np.concatenate([self._formula, np.full(extra, None, dtype=object)])
+    def _positions(self, ids):
+        """Positions of ``ids`` among the rows read, and whether each was read."""
+        at = np.searchsorted(self._ids, ids)
+        found = np.zeros(ids.size, dtype=bool)
+        inside = at < self._ids.size
+        found[inside] = self._ids[at[inside]] == ids[inside]
+        return at, found
 
     def _fill(self, ids):
-        """Read the rows of ``ids`` not read yet; a listed row that is not in the table keeps no mass or formula."""
-        self._grow(int(ids.max()) + 1)
-        todo = np.unique(ids[~self._known[ids]])
+        """Read the rows of ``ids`` not read yet; a listed row that is not in the table keeps no mass or formula.
+        Returns the positions of ``ids`` among the rows read."""
+        at, found = self._positions(ids)
+        if found.all():
+            return at
+        todo = np.unique(ids[~found])
+        mass, formula = np.full(todo.size, np.nan), np.full(todo.size, None, dtype=object)
         for start in range(0, todo.size, CHUNK):
-            chunk = todo[start:start + CHUNK].tolist()
+            chunk = todo[start:start + CHUNK]
             rows = self._read(f"SELECT id, mass, typeof(mass), formula FROM structures NOT INDEXED WHERE id IN "
-                              f"({','.join('?' * len(chunk))})", chunk)
-            for row_id, mass, kind, formula in rows:
-                if isinstance(row_id, int) and 0 <= row_id < self._known.size:
-                    self._mass[row_id] = mass if kind == "real" else np.nan
-                    self._formula[row_id] = formula
-            self._known[chunk] = True
+                              f"({','.join('?' * chunk.size)})", chunk.tolist())
+            read = {row_id: (value if kind == "real" else np.nan, text) for row_id, value, kind, text in rows
+                    if isinstance(row_id, int)}
+            for k, row_id in enumerate(chunk.tolist(), start):
+                if row_id in read:
+                    mass[k], formula[k] = read[row_id]
+        order = np.argsort(np.concatenate([self._ids, todo]), kind="stable")
+        self._ids = np.concatenate([self._ids, todo])[order]
+        self._mass = np.concatenate([self._mass, mass])[order]
+        self._formula = np.concatenate([self._formula, formula])[order]
+        return self._positions(ids)[0]
 
     def _first_stray(self, ids, is_stray):
-        """The first of ``ids`` that is negative (no row id) or, once its row is read, ``is_stray``; or None."""
+        """The first of ``ids`` that is negative (no row id) or, once its row is read, ``is_stray`` (given the
+        positions of ``ids`` among the rows read); or None."""
         if ids.size == 0:
             return None
         if ids.min() < 0:
             return int(ids[ids < 0][0])
-        self._fill(ids)
-        bad = np.flatnonzero(is_stray(ids))
+        bad = np.flatnonzero(is_stray(self._fill(ids)))
         return int(ids[bad[0]]) if bad.size else None
 
     def stray_by_mass(self, ids, low, high):
         """The first of ``ids`` (int64 row ids from an index) whose table mass is not a real number in
         ``[low, high]``, or None."""
-        return self._first_stray(ids, lambda rows: ~((self._mass[rows] >= low) & (self._mass[rows] <= high)))
+        return self._first_stray(ids, lambda at: ~((self._mass[at] >= low) & (self._mass[at] <= high)))
 
     def stray_by_formula(self, ids, formula):
         """The first of ``ids`` whose table formula is not ``formula``, or None."""
-        return self._first_stray(ids, lambda rows: self._formula[rows] != formula)
+        return self._first_stray(ids, lambda at: self._formula[at] != formula)
