@@ -27,7 +27,7 @@ def test_similarities_equal_the_float64_kernel_bit_for_bit():
     assert T[7, 3] == 1.0 and T[7, 0] == 0.0
 
 
-@pytest.mark.parametrize("case", ["fraction", "negative", "nan", "large"])
+@pytest.mark.parametrize("case", ["fraction", "negative", "nan", "inf", "large"])
 def test_rows_that_are_not_exact_in_float32_are_refused(case):
     rng = np.random.default_rng(1)
     A = _counts(rng, 5, 20).astype(np.float64)
@@ -37,6 +37,8 @@ def test_rows_that_are_not_exact_in_float32_are_refused(case):
         A[0, 0] = -1
     elif case == "nan":
         A[0, 0] = np.nan
+    elif case == "inf":
+        A[0, 0] = np.inf
     else:  # one row whose squared norm reaches 2**24: partial sums could lose integers
         A[0, 0] = np.sqrt(MAX_EXACT_SQUARED_NORM)
     assert exact_count_norms(A) is None
@@ -88,3 +90,23 @@ def test_sparse_and_dense_inner_products_are_the_same_integers(density, monkeypa
         monkeypatch.setattr(_count_tanimoto, "SPARSE_MAX_DENSITY", limit)
         np.testing.assert_array_equal(index.inner_products(C), exact)
         np.testing.assert_array_equal(index.similarities(C), Tanimoto().compute(C, Y))
+
+
+@pytest.mark.parametrize("share", [0.0, 0.2, 2.0])
+def test_frequent_columns_by_sgemm_and_the_rest_by_csr_are_the_same_integers(share, monkeypatch):
+    """The sparse product splits columns by how many rows hold them (every column dense, some, none): the exact
+    integers of a float64 product whatever the split, -0.0 entries included."""
+    rng = np.random.default_rng(3)
+    p = 1000
+    frequency = np.where(np.arange(p) < 40, 0.6, 0.01)  # a few columns in most rows, most in few: a fingerprint
+    Y = ((rng.random((57, p)) < frequency) * rng.integers(1, 12, size=(57, p))).astype(np.float64)
+    C = ((rng.random((90, p)) < frequency) * rng.integers(1, 12, size=(90, p))).astype(np.float32)
+    C[4] = 0
+    C[6, :3] = -0.0
+    index = CountTanimotoIndex.build(Y)
+    monkeypatch.setattr(_count_tanimoto, "DENSE_COLUMN_SHARE", share)
+    exact = C.astype(np.float64) @ Y.T
+    for block in (C, np.asfortranarray(C), C.astype(np.float64), C.astype(np.uint8)):
+        assert np.count_nonzero(block) <= _count_tanimoto.SPARSE_MAX_DENSITY * block.size  # the sparse branch
+        np.testing.assert_array_equal(index.inner_products(block), exact)
+    np.testing.assert_array_equal(index.similarities(C), Tanimoto().compute(C, Y))
