@@ -93,10 +93,20 @@ class CountTanimotoIndex:
         working_memory : float, optional
             Budget (MiB) of one block of float32 products.
         """
-        squared = exact_count_norms(C)
-        if squared is None:
-            return None
-        return tanimoto_from_counts(self.inner_products(C, working_memory), squared, self.squared_norms, dtype)
+        C = np.asarray(C)
+        entries = _sparse_entries(C)
+        if entries is None:
+            squared = exact_count_norms(C)
+            if squared is None:
+                return None
+            products = blas_intersections(C, self.rows, working_memory)
+        else:
+            # the qualification read off the nonzero entries the product needs anyway (zeros always qualify)
+            squared = _entry_norms(C, *entries)
+            if squared is None:
+                return None
+            products = self._sparse_products(C.shape, *entries)
+        return tanimoto_from_counts(products, squared, self.squared_norms, dtype)
 
     def inner_products(self, C, working_memory=None):
         """Exact ``<c_i, y_j>`` of qualifying rows ``C`` (m, p) against the training rows, shape (m, n).
@@ -108,17 +118,19 @@ class CountTanimotoIndex:
         exact integers (float32 here, int32 from the sgemm).
         """
         C = np.asarray(C)
-        nonzero = np.count_nonzero(C)
-        if C.size == 0 or nonzero > SPARSE_MAX_DENSITY * C.size:
+        entries = _sparse_entries(C)
+        if entries is None:
             # the same chunked sgemm as the intersection counts of 0/1 rows: exact integers here too
             return blas_intersections(C, self.rows, working_memory)
+        return self._sparse_products(C.shape, *entries)
+
+    def _sparse_products(self, shape, flat, values):
+        """:meth:`inner_products` of a sparse block from its nonzero entries (:func:`_sparse_entries`)."""
         if self._columns is None:
             self._columns = np.ascontiguousarray(self.rows.T)
-        m, p = C.shape
-        # a float32 block is searched as int32 (a faster scan): a -0.0 then counts as an entry, which adds zero
-        flat = np.flatnonzero(C.view(np.int32) if C.dtype == np.float32 and C.flags.c_contiguous else C)
+        m, p = shape
         rows, columns = np.divmod(flat, p)
-        values = C.reshape(-1)[flat].astype(np.float32)
+        values = values.astype(np.float32)
         dense_columns = np.flatnonzero(np.bincount(columns, minlength=p) >= DENSE_COLUMN_SHARE * m)
         in_dense = np.zeros(p, dtype=bool)
         in_dense[dense_columns] = True
@@ -126,7 +138,7 @@ class CountTanimotoIndex:
         sparse = ~dense
         indptr = np.zeros(m + 1, dtype=np.int64)
         np.cumsum(np.bincount(rows[sparse], minlength=m), out=indptr[1:])
-        out = csr_matrix((values[sparse], columns[sparse], indptr), shape=C.shape) @ self._columns
+        out = csr_matrix((values[sparse], columns[sparse], indptr), shape=shape) @ self._columns
         if dense_columns.size:
             position = np.zeros(p, dtype=np.intp)
             position[dense_columns] = np.arange(dense_columns.size)
@@ -134,3 +146,26 @@ class CountTanimotoIndex:
             block[rows[dense], position[columns[dense]]] = values[dense]
             out += block @ self._columns[dense_columns]
         return out
+
+
+def _sparse_entries(C):
+    """``(flat positions, values)`` of the nonzero entries of ``C`` (m, p) in row-major order, or ``None`` for a
+    block to multiply densely (empty, or more than :data:`SPARSE_MAX_DENSITY` of its entries nonzero)."""
+    if C.size == 0:
+        return None
+    # a float32 block is scanned as int32 (a faster scan): a -0.0 then counts as an entry, which adds zero
+    flat = np.flatnonzero(C.view(np.int32) if C.dtype == np.float32 and C.flags.c_contiguous else C)
+    if flat.size > SPARSE_MAX_DENSITY * C.size:
+        return None
+    return flat, C.reshape(-1)[flat]
+
+
+def _entry_norms(C, flat, values):
+    """:func:`exact_count_norms` of ``C`` from its nonzero entries: the same checks on the values that can fail
+    them, the same integer sums (exact in float64 in any order)."""
+    if C.dtype.kind not in "uif" or (values.size and C.dtype.kind in "if" and not values.min() >= 0):
+        return None
+    if C.dtype.kind == "f" and not np.array_equal(values, np.rint(values)):
+        return None
+    squared = np.bincount(flat // C.shape[1], weights=np.square(values, dtype=np.float64), minlength=C.shape[0])
+    return squared if squared.max() < MAX_EXACT_SQUARED_NORM else None

@@ -110,3 +110,31 @@ def test_frequent_columns_by_sgemm_and_the_rest_by_csr_are_the_same_integers(sha
         assert np.count_nonzero(block) <= _count_tanimoto.SPARSE_MAX_DENSITY * block.size  # the sparse branch
         np.testing.assert_array_equal(index.inner_products(block), exact)
     np.testing.assert_array_equal(index.similarities(C), Tanimoto().compute(C, Y))
+
+
+@pytest.mark.parametrize("case", ["fraction", "negative", "nan", "inf", "large"])
+def test_sparse_rows_that_are_not_exact_are_refused_from_their_entries(case):
+    """A sparse block is qualified from its nonzero entries: the same refusals as the dense check."""
+    rng = np.random.default_rng(4)
+    A = _counts(rng, 30, 400, density=0.01).astype(np.float64)
+    A[2, 7] = {"fraction": 0.5, "negative": -1, "nan": np.nan, "inf": np.inf,
+               "large": np.sqrt(MAX_EXACT_SQUARED_NORM)}[case]
+    assert np.count_nonzero(A) <= _count_tanimoto.SPARSE_MAX_DENSITY * A.size  # the sparse branch
+    index = CountTanimotoIndex.build(_counts(rng, 5, 400))
+    for block in (A, A.astype(np.float32)):
+        assert index.similarities(block) is None
+    if case == "negative":
+        assert index.similarities(A.astype(np.int16)) is None
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.uint8, np.int16])
+def test_sparse_blocks_qualify_with_the_norms_of_the_dense_check(dtype):
+    rng = np.random.default_rng(5)
+    C = _counts(rng, 40, 600, high=30, density=0.02).astype(dtype)
+    C[3] = 0
+    entries = _count_tanimoto._sparse_entries(C)
+    assert entries is not None
+    np.testing.assert_array_equal(_count_tanimoto._entry_norms(C, *entries), exact_count_norms(C))
+    Y = _counts(rng, 25, 600, high=30, density=0.02).astype(np.float64)
+    exact = Tanimoto().compute(C.astype(np.float64), Y)  # (the general kernel would square uint8 counts in uint8)
+    np.testing.assert_array_equal(CountTanimotoIndex.build(Y).similarities(C), exact)
