@@ -93,6 +93,14 @@ class CountTanimotoIndex:
         working_memory : float, optional
             Budget (MiB) of one block of float32 products.
         """
+        rows_of = self.similarity_rows(C, dtype, working_memory)
+        return None if rows_of is None else rows_of(slice(None))
+
+    def similarity_rows(self, C, dtype=np.float64, working_memory=None):
+        """:meth:`similarities` of row ranges of ``C``: the exact inner products of the whole block computed now,
+        a function ``rows -> T(C[rows], Y)`` returned (each row's values are those of :meth:`similarities`); or
+        ``None`` when ``C`` does not qualify. The float64 block is then made a few rows at a time, where the caller
+        transforms it while it is in cache."""
         C = np.asarray(C)
         entries = _sparse_entries(C)
         if entries is None:
@@ -106,7 +114,7 @@ class CountTanimotoIndex:
             if squared is None:
                 return None
             products = self._sparse_products(C.shape, *entries)
-        return tanimoto_from_counts(products, squared, self.squared_norms, dtype)
+        return lambda rows: tanimoto_from_counts(products[rows], squared[rows], self.squared_norms, dtype)
 
     def inner_products(self, C, working_memory=None):
         """Exact ``<c_i, y_j>`` of qualifying rows ``C`` (m, p) against the training rows, shape (m, n).
