@@ -8,6 +8,7 @@ from iokr.apps.metabolites import Fingerprinter
 from iokr.apps.metabolites.candidates._store_format import (
     BITMAP,
     SPARSE,
+    _structure_row_checksum,
     check_rows,
     decode_compact,
     encode_compact,
@@ -113,6 +114,30 @@ def test_checksum_catches_every_single_byte_flip_and_a_change_of_type():
     mass = list(row)
     mass[4] = float(np.nextafter(row[4], 100.0))  # the last bit of the mass
     assert row_checksum(mass) != crc
+
+
+def test_the_structure_row_checksum_is_the_general_one():
+    """check_rows's shortcut for rows of a structure's types gives the general loop's checksum for any row (brute
+    force: row_checksum), of those types or not."""
+    rng = np.random.default_rng(0)
+    texts = ["", "CCO", "C2H6O", "\u00e9\u4e2d", "\udcff", '["a", "b"]']
+    values = {int: [0, -1, 7, 2**62], str: texts, float: [0.0, -0.0, 46.041865, float("nan"), float("inf")],
+              bytes: [b"", b"\x00\x01", bytes(range(256))], None: [None], bool: [True]}
+    layout = (int, str, str, str, float, bytes, str)
+    for _ in range(400):
+        kinds = list(layout)
+        if rng.random() < 0.4:  # another type somewhere, or another length
+            kinds[int(rng.integers(0, 7))] = list(values)[int(rng.integers(0, len(values)))]
+        if rng.random() < 0.1:
+            kinds = kinds[:int(rng.integers(0, 8))] + ([str] if rng.random() < 0.5 else [])
+        row = tuple(values[k][int(rng.integers(0, len(values[k])))] for k in kinds)
+        try:
+            expected = row_checksum(row)
+        except TypeError:
+            with pytest.raises(TypeError):
+                _structure_row_checksum(row)
+            continue
+        assert _structure_row_checksum(row) == expected
 
 
 @pytest.mark.parametrize("kind", ["morgan_counts+maccs", "maccs", "morgan_bits"])
