@@ -64,6 +64,50 @@ def test_batches_respect_both_bounds_and_isolate_oversized_queries():
     assert seen == [q.row for q in queries]  # every query once, in order
 
 
+def _naive_batches(queries, batch_size, max_rows):
+    """plan_batches by a union of the whole pool with every query's candidates (the brute-force reference)."""
+    batch, pool = [], np.zeros(0, dtype=np.int64)
+    for q in queries:
+        if q.candidates.size > max_rows:
+            if batch:
+                yield batch, False
+                batch, pool = [], np.zeros(0, dtype=np.int64)
+            yield [q], True
+            continue
+        merged = np.union1d(pool, q.candidates)
+        if batch and (len(batch) == batch_size or merged.size > max_rows):
+            yield batch, False
+            batch, merged = [], np.unique(q.candidates)
+        batch.append(q)
+        pool = merged
+    if batch:
+        yield batch, False
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_batches_equal_those_of_the_whole_pools_union(seed):
+    """Runs of queries of one candidate list (replicate spectra), overlapping windows, unsorted lists with repeats,
+    empty and oversized lists: the same batches as merging every query into the whole pool."""
+    rng = np.random.default_rng(seed)
+    queries = []
+    while len(queries) < 120:
+        kind = rng.integers(0, 4)
+        start = int(rng.integers(0, 200))
+        if kind == 0:  # a run of one list
+            shared = np.arange(start, start + int(rng.integers(1, 30)))
+            queries += [_query(len(queries) + i, shared) for i in range(int(rng.integers(1, 8)))]
+        elif kind == 1:  # unsorted, with repeats
+            queries.append(_query(len(queries), rng.integers(start, start + 40, size=int(rng.integers(1, 25)))))
+        elif kind == 2:
+            queries.append(_query(len(queries), np.zeros(0, dtype=np.int64)))
+        else:  # more than a pool may hold
+            queries.append(_query(len(queries), np.arange(start, start + 70)))
+    for batch_size, max_rows in ((1, 60), (7, 60), (50, 45), (500, 1000)):
+        fast = [([q.row for q in b], c) for b, c in plan_batches(queries, batch_size, max_rows)]
+        naive = [([q.row for q in b], c) for b, c in _naive_batches(queries, batch_size, max_rows)]
+        assert fast == naive
+
+
 def test_pool_row_limit_is_half_the_budget_over_the_row_bytes():
     assert pool_row_limit(1000, working_memory=1) == 2**20 // 2 // 5000
     assert pool_row_limit(10**9, working_memory=1) == 1
