@@ -65,23 +65,20 @@ def test_batches_respect_both_bounds_and_isolate_oversized_queries():
 
 
 def _naive_batches(queries, batch_size, max_rows):
-    """plan_batches by a union of the whole pool with every query's candidates (the brute-force reference)."""
-    batch, pool = [], np.zeros(0, dtype=np.int64)
+    """plan_batches with the pool as a Python set of every candidate so far (the brute-force reference)."""
+    done, batch, pool = [], [], set()
     for q in queries:
-        if q.candidates.size > max_rows:
-            if batch:
-                yield batch, False
-                batch, pool = [], np.zeros(0, dtype=np.int64)
-            yield [q], True
-            continue
-        merged = np.union1d(pool, q.candidates)
-        if batch and (len(batch) == batch_size or merged.size > max_rows):
-            yield batch, False
-            batch, merged = [], np.unique(q.candidates)
-        batch.append(q)
-        pool = merged
-    if batch:
-        yield batch, False
+        listed = set(q.candidates.tolist())
+        oversized = q.candidates.size > max_rows
+        if batch and (oversized or len(batch) == batch_size or len(pool | listed) > max_rows):
+            done.append((batch, False))
+            batch, pool = [], set()
+        if oversized:
+            done.append(([q], True))
+        else:
+            batch.append(q)
+            pool |= listed
+    return done + ([(batch, False)] if batch else [])
 
 
 @pytest.mark.parametrize("seed", range(6))
