@@ -60,10 +60,11 @@ class TableValues:
             for k, row_id in enumerate(chunk.tolist(), start):
                 if row_id in read:
                     mass[k], formula[k] = read[row_id]
-        order = np.argsort(np.concatenate([self._ids, todo]), kind="stable")
-        self._ids = np.concatenate([self._ids, todo])[order]
-        self._mass = np.concatenate([self._mass, mass])[order]
-        self._formula = np.concatenate([self._formula, formula])[order]
+        # merged in order (one copy, no sort of the rows read so far: lookups stay as fast as the store grows)
+        where = np.searchsorted(self._ids, todo)
+        self._ids = np.insert(self._ids, where, todo)
+        self._mass = np.insert(self._mass, where, mass)
+        self._formula = np.insert(self._formula, where, formula)
         return self._positions(ids)[0]
 
     def _first_stray(self, ids, is_stray):
