@@ -75,3 +75,25 @@ def test_memory_follows_the_rows_read_not_the_largest_row_id():
     assert values.stray_by_mass(listed[:6], 46.0, 46.013) == base + 15 * 7
     assert values._ids.size == listed.size + 2  # noqa: SLF001 - the rows read, once each (one listed, not stored)
     con.close()
+
+
+def test_positions_by_binary_search_and_by_row_id_agree_as_the_rows_read_grow():
+    # rows spread over a wide id range: read a few at a time, the rows read are found by binary search; once a
+    # sixteenth of the range is read, through positions by row id; every lookup is checked against the table
+    con = sqlite3.connect(":memory:")
+    con.execute("CREATE TABLE structures (id INTEGER PRIMARY KEY, formula TEXT, mass)")
+    rng = np.random.default_rng(2)
+    ids = np.sort(rng.choice(60_000, 6000, replace=False)) + 1
+    con.executemany("INSERT INTO structures VALUES (?, ?, ?)",
+                    [(int(i), f"C{i % 3}", 100.0 + float(i % 11)) for i in ids])
+    values = TableValues(lambda sql, args: con.execute(sql, args).fetchall())
+    states = set()
+    for start in range(0, ids.size, 150):
+        listed = np.sort(np.concatenate([ids[start:start + 150], rng.choice(ids[:start + 1], 20)]))
+        listed = np.unique(np.append(listed, [int(rng.integers(1, 70_000))]))  # sometimes no row, or beyond the rest
+        expected = _brute_stray(con, listed, "typeof(mass) = 'real' AND mass BETWEEN ? AND ?", (102.0, 110.0))
+        assert values.stray_by_mass(listed, 102.0, 110.0) == expected
+        assert values.stray_by_formula(listed, "C1") == _brute_stray(con, listed, "formula = ?", ("C1",))
+        states.add(values._index is None)  # noqa: SLF001
+    assert states == {True, False}  # both ways of finding the rows were used
+    con.close()
