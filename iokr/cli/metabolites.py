@@ -193,6 +193,11 @@ def register(subparsers):
                                "'unsupported adduct' or 'unsupported charge') or 'assume' (ranked by the sub-model of "
                                "their polarity, e.g. [M+Na]+ by [M+H]+, [M+Cl]- by [M-H]-, the neutral mass from "
                                "their own adduct; said in 'detail') (default: refuse)")
+    identify.add_argument("--ion-mode", choices=defaults.ION_MODES, default=None,
+                          help="ion mode of the queries whose file states none (no adduct, ion-mode field or "
+                               "signed charge; MZmine's SIRIUS export writes CHARGE=1); what a file states always "
+                               "wins; said in 'detail' (default: such queries are ranked only by a model of one "
+                               "polarity, else their status is 'unknown ion mode')")
     identify.add_argument("--store", default=None,
                           help="SQLite cache of parsed structures for candidate lists (default: in memory)")
     identify.add_argument("--report", action="store_true",
@@ -346,7 +351,8 @@ def run_identify(args):
     app = _load_app()
     _check_prior(args)
     settings = app.IdentifySettings(top_k=args.top_k, ppm=args.ppm, query_id_field=args.query_id_field,
-                                     adduct_policy=args.adduct_policy, prior_weight=args.prior_weight)
+                                     adduct_policy=args.adduct_policy, prior_weight=args.prior_weight,
+                                     ion_mode=args.ion_mode)
     model = _resolve_model(args)
     from ..io import ModelFileError  # after the app: iokr.io loads numpy, kept out of `iokr --help`
 

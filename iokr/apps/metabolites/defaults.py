@@ -87,6 +87,8 @@ DEFAULT_BATCH_SIZE = 256
 #: What ``identify`` does with a query whose precursor type the model was not trained on: ``"refuse"`` (status
 #: ``unsupported adduct``) or ``"assume"`` (ranked by the sub-model of the nearest supported type, with a warning).
 ADDUCT_POLICIES = ("refuse", "assume")
+#: Values of identify's ``--ion-mode`` (``IdentifySettings.ion_mode``): the ion mode of queries whose file states none.
+ION_MODES = ("positive", "negative")
 DEFAULT_ADDUCT_POLICY = "refuse"
 
 #: ``index`` into a store folder: Daltons per shard (about 20 shards for drug-like sets, MOSES: 250-450 Da, a few

@@ -247,3 +247,21 @@ def test_read_precursor_ion_contradictions(meta, adduct, ion_mode, charge, probl
     assert (None if ion.adduct is None else ion.adduct.name, ion.ion_mode, ion.problem) == (adduct, ion_mode, problem)
     if charge is not None:
         assert ion.charge == charge
+
+
+@pytest.mark.parametrize(("meta", "default", "ion_mode", "charge", "assumed", "unsigned"), [
+    # nothing states the mode: the default gives it, and the sign of an unsigned CHARGE
+    ({}, "negative", "negative", None, True, None),
+    ({"charge": "1"}, "negative", "negative", -1, True, None),
+    ({"charge": "2"}, "positive", "positive", 2, True, None),
+    ({"charge": "1"}, None, None, None, False, 1),
+    ({"charge": 1}, None, "positive", 1, False, None),  # a number is signed (JSON's charge: 1, -1)
+    # what the file states wins over the default
+    ({"charge": "1+"}, "negative", "positive", 1, False, None),
+    ({"ion_mode": "positive", "charge": "1"}, "negative", "positive", 1, False, None),
+    ({"adduct": "[M-H]-"}, "positive", "negative", -1, False, None),
+])
+def test_read_precursor_ion_default_ion_mode(meta, default, ion_mode, charge, assumed, unsigned):
+    ion = read_precursor_ion(meta, default)
+    assert (ion.ion_mode, ion.charge, ion.ion_mode_assumed, ion.unsigned_charge, ion.problem) == (
+        ion_mode, charge, assumed, unsigned, "")

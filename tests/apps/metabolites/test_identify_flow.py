@@ -215,7 +215,8 @@ def test_query_scores_do_not_depend_on_the_batch(lab):
 
 
 def test_identify_settings_are_checked_and_match_the_command_line():
-    for bad in ({"top_k": 0}, {"ppm": -1.0}, {"adduct_policy": "guess"}, {"batch_size": True}):
+    for bad in ({"top_k": 0}, {"ppm": -1.0}, {"adduct_policy": "guess"}, {"batch_size": True},
+                {"ion_mode": "Positive"}, {"ion_mode": ""}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             IdentifySettings(**bad)
 

@@ -53,7 +53,15 @@ def _ion(adduct=None, ion_mode=None, charge=None, problem=""):
      "no adduct given: assumed [M+H]+ (positive ion mode)"),
     (_ion(None, "negative", None), BOTH, "refuse", "ok", "[M-H]-",
      "no adduct given: assumed [M-H]- (negative ion mode)"),
-    (_ion(), BOTH, "refuse", "unknown ion mode", None, None),
+    (_ion(), BOTH, "refuse", "unknown ion mode", None,
+     "no adduct, ion mode or charge given and the model serves both polarities ([M+H]+, [M-H]-): state it with "
+     "--ion-mode (ion_mode)"),
+    # MZmine's SIRIUS export: CHARGE=1, no sign, no ion mode; the detail used to say "no ... charge given"
+    (PrecursorIon(None, None, None, "", unsigned_charge=1), BOTH, "refuse", "unknown ion mode", None,
+     "no adduct or ion mode given and charge 1 has no sign and the model serves both polarities ([M+H]+, "
+     "[M-H]-): state it with --ion-mode (ion_mode)"),
+    (PrecursorIon(None, "negative", -1, "", ion_mode_assumed=True, unsigned_charge=None), BOTH, "refuse", "ok",
+     "[M-H]-", "no adduct, ion mode or charge given: assumed [M-H]- (negative ion mode from --ion-mode)"),
     (_ion(), ("[M-H]-",), "refuse", "ok", "[M-H]-",
      "no adduct, ion mode or charge given: assumed [M-H]- (the model's only polarity)"),
     (_ion(None, "negative", -1), ("[M+H]+",), "refuse", "unsupported adduct", None,
@@ -216,7 +224,7 @@ def test_mixed_identify_routes_each_query_to_its_submodel(mixed, tmp_path):
     out = tmp_path / "out"
     assert main(["metabolites", "identify", "--model", str(mixed["model"]), "--spectra", str(mixed["mgf"]),
                  "--candidates", str(mixed["db"]), "--output", str(out), "--top-k", "100"]) == 0
-    ident = {r["query_id"]: r for r in _table(out / "structure_identifications.tsv")}
+    ident = default = {r["query_id"]: r for r in _table(out / "structure_identifications.tsv")}
     assert {q: r["status"] for q, r in ident.items()} == {
         "1": "ok", "2": "ok", "3": "ok", "4": "unknown ion mode", "5": "unsupported charge",
         "6": "unsupported adduct"}
@@ -255,6 +263,22 @@ def test_mixed_identify_routes_each_query_to_its_submodel(mixed, tmp_path):
     ident = {r["query_id"]: r for r in _table(assume / "structure_identifications.tsv")}
     assert ident["6"]["status"] == "ok" and ident["6"]["adduct"] == "[M+Cl]-"
     assert ident["5"]["status"] == "unsupported charge" and "[M-2H]2-" in ident["5"]["detail"]
+    # --ion-mode: the query that states no ion mode (4) is ranked as that mode; what the others state wins
+    stated = tmp_path / "ion_mode"
+    assert main(["metabolites", "identify", "--model", str(mixed["model"]), "--spectra", str(mixed["mgf"]),
+                 "--candidates", str(mixed["db"]), "--output", str(stated), "--top-k", "100",
+                 "--ion-mode", "negative"]) == 0
+    ident = {r["query_id"]: r for r in _table(stated / "structure_identifications.tsv")}
+    assert ident["4"]["status"] == "ok" and ident["4"]["adduct"] == "[M-H]-"
+    assert ident["4"]["detail"].startswith("no adduct, ion mode or charge given: assumed [M-H]- (negative ion "
+                                           "mode from --ion-mode)")
+    # the same spectrum and formula as query 1 (CHARGE=1-): the same ranking
+    ranked = [(c["query_id"], c["identifier"]) for c in _table(stated / "structure_candidates.tsv")]
+    assert [i for q, i in ranked if q == "4"] == [i for q, i in ranked if q == "1"]
+    assert {q: (r["status"], r["adduct"]) for q, r in ident.items() if q != "4"} == {
+        q: (r["status"], r["adduct"]) for q, r in default.items() if q != "4"}
+    assert json.loads((stated / "parameters.json").read_text())["ion_mode"] == "negative"
+    assert json.loads((out / "parameters.json").read_text())["ion_mode"] is None
 
 
 def test_a_file_of_one_model_loads_as_one_submodel(mixed, tmp_path):

@@ -270,25 +270,35 @@ class PrecursorIon:
         Signed charge: the adduct's, else CHARGE's (its sign from the CHARGE text, else the ion mode).
     problem : str
         ``""``, or one line: an unreadable adduct or charge, or a contradiction between adduct, ion mode and charge.
+    ion_mode_assumed : bool
+        The file states no ion mode (no adduct, ion-mode field or signed charge) and ``ion_mode`` is the caller's
+        ``default_ion_mode``.
+    unsigned_charge : int or None
+        The size of a CHARGE written without a sign when nothing gives its sign (``charge`` is then None).
     """
 
     adduct: Adduct | None
     ion_mode: str | None
     charge: int | None
     problem: str
+    ion_mode_assumed: bool = False
+    unsigned_charge: int | None = None
 
 
 def _signed(sign):
     return "positive" if sign > 0 else "negative"
 
 
-def read_precursor_ion(meta):
+def read_precursor_ion(meta, default_ion_mode=None):
     """Read a spectrum's raw ``adduct``, ``ion_mode`` and ``charge`` metadata into a :class:`PrecursorIon`.
 
     Parameters
     ----------
     meta : dict
         One spectrum's metadata (``Spectra.metadata[i]``); not modified.
+    default_ion_mode : {"positive", "negative"} or None, default=None
+        The ion mode of a spectrum whose metadata states none (no adduct, ion-mode field or signed charge), e.g.
+        MZmine's SIRIUS export, which writes ``CHARGE=1`` without a sign. What the file states always wins.
 
     Returns
     -------
@@ -321,13 +331,20 @@ def read_precursor_ion(meta):
     if sign is not None and mode is not None and _signed(sign) != mode:
         problems.append(f"charge {str(raw_charge).strip()} contradicts ion mode {mode_text.strip()}")
     ion_mode = adduct.ion_mode if adduct is not None else mode or (_signed(sign) if sign is not None else None)
+    assumed = ion_mode is None and default_ion_mode is not None
+    if assumed:
+        ion_mode = mode = default_ion_mode
+    unsigned = None
     if adduct is not None:
         charge = adduct.charge
     elif size is not None:
         direction = sign if sign is not None else {"positive": 1, "negative": -1}.get(mode)
         charge = None if direction is None else size * direction
-        if direction is None and size > 1:
-            problems.append(f"charge {str(raw_charge).strip()} has no sign and no ion mode is given")
+        if direction is None:
+            unsigned = size
+            if size > 1:
+                problems.append(f"charge {str(raw_charge).strip()} has no sign and no ion mode is given")
     else:
         charge = None
-    return PrecursorIon(adduct=adduct, ion_mode=ion_mode, charge=charge, problem=problems[0] if problems else "")
+    return PrecursorIon(adduct=adduct, ion_mode=ion_mode, charge=charge, problem=problems[0] if problems else "",
+                        ion_mode_assumed=assumed, unsigned_charge=unsigned)

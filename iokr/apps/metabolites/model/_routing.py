@@ -136,12 +136,16 @@ def route_query(ion, model_types, policy="refuse", adduct_text=None):
         return Route("unknown adduct", f"{adduct_text!r} is not an adduct such as [M+H]+ or [M-H]-")
     polarities = {polarity(t) for t in model_types}
     mode = ion.ion_mode
+    given = ("no adduct, ion mode or charge given" if ion.unsigned_charge is None
+             else f"no adduct or ion mode given and charge {ion.unsigned_charge} has no sign")
     if mode is None:
         if len(polarities) != 1:
-            return Route("unknown ion mode", "no adduct, ion mode or charge given and the model serves both "
-                                             f"polarities ({_types_text(model_types)})")
+            return Route("unknown ion mode", f"{given} and the model serves both polarities "
+                                             f"({_types_text(model_types)}): state it with --ion-mode (ion_mode)")
         mode = next(iter(polarities))
-        reason = f"no adduct, ion mode or charge given: assumed {DEFAULT_TYPES[mode]} (the model's only polarity)"
+        reason = f"{given}: assumed {DEFAULT_TYPES[mode]} (the model's only polarity)"
+    elif ion.ion_mode_assumed:
+        reason = f"{given}: assumed {DEFAULT_TYPES[mode]} ({mode} ion mode from --ion-mode)"
     else:
         reason = f"no adduct given: assumed {DEFAULT_TYPES[mode]} ({mode} ion mode)"
     size = abs(ion.charge) if ion.charge else 1

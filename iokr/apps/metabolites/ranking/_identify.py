@@ -27,7 +27,14 @@ from ....decoding import CandidateSets
 from ..chemistry._adducts import read_precursor_ion
 from ..chemistry._formulas import FormulaError, canonical_formula
 from ..chemistry._precursor_precision import check_formula
-from ..defaults import ADDUCT_POLICIES, DEFAULT_ADDUCT_POLICY, DEFAULT_BATCH_SIZE, DEFAULT_PPM, DEFAULT_TOP_K
+from ..defaults import (
+    ADDUCT_POLICIES,
+    DEFAULT_ADDUCT_POLICY,
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_PPM,
+    DEFAULT_TOP_K,
+    ION_MODES,
+)
 from ..exporting._schema import QUERY_COLUMNS, RESERVED_COLUMNS, RESULT_COLUMNS  # noqa: F401 - read here by callers
 from ..importing._query_ids import QUERY_ID_FIELDS, QueryIds, query_ids  # noqa: F401 - QUERY_ID_FIELDS, QueryIds: public here
 from ..model._hypotheses import annotated_kernels, score_hypotheses
@@ -72,6 +79,10 @@ class IdentifySettings:
         Weight of the structure prior instead of the model's own (0: the spectrum alone; see
         :class:`~._model.MetaboliteIdentifier`); the model's confidence calibration holds for its own weight only,
         so another weight leaves the ``confidence`` column empty.
+    ion_mode : {"positive", "negative"} or None
+        Ion mode of the queries whose file states none (no adduct, ion-mode field or signed charge: MZmine's
+        SIRIUS export writes ``CHARGE=1``); said in ``detail``. ``None``: such a query is ranked only by a model
+        of one polarity, else its status is ``unknown ion mode``. What a file states always wins.
     """
 
     top_k: int = DEFAULT_TOP_K
@@ -80,6 +91,7 @@ class IdentifySettings:
     adduct_policy: str = DEFAULT_ADDUCT_POLICY
     batch_size: int = DEFAULT_BATCH_SIZE
     prior_weight: float | None = None
+    ion_mode: str | None = None
 
     def __post_init__(self):
         # numpy scalars are numbers (a notebook's np.arange, a DataFrame cell): kept as Python int / float
@@ -98,6 +110,9 @@ class IdentifySettings:
         if self.adduct_policy not in ADDUCT_POLICIES:
             raise ValueError(f"The 'adduct_policy' parameter of IdentifySettings must be one of {ADDUCT_POLICIES}. "
                              f"Got {self.adduct_policy!r}.")
+        if self.ion_mode not in (None, *ION_MODES):
+            raise ValueError(f"The 'ion_mode' parameter of IdentifySettings must be None or one of {ION_MODES}. "
+                             f"Got {self.ion_mode!r}.")
         if self.prior_weight is not None:  # 0.0 for -0.0, as the command line writes it
             object.__setattr__(self, "prior_weight",
                                check_nonnegative_scalar(self.prior_weight, "prior_weight", "IdentifySettings") + 0.0)
@@ -125,10 +140,10 @@ class Query:
     mass: float = math.nan
 
 
-def _resolve_adduct(meta, model, policy):
+def _resolve_adduct(meta, model, policy, ion_mode=None):
     """The :class:`~._routing.Route` of a query: ``model`` is a :class:`~._submodels.MetaboliteModel` or the
-    canonical precursor types of a model's sub-models."""
-    ion = read_precursor_ion(meta)
+    canonical precursor types of a model's sub-models; ``ion_mode`` that of a query whose file states none."""
+    ion = read_precursor_ion(meta, ion_mode)
     if hasattr(model, "route"):
         return model.route(ion, policy, meta.get("adduct"))
     return route_query(ion, model, policy, meta.get("adduct"))
@@ -178,7 +193,7 @@ def plan_queries(spectra, cleaned_peaks, model_adducts, source, settings, ids=No
             q.status, q.detail = "implausible precursor m/z", f"{precursor:g} > {MAX_PRECURSOR_MZ:g}"
             continue
         q.n_above_precursor = int(np.count_nonzero(spectra.peaks(i)[0] > precursor + ABOVE_PRECURSOR))
-        route = _resolve_adduct(meta, model_adducts, settings.adduct_policy)
+        route = _resolve_adduct(meta, model_adducts, settings.adduct_policy, settings.ion_mode)
         q.status, q.detail = route.status, route.detail
         if route.status != "ok":
             # the type the file names, else the one assumed for it (said in 'detail'), stays visible (and

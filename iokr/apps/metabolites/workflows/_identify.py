@@ -186,6 +186,7 @@ def _parameters(run, models, routed, queries, source, fingerprinter, settings, l
                   "candidate_source": source.describe(), "candidate_columns_renamed": source.renamed,
                   "top_k": settings.top_k, "ppm": settings.ppm,
                   "query_id_field": settings.query_id_field, "adduct_policy": settings.adduct_policy,
+                  "ion_mode": settings.ion_mode,
                   "query_ids": {"field": ids.field_used, "note": ids.note},
                   "fingerprint": fingerprinter.params(), "statuses": run["statuses"],
                   "structure_prior": {"weight": models_used[0].prior_weight,
