@@ -47,13 +47,30 @@ def encode_compact(fp, binary):
         Whether the fingerprint kind is 0/1 (no counts stored).
     """
     values = stored_values(fp, binary)
-    if values.shape[0] > MAX_FEATURES:
-        raise ValueError(f"A compact fingerprint holds at most {MAX_FEATURES} columns, got {values.shape[0]}.")
     columns = np.flatnonzero(values)
-    counts = b"" if binary else values[columns].tobytes()
-    if 2 * columns.size < (values.shape[0] + 7) // 8:
-        return bytes((SPARSE,)) + columns.astype("<u2").tobytes() + counts
-    return bytes((BITMAP,)) + np.packbits(values > 0).tobytes() + counts
+    return encode_nonzero(columns, values[columns], values.shape[0], binary)
+
+
+def encode_nonzero(columns, values, n_features, binary):
+    """Bytes of one fingerprint row given as its nonzero stored values (:func:`encode_compact` of the dense row).
+
+    Parameters
+    ----------
+    columns : sequence of int, shape (nnz,)
+        Ascending, below ``n_features``.
+    values : sequence of int in [1, 255], shape (nnz,)
+        The stored values (:func:`stored_values`) at ``columns``; ignored for binary kinds.
+    n_features : int
+    binary : bool
+    """
+    if n_features > MAX_FEATURES:
+        raise ValueError(f"A compact fingerprint holds at most {MAX_FEATURES} columns, got {n_features}.")
+    counts = b"" if binary else bytes(np.asarray(values, dtype=np.uint8))
+    if 2 * len(columns) < (n_features + 7) // 8:
+        return bytes((SPARSE,)) + np.asarray(columns, dtype="<u2").tobytes() + counts
+    pattern = np.zeros(n_features, dtype=bool)
+    pattern[np.asarray(columns, dtype=np.int64)] = True
+    return bytes((BITMAP,)) + np.packbits(pattern).tobytes() + counts
 
 
 def _bad(where, ids, row, what):

@@ -22,6 +22,7 @@ MetFrag show as the candidate:
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -145,28 +146,59 @@ def parent_of(text):
     Texts that :func:`may_need_parent` clears (one neutral unlabelled molecule, most of any database) take the
     short way: no standardizer and no walk over the atoms, so indexing is as fast as before parents existed.
     """
-    mol = parse_structure(text) if isinstance(text, str) else None
-    if mol is None:
-        return None
-    text = text.strip()
-    Chem = _rdkit()
+    return parents_of([text])[0]
+
+
+def parents_of(texts):
+    """``[parent_of(text) for text in texts]``, one step at a time over all of ``texts``: every text parsed, then
+    every parent standardized, then every InChIKey, then every formula. The same results for less CPU: each RDKit
+    step runs with its code and tables hot in the caches (on 2,000 MOSES SMILES, parsing and InChIKeys step by step
+    took 10-15 % less CPU than row by row).
+    """
+    mols = [parse_structure(text) if isinstance(text, str) else None for text in texts]
+    staged = [None if mol is None else _standardized(text.strip(), mol) for text, mol in zip(texts, mols, strict=True)]
+    keys = [None if stage is None else _key(*stage) for stage in staged]
+    return [None if key is None else _finished(*stage, key) for stage, key in zip(staged, keys, strict=True)]
+
+
+def _standardized(text, mol):
+    """``(text, parent, reduced, neutralized, plain)``: the parent of ``mol`` parsed from ``text`` (stripped)."""
     plain = not may_need_parent(text)
     parent, reduced, neutralized = (mol, False, False) if plain else parent_molecule(mol)
-    changed = reduced or neutralized
+    return text, parent, reduced, neutralized, plain
+
+
+def _key(text, parent, reduced, neutralized, plain):
     # The key of an unchanged InChI straight from its text (skips regenerating the InChI from the molecule).
-    key = inchikey_of_inchi(text) if text.startswith("InChI=") and not changed else None
-    key = key or inchikey(parent)
-    if key is None:
-        return None
+    key = inchikey_of_inchi(text) if text.startswith("InChI=") and not (reduced or neutralized) else None
+    return key or inchikey(parent)
+
+
+def _finished(text, parent, reduced, neutralized, plain, key):
+    """The :class:`Parent`, or None when its formula holds an element :mod:`._formulas` does not know."""
     try:
-        formula = canonical_formula(molecular_formula(parent)) if plain else isotope_formula(parent)
-        mass = formula_mass(formula)
+        formula, mass = _plain_formula_mass(molecular_formula(parent)) if plain else _formula_mass(parent)
     except FormulaError:
         return None
+    Chem = _rdkit()
+    changed = reduced or neutralized
     smiles = text if not changed and not text.startswith("InChI=") else Chem.MolToSmiles(parent)
     labelled = not plain and any(atom.GetIsotope() for atom in parent.GetAtoms())
     return Parent(mol=parent, key=key, smiles=smiles, formula=formula, mass=mass, reduced=reduced,
                   neutralized=neutralized, labelled=labelled, charge=0 if plain else Chem.GetFormalCharge(parent))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _plain_formula_mass(rdkit_formula):
+    """``(canonical formula, mass)`` of RDKit's formula of a neutral unlabelled molecule, remembered: isomers share
+    formulas (the first 20,000 MOSES rows hold 5,864 formulas), and the pair is a pure function of the text."""
+    formula = canonical_formula(rdkit_formula)
+    return formula, formula_mass(formula)
+
+
+def _formula_mass(mol):
+    formula = isotope_formula(mol)
+    return formula, formula_mass(formula)
 
 
 _SMILES_NEEDS_PARENT = re.compile(r"\.|\[\d|\[[^\]]*[+-]")
