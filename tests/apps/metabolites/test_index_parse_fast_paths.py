@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from iokr.apps.metabolites import Fingerprinter, build_store
-from iokr.apps.metabolites.candidates import _parse_executors
+from iokr.apps.metabolites.candidates import _shard_build
 from iokr.apps.metabolites.candidates._database import MISSING, parse_texts
 from iokr.apps.metabolites.candidates._store_format import encode_compact, encode_nonzero, stored_values
 from iokr.apps.metabolites.chemistry._fingerprints import (
@@ -158,8 +158,9 @@ def test_stored_nonzero_equals_the_dense_fingerprint(rows, fingerprint):
     clipped = 0
     for mol, row in zip(mols, dense, strict=True):
         columns, values = fingerprinter.stored_nonzero(mol)
-        assert columns == np.flatnonzero(row).tolist()
-        assert values == row[columns].tolist()
+        np.testing.assert_array_equal(columns, np.flatnonzero(row))
+        np.testing.assert_array_equal(values, row[np.flatnonzero(row)])
+        assert values.dtype == np.uint8
         clipped += 255 in values
     assert clipped > 0 or fingerprint["n_bits"] > 8  # the 8-column count parts overflow a byte
 
@@ -187,7 +188,7 @@ def test_a_store_built_with_the_reference_parse_is_byte_for_byte_the_same(rows, 
     table.write_text("Identifier,SMILES\n" + "".join(f"R{i},\"{t}\"\n" for i, t in enumerate(flat)),
                      encoding="utf-8")
     build_store(table, tmp_path / "new", chunk_rows=97, n_jobs=1, shard_width=20.0)[0].close()
-    monkeypatch.setattr(_parse_executors, "parse_texts", _reference_parse_texts)
+    monkeypatch.setattr(_shard_build, "parse_texts", _reference_parse_texts)
     build_store(table, tmp_path / "old", chunk_rows=97, n_jobs=1, shard_width=20.0)[0].close()
     new, old = _files(tmp_path / "new"), _files(tmp_path / "old")
     assert len(new) > 5 and new == old

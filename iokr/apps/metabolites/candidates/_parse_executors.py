@@ -1,8 +1,9 @@
 """Where the structures of an index build are parsed: this process, local worker processes, or a Dask cluster.
 
-Parsing and fingerprinting (RDKit) dominate indexing; each task is one chunk of structure texts, parsed by the same
-function (:func:`~._database.parse_texts`) wherever it runs, so every executor gives the same results. Results come
-back in task order with a bounded number of tasks in flight (memory stays a few chunks whatever the table's size).
+Parsing and fingerprinting (RDKit) dominate indexing; each task is one chunk of rows, parsed by the same function
+(:func:`~._shard_build._part_rows`, through :func:`~._database.parse_texts`) wherever it runs, so every executor
+gives the same results. Results come back in task order with a bounded number of tasks in flight (memory stays a few
+chunks whatever the table's size).
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from contextlib import contextmanager
 from ....distributed import DistributedRunError, connect, local_client
 from ....exceptions import IOKRDataError
 from ....io._workers import worker_pool
-from ._database import parse_texts
 
 #: ``--scheduler`` value asking for a Dask LocalCluster on this machine.
 LOCAL_CLUSTER = "local"
@@ -33,29 +33,29 @@ def _dask_client(scheduler, n_workers):
         raise IOKRDataError(f"--scheduler {scheduler}: no Dask scheduler answers there ({exc}).") from None
 
 
-def parse_in_order(tasks, fingerprint, n_jobs=None, scheduler=None):
-    """Parse ``tasks`` and yield ``(key, payload, parsed)`` in task order.
+def run_in_order(tasks, function, n_jobs=None, scheduler=None):
+    """Run ``function(*args)`` of every task and yield ``(key, payload, result)`` in task order.
 
     Parameters
     ----------
-    tasks : iterable of (key, payload, texts)
-        ``texts``: a list of per-row structure-text tuples; ``key`` and ``payload`` are passed through.
-    fingerprint : dict
-        :meth:`Fingerprinter.params` of the fingerprints to compute.
+    tasks : iterable of (key, payload, args)
+        ``args``: the arguments of one call (a chunk to parse); ``key`` and ``payload`` are passed through.
+    function : callable
+        A module-level function (sent to worker processes by name).
     n_jobs : int, optional
-        Local worker processes (default: the number of CPUs; 1 parses in this process), or the number of workers
+        Local worker processes (default: the number of CPUs; 1 runs in this process), or the number of workers
         of a Dask LocalCluster.
     scheduler : str, optional
         A Dask scheduler address (``tcp://host:8786``) or :data:`LOCAL_CLUSTER`; None runs locally.
     """
     n_jobs = (os.cpu_count() or 1) if n_jobs is None else max(int(n_jobs), 1)
     if scheduler is None and n_jobs == 1:
-        for key, payload, texts in tasks:
-            yield key, payload, parse_texts(texts, fingerprint)
+        for key, payload, args in tasks:
+            yield key, payload, function(*args)
         return
     if scheduler is None:
         with worker_pool(n_jobs) as pool:  # workers die with this process, even on kill -9
-            yield from _bounded(tasks, lambda texts: pool.submit(parse_texts, texts, fingerprint), n_jobs,
+            yield from _bounded(tasks, lambda args: pool.submit(function, *args), n_jobs,
                                 lambda future: future.result())
         return
     with _dask_client(scheduler, n_jobs) as client:
@@ -68,14 +68,14 @@ def parse_in_order(tasks, fingerprint, n_jobs=None, scheduler=None):
                 raise DistributedRunError(f"indexing on Dask ({scheduler}): a parse task failed: {exc!r}; nothing "
                                           "of it was written (run again to resume).") from exc
 
-        yield from _bounded(tasks, lambda texts: client.submit(parse_texts, texts, fingerprint, pure=False,
-                                                               retries=2), width, result)
+        yield from _bounded(tasks, lambda args: client.submit(function, *args, pure=False, retries=2), width,
+                            result)
 
 
 def _bounded(tasks, submit, width, result):
     pending = []
-    for key, payload, texts in tasks:
-        pending.append((key, payload, submit(texts)))
+    for key, payload, args in tasks:
+        pending.append((key, payload, submit(args)))
         if len(pending) > 2 * width:  # bounded look-ahead
             key, payload, future = pending.pop(0)
             yield key, payload, result(future)

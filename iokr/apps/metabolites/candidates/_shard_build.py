@@ -47,8 +47,9 @@ from ._database import (
     VERSION,
     _meta_checksum,
     count_parse_result,
+    parse_texts,
 )
-from ._parse_executors import parse_in_order
+from ._parse_executors import run_in_order
 from ._sharded_database import (
     BUILD_FOLDER,
     MANIFEST,
@@ -199,11 +200,13 @@ def _build_claimed(source, output, fingerprinter, append, n_jobs, scheduler, sha
                 if progress is not None:
                     progress(read)
                 continue
-            yield index, (chunk, read), [structure_texts(r, structure_columns) for r in chunk]
+            first = plan["row_offset"] + index * plan["chunk_rows"] + 1
+            yield index, read, (chunk, structure_columns, plan["columns"], fingerprinter.params(), first,
+                                plan["shard_width"])
 
     n_chunks = len(done)
-    for index, (chunk, read), parsed in parse_in_order(tasks(), fingerprinter.params(), n_jobs, scheduler):
-        _write_part(build, index, chunk, parsed, plan)
+    for index, read, (part_rows, counts) in run_in_order(tasks(), _part_rows, n_jobs, scheduler):
+        _write_part(build, index, part_rows, counts)
         n_chunks += 1
         if progress is not None:
             progress(read)
@@ -262,31 +265,64 @@ def _write_atomically(path, text):
     os.replace(tmp, path)
 
 
-def _write_part(build, index, chunk, parsed, plan):
-    """One chunk's parsed rows, with their bins and input positions, as ``part-<index>.sqlite`` (whole or absent)."""
+def _part_rows(chunk, structure_columns, columns, fingerprint, first, width):
+    """One chunk parsed into the rows of its part file, ``(rows, counts)``: run where the chunk is parsed (a worker
+    process or a Dask worker), so this process only writes them.
+
+    Parameters
+    ----------
+    chunk : list of dict
+        The chunk's rows as read (the user's values, by column).
+    structure_columns : list of str
+        The columns holding structure texts, in the order they are tried
+        (:func:`~._structure_tables.structure_texts`).
+    columns : list of str
+        The store's user columns, in order (a row's missing column is ``""``).
+    fingerprint : dict
+    first : int
+        The input position (ordinal) of the chunk's first row.
+    width : float
+        Daltons per shard bin.
+
+    Returns
+    -------
+    rows : list of tuple
+        ``(ordinal, bin, inchikey, smiles, formula, mass, fingerprint bytes, user columns as JSON)`` per parsed row.
+    counts : dict
+        ``n_rows``, ``n_missing``, ``n_unparsable`` and the :data:`FLAG_COUNTS` of the chunk.
+    """
     counts = dict.fromkeys(("n_rows", "n_missing", "n_unparsable", *FLAG_COUNTS), 0)
-    first = plan["row_offset"] + index * plan["chunk_rows"] + 1
-    width, columns = plan["shard_width"], plan["columns"]
     out = []
+    parsed = parse_texts([structure_texts(row, structure_columns) for row in chunk], fingerprint)
     for position, (row, result) in enumerate(zip(chunk, parsed, strict=True)):
         if (result := count_parse_result(counts, result)) is None:
             continue
         key, smiles, formula, mass, blob = result
         out.append((first + position, bin_of(mass, width), key, smiles, formula, float(mass), blob,
                     json.dumps([row.get(c, "") for c in columns], ensure_ascii=False)))
+    return out, counts
+
+
+def _write_part(build, index, rows, counts):
+    """One chunk's parsed rows (:func:`_part_rows`) as ``part-<index>.sqlite``, whole or absent: written without a
+    journal or syncs under a temporary name (a part cut short is redone), synced once, then renamed."""
     final = build / f"part-{index:08d}.sqlite"
     tmp = build / f"part-{index:08d}.sqlite.tmp"
     remove_with_journal(tmp)
     connection = sqlite3.connect(tmp)
     try:
+        connection.execute("PRAGMA journal_mode = OFF")
+        connection.execute("PRAGMA synchronous = OFF")
         for statement in _PART_CREATE:
             connection.execute(statement)
-        connection.executemany("INSERT INTO rows VALUES (?, ?, ?, ?, ?, ?, ?, ?)", out)
+        connection.executemany("INSERT INTO rows VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
         connection.executemany("INSERT INTO counts VALUES (?, ?)", counts.items())
         connection.execute("CREATE INDEX by_bin ON rows (bin, ordinal)")
         connection.commit()
     finally:
         connection.close()
+    with open(tmp, "rb") as handle:
+        os.fsync(handle.fileno())
     tmp.replace(final)
 
 
