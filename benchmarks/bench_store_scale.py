@@ -93,8 +93,9 @@ def head(csv, n_rows, path):
 
 
 def _floor_chunk(smiles, with_key):
-    from rdkit import Chem  # noqa: PLC0415 - in the worker
+    from rdkit import Chem, RDLogger  # noqa: PLC0415 - in the worker
 
+    RDLogger.DisableLog("rdApp.*")  # as the index does: InChI's stereo warnings on stderr are no part of the floor
     fingerprinter = Fingerprinter()
     mols = [m for m in map(Chem.MolFromSmiles, smiles) if m is not None]
     if with_key:

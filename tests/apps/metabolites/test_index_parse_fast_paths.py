@@ -15,7 +15,7 @@ import pytest
 from iokr.apps.metabolites import Fingerprinter, build_store
 from iokr.apps.metabolites.candidates import _shard_build
 from iokr.apps.metabolites.candidates._database import MISSING, parse_texts
-from iokr.apps.metabolites.candidates._store_format import encode_compact, encode_nonzero, stored_values
+from iokr.apps.metabolites.candidates._store_format import BITMAP, SPARSE, encode_compact, encode_rows, stored_values
 from iokr.apps.metabolites.chemistry._fingerprints import (
     inchikey,
     inchikey_of_inchi,
@@ -102,8 +102,21 @@ def _reference_parent(text):
                   neutralized=neutralized, labelled=labelled, charge=0 if plain else Chem.GetFormalCharge(parent))
 
 
+def _reference_encode(values, binary):
+    """One row of stored values in the smaller layout, written byte by byte (the format's definition)."""
+    columns = [c for c, v in enumerate(values) if v]
+    counts = b"" if binary else bytes(int(values[c]) for c in columns)
+    width = (len(values) + 7) // 8
+    if 2 * len(columns) < width:
+        return bytes([SPARSE]) + b"".join(c.to_bytes(2, "little") for c in columns) + counts
+    pattern = bytearray(width)
+    for c in columns:
+        pattern[c // 8] |= 0x80 >> (c % 8)
+    return bytes([BITMAP]) + bytes(pattern) + counts
+
+
 def _reference_parse_texts(texts, fingerprint):
-    """Row by row: the first text with a parent, its dense fingerprint encoded by :func:`encode_compact`."""
+    """Row by row: the first text with a parent, its dense fingerprint encoded by :func:`_reference_encode`."""
     fingerprinter = Fingerprinter(**fingerprint)
     out = []
     for row in texts:
@@ -119,9 +132,8 @@ def _reference_parse_texts(texts, fingerprint):
         fp, _ = fingerprinter.transform([parent.mol])
         flags = (parent.reduced, parent.neutralized and not parent.reduced, parent.labelled, parent.charge != 0,
                  position > 0)
-        out.append((parent.key, parent.smiles, parent.formula, parent.mass, encode_compact(fp[0],
-                                                                                            fingerprinter.binary),
-                    flags))
+        blob = _reference_encode(stored_values(fp[0], fingerprinter.binary), fingerprinter.binary)
+        out.append((parent.key, parent.smiles, parent.formula, parent.mass, blob, flags))
     return out
 
 
@@ -150,32 +162,27 @@ def test_parse_texts_equals_the_row_by_row_dense_reference(rows, fingerprint):
     assert {r[4][0] for r in parsed} == {0, 1}  # both layouts (sparse, bitmap)
 
 
-@pytest.mark.parametrize("fingerprint", KINDS, ids=[k["kind"] for k in KINDS])
-def test_stored_nonzero_equals_the_dense_fingerprint(rows, fingerprint):
-    fingerprinter = Fingerprinter(**fingerprint)
-    mols = [m for m in (parse_structure(r[0]) for r in rows if r) if m is not None]
-    dense = stored_values(fingerprinter.transform(mols)[0], fingerprinter.binary)
-    clipped = 0
-    for mol, row in zip(mols, dense, strict=True):
-        columns, values = fingerprinter.stored_nonzero(mol)
-        np.testing.assert_array_equal(columns, np.flatnonzero(row))
-        np.testing.assert_array_equal(values, row[np.flatnonzero(row)])
-        assert values.dtype == np.uint8
-        clipped += 255 in values
-    assert clipped > 0 or fingerprint["n_bits"] > 8  # the 8-column count parts overflow a byte
-
-
 @pytest.mark.parametrize("binary", [False, True])
 @pytest.mark.parametrize("n_features", [8, 13, 167, 2215])
-def test_encode_nonzero_equals_encode_compact_of_the_dense_row(binary, n_features):
+def test_encode_rows_equals_the_row_by_row_reference_encoder(binary, n_features):
     rng = np.random.default_rng(n_features)
-    for density in (0.0, 0.01, 0.1, 0.5, 1.0):
-        dense = (rng.random(n_features) < density) * rng.integers(1, 400, size=n_features)
+    for density in (0.0, 0.01, 0.06, 0.1, 0.5, 1.0):
+        dense = (rng.random((30, n_features)) < density) * rng.integers(1, 400, size=(30, n_features))
+        dense[0] = 0
         values = stored_values(dense, binary)
-        columns = np.flatnonzero(values)
-        expected = encode_compact(dense, binary)
-        assert encode_nonzero(columns, values[columns], n_features, binary) == expected
-        assert encode_nonzero(columns.tolist(), values[columns].tolist(), n_features, binary) == expected
+        expected = [_reference_encode(row, binary) for row in values]
+        assert encode_rows(values, binary) == expected
+        assert [encode_compact(row, binary) for row in dense] == expected
+    assert encode_rows(np.zeros((0, n_features), dtype=np.uint8), binary) == []
+
+
+def test_encode_rows_of_real_fingerprints(rows):
+    fingerprinter = Fingerprinter()
+    mols = [m for m in (parse_structure(r[0]) for r in rows if r) if m is not None]
+    values = stored_values(fingerprinter.transform(mols)[0], fingerprinter.binary)
+    blobs = encode_rows(values, fingerprinter.binary)
+    assert blobs == [_reference_encode(row, False) for row in values]
+    assert {b[0] for b in blobs} == {SPARSE, BITMAP}
 
 
 def _files(folder):

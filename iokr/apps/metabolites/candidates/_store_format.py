@@ -46,31 +46,49 @@ def encode_compact(fp, binary):
     binary : bool
         Whether the fingerprint kind is 0/1 (no counts stored).
     """
-    values = stored_values(fp, binary)
-    columns = np.flatnonzero(values)
-    return encode_nonzero(columns, values[columns], values.shape[0], binary)
+    return encode_rows(stored_values(np.asarray(fp)[None, :], binary), binary)[0]
 
 
-def encode_nonzero(columns, values, n_features, binary):
-    """Bytes of one fingerprint row given as its nonzero stored values (:func:`encode_compact` of the dense row).
+def encode_rows(values, binary):
+    """Bytes of each row of a block of stored values, each in the smaller layout (see the module docstring),
+    computed for the whole block at once: one buffer is filled with vectorized writes and cut into rows.
 
     Parameters
     ----------
-    columns : sequence of int, shape (nnz,)
-        Ascending, below ``n_features``.
-    values : sequence of int in [1, 255], shape (nnz,)
-        The stored values (:func:`stored_values`) at ``columns``; ignored for binary kinds.
-    n_features : int
+    values : ndarray of uint8, shape (n_rows, n_features)
+        Stored values (:func:`stored_values`).
     binary : bool
+
+    Returns
+    -------
+    blobs : list of bytes, length n_rows
     """
+    n_rows, n_features = values.shape
     if n_features > MAX_FEATURES:
         raise ValueError(f"A compact fingerprint holds at most {MAX_FEATURES} columns, got {n_features}.")
-    counts = b"" if binary else bytes(np.asarray(values, dtype=np.uint8))
-    if 2 * len(columns) < (n_features + 7) // 8:
-        return bytes((SPARSE,)) + np.asarray(columns, dtype="<u2").tobytes() + counts
-    pattern = np.zeros(n_features, dtype=bool)
-    pattern[np.asarray(columns, dtype=np.int64)] = True
-    return bytes((BITMAP,)) + np.packbits(pattern).tobytes() + counts
+    if n_rows == 0:
+        return []
+    width = (n_features + 7) // 8
+    rows, columns = np.nonzero(values)  # row-major: ascending columns within each row
+    nnz = np.bincount(rows, minlength=n_rows)
+    sparse = 2 * nnz < width
+    body = np.where(sparse, 2 * nnz, width)
+    lengths = 1 + body + (0 if binary else nnz)
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    buffer = np.zeros(int(lengths.sum()), dtype=np.uint8)
+    buffer[starts] = np.where(sparse, SPARSE, BITMAP)
+    k = np.arange(rows.size) - np.repeat(np.cumsum(nnz) - nnz, nnz)  # position of each entry within its row
+    in_sparse = sparse[rows]
+    at = starts[rows[in_sparse]] + 1 + 2 * k[in_sparse]
+    little = columns[in_sparse].astype("<u2").view(np.uint8).reshape(-1, 2)
+    buffer[at], buffer[at + 1] = little[:, 0], little[:, 1]
+    bitmap = np.flatnonzero(~sparse)
+    if bitmap.size:
+        buffer[starts[bitmap][:, None] + 1 + np.arange(width)] = np.packbits(values[bitmap] > 0, axis=1)
+    if not binary:
+        buffer[starts[rows] + 1 + body[rows] + k] = values[rows, columns]
+    ends = starts + lengths
+    return [buffer[a:b].tobytes() for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]
 
 
 def _bad(where, ids, row, what):

@@ -87,12 +87,6 @@ def _generator(name, n_bits, radius):
     return gen.GetTopologicalTorsionGenerator(fpSize=n_bits)
 
 
-def _on_bits(bits):
-    """Ascending set positions of an RDKit bit vector (through its bit string: iterating ``GetOnBits()`` costs
-    27 us for MACCS, the string 4 us)."""
-    return np.flatnonzero(np.frombuffer(bits.ToBitString().encode(), dtype=np.uint8) == ord("1"))
-
-
 class Fingerprinter:
     """Compute fixed-length fingerprints of molecules.
 
@@ -154,43 +148,6 @@ class Fingerprinter:
         if name not in self._generators:
             self._generators[name] = _generator(name, self.n_bits, self.radius)
         return self._generators[name]
-
-    def stored_nonzero(self, mol):
-        """The nonzero columns of ``mol``'s fingerprint as a store keeps them, read from RDKit's sparse results
-        (no dense row): the same values as ``stored_values(transform([mol])[0][0], binary)`` at its nonzero
-        columns (:mod:`~..candidates._store_format`; tested against it).
-
-        Returns
-        -------
-        columns : ndarray of int64, shape (nnz,)
-            Ascending.
-        values : ndarray of uint8, shape (nnz,)
-            Counts clipped to 255 (count parts), 1 (bit parts and MACCS).
-        """
-        from rdkit.Chem import rdMolDescriptors  # noqa: PLC0415 - rdkit is an optional dependency
-
-        columns, values, offset = [], [], 0
-        for part in self._parts:
-            if part == "maccs":
-                on = _on_bits(rdMolDescriptors.GetMACCSKeysFingerprint(mol))
-                columns.append(on + offset)
-                values.append(np.ones(on.size, dtype=np.uint8))
-                offset += 167
-                continue
-            name, form = part.split("_")
-            if form == "counts":
-                counts = self._generator(name).GetCountFingerprint(mol).GetNonzeroElements()
-                found = np.fromiter(counts.keys(), dtype=np.int64, count=len(counts))
-                order = np.argsort(found)
-                columns.append(found[order] + offset)
-                values.append(np.minimum(np.fromiter(counts.values(), dtype=np.int64, count=len(counts))[order],
-                                         255).astype(np.uint8))
-            else:
-                on = _on_bits(self._generator(name).GetFingerprint(mol))
-                columns.append(on + offset)
-                values.append(np.ones(on.size, dtype=np.uint8))
-            offset += self.n_bits
-        return np.concatenate(columns), np.concatenate(values)
 
     def transform(self, structures):
         """Fingerprints of SMILES/InChI strings or RDKit molecules.
