@@ -440,21 +440,12 @@ def count_parse_result(counts, result):
 
 
 def parse_texts(texts, fingerprint):
-    """Parse results of rows of structure texts, one per row: ``(inchikey, smiles, formula, mass, fingerprint
-    bytes, flags)`` of the first of the row's texts that RDKit reads (:func:`~._structures.parent_of`: the parent
-    structure), None if it reads none, :data:`MISSING` if there is none; ``flags`` in :data:`FLAG_COUNTS` order.
-
-    Computed step by step over the whole chunk (:func:`~._structures.parents_of`, then every fingerprint), a later
-    text of a row tried only for the rows whose earlier texts failed; fingerprints computed and encoded a block of
-    rows at a time (:func:`~._store_format.encode_rows`). The same results as row by row (tested), for less CPU.
-
-    Parameters
-    ----------
-    texts : list of tuple of str
-        Per row, its structure texts in the order they are tried (:func:`~._structure_tables.structure_texts`).
-    fingerprint : dict
-        :meth:`Fingerprinter.params`.
-    """
+    """Per row of structure texts (``texts``: tuples, :func:`~._structure_tables.structure_texts`; ``fingerprint``:
+    :meth:`Fingerprinter.params`): ``(inchikey, smiles, formula, mass, fingerprint bytes, flags)`` of the first text
+    RDKit reads (:func:`~._structures.parent_of`: the parent), None if it reads none, :data:`MISSING` if there is
+    none; ``flags`` in :data:`FLAG_COUNTS` order. Each step runs over the whole chunk (:func:`~._structures.parents_of`;
+    a later text only for rows whose earlier ones failed; fingerprints encoded 512 rows at a time,
+    :func:`~._store_format.encode_rows`): the same results as row by row (tested), for less CPU."""
     fingerprinter = Fingerprinter(**fingerprint)
     chosen = [MISSING if not row else None for row in texts]
     pending, position = [i for i, row in enumerate(texts) if row], 0
@@ -464,23 +455,18 @@ def parse_texts(texts, fingerprint):
             if parent is not None:
                 chosen[i] = (position, parent)
         position += 1
-        pending = [i for i, parent in zip(pending, parents, strict=True)
-                   if parent is None and position < len(texts[i])]
+        pending = [i for i, parent in zip(pending, parents, strict=True) if parent is None and position < len(texts[i])]
     found = [i for i, pick in enumerate(chosen) if pick not in (MISSING, None)]
-    for start in range(0, len(found), _FINGERPRINT_BLOCK):
-        block = found[start:start + _FINGERPRINT_BLOCK]
+    for start in range(0, len(found), 512):  # 5 MB of dense float32 rows of the default fingerprint
+        block = found[start:start + 512]
         dense, _ = fingerprinter.transform([chosen[i][1].mol for i in block])
-        blobs = encode_rows(stored_values(dense, fingerprinter.binary), fingerprinter.binary)
-        for i, blob in zip(block, blobs, strict=True):
+        for i, blob in zip(block, encode_rows(stored_values(dense, fingerprinter.binary), fingerprinter.binary),
+                           strict=True):
             position, parent = chosen[i]
             flags = (parent.reduced, parent.neutralized and not parent.reduced, parent.labelled, parent.charge != 0,
                      position > 0)
             chosen[i] = (parent.key, parent.smiles, parent.formula, parent.mass, blob, flags)
     return chosen
-
-
-#: Structures fingerprinted per dense block while parsing (5 MB of float32 for the default fingerprint).
-_FINGERPRINT_BLOCK = 512
 
 
 def _parsed_chunks(rows, structure_columns, fingerprinter, n_jobs):
