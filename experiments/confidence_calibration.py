@@ -64,6 +64,7 @@ from iokr.apps.metabolites import (
     decoy_lists,
     decoy_store,
     expected_calibration_error,
+    fit_calibration_on_lists,
     fold_ids,
     formula_candidate_sets,
     has_isomer,
@@ -74,7 +75,6 @@ from iokr.apps.metabolites import (
     training_set,
 )
 from iokr.apps.metabolites.defaults import DEFAULT_FINGERPRINT, DEFAULT_PARAMS
-from iokr.apps.metabolites.model._confidence import fit_calibration_on_lists
 
 #: The app's cross-validated choice on both MassBank training sets (reports/metabolites.md), with its prior.
 PARAMS = {**DEFAULT_PARAMS, "sigma_mz": 0.001, "output_kernel": "tanimoto", "alpha": 0.1}

@@ -70,7 +70,7 @@ _STUDY = {
     "read_decoy_table": "candidates._decoys", "decoy_store": "candidates._decoys",
     "decoy_list_scores": "selection._calibration_examples", "has_isomer": "selection._calibration_examples",
     "training_list_examples": "selection._calibration_examples", "fit_calibration": "model._confidence",
-    "top_hit_features": "model._confidence",
+    "top_hit_features": "model._confidence", "fit_calibration_on_lists": "model._confidence",
     "TrainingSet": "selection._pipeline", "cross_validate_refit": "selection._pipeline",
     "evaluate_lists": "evaluation._evaluation", "topk_percentages": "evaluation._evaluation",
     "cross_validate": "selection._pipeline", "training_set": "selection._pipeline", "fold_ids": "selection._pipeline",
