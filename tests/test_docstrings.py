@@ -1,5 +1,6 @@
-"""numpydoc validation of the public API: every name exported by ``iokr`` and every public method or property
-defined in iokr (methods inherited from scikit-learn keep scikit-learn's docstrings and are not checked here).
+"""numpydoc validation of the public API: every name exported by ``iokr`` and by the metabolite app
+(``iokr.apps.metabolites.__all__``), and every public method or property defined in iokr (methods inherited from
+scikit-learn keep scikit-learn's docstrings and are not checked here).
 
 Ignored error codes, for every object:
 
@@ -20,24 +21,25 @@ section with descriptions where a function returns (RT01, RT03), summaries that 
 and end with a period in the imperative mood (SS01-SS06), known section names and order (GL03-GL10).
 """
 
+import importlib
+import importlib.util
 import inspect
 
 import pytest
-
-import iokr
 
 numpydoc_validate = pytest.importorskip("numpydoc.validate")
 
 IGNORED = {"ES01", "SA01", "EX01", "RT02", "GL01", "GL02"}
 
 
-def _public_names():
+def _public_names(module_name):
+    module = importlib.import_module(module_name)
     names = []
-    for name in iokr.__all__:
-        obj = getattr(iokr, name)
+    for name in module.__all__:
+        obj = getattr(module, name)
         if not (inspect.isclass(obj) or inspect.isfunction(obj)):
-            continue  # __version__
-        names.append(f"iokr.{name}")
+            continue  # __version__, column tuples, defaults
+        names.append(f"{module_name}.{name}")
         if inspect.isclass(obj):
             for attr in sorted(dir(obj)):
                 if attr.startswith("_"):
@@ -48,20 +50,87 @@ def _public_names():
                     continue
                 if not getattr(target, "__module__", "").startswith("iokr"):
                     continue  # inherited from scikit-learn (get_params, set_params, ...)
-                names.append(f"iokr.{name}.{attr}")
+                names.append(f"{module_name}.{name}.{attr}")
     return names
 
 
-PUBLIC_NAMES = _public_names()
+PUBLIC_NAMES = _public_names("iokr")
+
+#: The metabolite app's optional dependencies: its other tests skip without them, and so does its part here.
+APP_MISSING = [name for name in ("rdkit", "matchms") if importlib.util.find_spec(name) is None]
+APP_SKIP_REASON = f"the metabolite app needs {' and '.join(APP_MISSING)} (pip install 'iokr[chem]')"
+APP_NAMES = [] if APP_MISSING else _public_names("iokr.apps.metabolites")
+
+#: App names that still fail, all in files the session's other branches own (idx: _shard_build.py,
+#: chemistry/_fingerprints.py, the parse side of _database.py; scan: _sharded_database.py, the lookup side of
+#: _database.py; calib: exporting/_report_page.py); their docstrings are fixed once those branches are merged.
+#: Each is xfail(strict=True): fixing one makes it XPASS, which fails until the name is removed here, so this set
+#: only shrinks.
+PENDING_APP_DOCSTRINGS = {
+    # candidates/_shard_build.py (idx)
+    "iokr.apps.metabolites.build_store",
+    # chemistry/_fingerprints.py (idx)
+    "iokr.apps.metabolites.Fingerprinter.pack",
+    "iokr.apps.metabolites.Fingerprinter.params",
+    "iokr.apps.metabolites.Fingerprinter.transform",
+    "iokr.apps.metabolites.inchikey",
+    "iokr.apps.metabolites.parse_structure",
+    # candidates/_database.py (idx and scan)
+    "iokr.apps.metabolites.StructureDatabase",
+    "iokr.apps.metabolites.StructureDatabase.build",
+    "iokr.apps.metabolites.StructureDatabase.by_formula",
+    "iokr.apps.metabolites.StructureDatabase.by_mass",
+    "iokr.apps.metabolites.StructureDatabase.close",
+    "iokr.apps.metabolites.StructureDatabase.fingerprints",
+    "iokr.apps.metabolites.StructureDatabase.formulas",
+    "iokr.apps.metabolites.StructureDatabase.records",
+    # candidates/_sharded_database.py (scan)
+    "iokr.apps.metabolites.ShardedStructureDatabase.by_formula",
+    "iokr.apps.metabolites.ShardedStructureDatabase.by_mass",
+    "iokr.apps.metabolites.ShardedStructureDatabase.close",
+    "iokr.apps.metabolites.ShardedStructureDatabase.fingerprints",
+    "iokr.apps.metabolites.ShardedStructureDatabase.formulas",
+    "iokr.apps.metabolites.ShardedStructureDatabase.is_store",
+    "iokr.apps.metabolites.ShardedStructureDatabase.records",
+    "iokr.apps.metabolites.ShardedStructureDatabase.shard",
+    # exporting/_report_page.py (calib)
+    "iokr.apps.metabolites.ReportCandidates.add",
+    "iokr.apps.metabolites.ReportCandidates.of",
+    "iokr.apps.metabolites.report_html",
+}
+
+
+def _app_params():
+    if APP_MISSING:
+        return [pytest.param("iokr.apps.metabolites", marks=pytest.mark.skip(reason=APP_SKIP_REASON))]
+    return [pytest.param(name, marks=pytest.mark.xfail(strict=True, reason="pending: PENDING_APP_DOCSTRINGS"))
+            if name in PENDING_APP_DOCSTRINGS else name for name in APP_NAMES]
 
 
 def test_public_api_is_covered():
     assert len(PUBLIC_NAMES) > 80 and "iokr.IOKR.fit" in PUBLIC_NAMES and "iokr.CandidateFile.shape" in PUBLIC_NAMES
 
 
-@pytest.mark.parametrize("name", PUBLIC_NAMES)
-def test_docstring(name):
+@pytest.mark.skipif(bool(APP_MISSING), reason=APP_SKIP_REASON)
+def test_app_api_is_covered():
+    assert len(APP_NAMES) > 150 and "iokr.apps.metabolites.MetaboliteIdentifier.fit" in APP_NAMES
+    assert "iokr.apps.metabolites.Spectra.shape" in APP_NAMES  # properties too
+    assert "iokr.apps.metabolites.PeakProductKernel.diag" in APP_NAMES  # methods inherited from iokr.Kernel too
+    assert set(APP_NAMES) >= PENDING_APP_DOCSTRINGS  # a renamed or removed name leaves the set
+
+
+def _check(name):
     result = numpydoc_validate.validate(name)
     errors = [(code, message) for code, message in result["errors"] if code not in IGNORED]
     assert not errors, f"{name} ({result['file']}:{result['file_line']}):\n" + "\n".join(
         f"  {code}: {message}" for code, message in errors)
+
+
+@pytest.mark.parametrize("name", PUBLIC_NAMES)
+def test_docstring(name):
+    _check(name)
+
+
+@pytest.mark.parametrize("name", _app_params())
+def test_app_docstring(name):
+    _check(name)

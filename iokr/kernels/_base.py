@@ -90,11 +90,38 @@ class Kernel(BaseEstimator):
         return out
 
     def diag(self, A):
-        """Diagonal ``k(a_i, a_i)`` without forming ``K(A, A)``; shape (n_a,)."""
+        """Evaluate the diagonal ``k(a_i, a_i)`` without forming ``K(A, A)``.
+
+        Parameters
+        ----------
+        A : array-like of shape (n_a, n_features)
+            Inputs as the user passes them, checked and converted by :meth:`validate`.
+
+        Returns
+        -------
+        diag : ndarray of shape (n_a,)
+            ``k(a_i, a_i)`` for every row of ``A``.
+        """
         return self.compute_diag(self.validate(A, "A"))
 
     def features(self, A):
-        """Explicit feature map ``(n_a, n_features_out)``, for kernels with ``has_explicit_features``."""
+        """Map the inputs to the explicit feature space, for kernels with ``has_explicit_features``.
+
+        Parameters
+        ----------
+        A : array-like of shape (n_a, n_features)
+            Inputs as the user passes them (the whole block at once: feature maps are not chunked here).
+
+        Returns
+        -------
+        F : ndarray of shape (n_a, n_features_out)
+            Feature rows with ``K(A, B) = F(A) F(B)^T``.
+
+        Raises
+        ------
+        NotImplementedError
+            When the kernel has no explicit finite feature map.
+        """
         return self.compute_features(self.validate(A, "A"))
 
     # -- extension methods (override these) ------------------------------------------------------------------
@@ -116,7 +143,20 @@ class Kernel(BaseEstimator):
         return check_array_2d(X, name)
 
     def check_compatible(self, A, B):
-        """Raise a ValueError unless validated ``A`` and ``B`` describe the same feature space."""
+        """Raise a ValueError unless validated ``A`` and ``B`` describe the same feature space.
+
+        Parameters
+        ----------
+        A : ndarray of shape (n_a, n_features)
+            Validated first side.
+        B : ndarray of shape (n_b, n_features)
+            Validated second side.
+
+        Raises
+        ------
+        ValueError
+            When ``A`` and ``B`` have different numbers of columns.
+        """
         if A.shape[1] != B.shape[1]:
             raise ValueError(
                 f"{type(self).__name__}: 'A' has {A.shape[1]} features but 'B' has {B.shape[1]}; "
@@ -124,19 +164,53 @@ class Kernel(BaseEstimator):
             )
 
     def compute(self, A, B):
-        """Dense block ``K[i, j] = k(a_i, b_j)`` of validated inputs, shape (n_a, n_b).
+        """Compute the dense block ``K[i, j] = k(a_i, b_j)`` of validated inputs.
 
         May allocate ``temporaries_per_entry`` extra arrays of the block's size; the result may be a fresh array
         the caller owns (wrappers scale it in place).
+
+        Parameters
+        ----------
+        A : ndarray of shape (n_a, n_features)
+            Validated first side (the result of :meth:`validate`).
+        B : ndarray of shape (n_b, n_features)
+            Validated second side.
+
+        Returns
+        -------
+        K : ndarray of shape (n_a, n_b)
+            The kernel block.
         """
         raise NotImplementedError(f"{type(self).__name__} must implement compute(A, B).")
 
     def compute_diag(self, A):
-        """Diagonal ``k(a_i, a_i)`` of validated inputs, shape (n_a,), without forming the block."""
+        """Compute the diagonal ``k(a_i, a_i)`` of validated inputs without forming the block.
+
+        Parameters
+        ----------
+        A : ndarray of shape (n_a, n_features)
+            Validated inputs (the result of :meth:`validate`), possibly one row chunk of the user's.
+
+        Returns
+        -------
+        diag : ndarray of shape (n_a,)
+            ``k(a_i, a_i)`` for every row of ``A``.
+        """
         raise NotImplementedError(f"{type(self).__name__} must implement compute_diag(A).")
 
     def compute_features(self, A):
-        """Explicit feature map of validated inputs, shape (n_a, n_features_out); see ``has_explicit_features``."""
+        """Compute the explicit feature map of validated inputs; see ``has_explicit_features``.
+
+        Parameters
+        ----------
+        A : ndarray of shape (n_a, n_features)
+            Validated inputs (the result of :meth:`validate`).
+
+        Returns
+        -------
+        F : ndarray of shape (n_a, n_features_out)
+            Feature rows with ``K(A, B) = F(A) F(B)^T``.
+        """
         raise NotImplementedError(f"{type(self).__name__} has no explicit finite feature map.")
 
 

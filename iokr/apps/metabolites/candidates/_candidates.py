@@ -45,10 +45,12 @@ _STRUCTURE_COLUMNS = ("id1", "inchi", "smiles", "structure")
 class CandidateList:
     """One query's candidates after parsing and merging duplicates.
 
-    Attributes
+    Parameters
     ----------
     name : str
+        File name of the list.
     formula : str or None
+        Molecular formula from the list's name, else of its first candidate; None for an empty unnamed list.
     true_key : str or None
         InChIKey of the true structure when the list name carries it.
     structures : list of str
@@ -58,6 +60,7 @@ class CandidateList:
     scores : ndarray of shape (n_unique,) or None
         Published scores (maximum over merged duplicates).
     n_rows, n_unparsable, n_duplicates : int
+        Rows read; rows whose structure RDKit rejects; rows merged into an earlier candidate of the same key.
     n_missing : int
         Rows without a structure ('N/A', 'nan', blank), not counted as unparsable.
     """
@@ -220,6 +223,7 @@ def read_candidate_lists(path, store=None, progress=None, *, sources=None):
     Returns
     -------
     lists : list of CandidateList
+        One per list file, in the order read (files of a folder or an archive sorted by name).
     """
     store = CandidateStore() if store is None else store
     out = []
@@ -327,8 +331,15 @@ class CandidateStore:
     def attach_cache(self, path):
         """Use a fingerprint cache written by :func:`export_fingerprint_cache` before parsing new structures.
 
-        Returns the number of cached structures (0, and nothing attached, when the cache holds other fingerprint
-        parameters).
+        Parameters
+        ----------
+        path : str or Path
+            The cache file (``.npz``).
+
+        Returns
+        -------
+        n_cached : int
+            Structures in the cache; 0, and nothing attached, when it holds other fingerprint parameters.
         """
         data = read_npz(path, what="Fingerprint cache")
         missing = [k for k in CACHE_MEMBERS if k not in data]
@@ -383,7 +394,13 @@ class CandidateStore:
 
     @_store_errors
     def add(self, structures):
-        """Parse and fingerprint the structures not cached yet."""
+        """Parse and fingerprint the structures not stored yet.
+
+        Parameters
+        ----------
+        structures : iterable of str
+            InChI or SMILES texts (other values are skipped); texts RDKit rejects are stored as rejected.
+        """
         unique = list(dict.fromkeys(s for s in structures if isinstance(s, str)))
         known = set()
         for start in range(0, len(unique), 900):
@@ -422,26 +439,72 @@ class CandidateStore:
         return [found.get(s) if isinstance(s, str) else None for s in structures]
 
     def keys_for(self, structures):
-        """First InChIKey block and parse status per structure (``None`` / False when RDKit rejects it)."""
+        """Return the first InChIKey block and the parse status of each structure (parsed first when new).
+
+        Parameters
+        ----------
+        structures : sequence of str or None
+            InChI or SMILES texts (None for a row without a structure).
+
+        Returns
+        -------
+        keys : list of str or None
+            First InChIKey block of each structure's parent; None when RDKit rejects it.
+        ok : ndarray of bool, shape (n_structures,)
+            Whether each structure was parsed.
+        """
         rows = self._fetch(structures, ("ok", "key14"))
         ok = np.array([bool(r and r[0]) for r in rows], dtype=bool)
         return [r[1] if r and r[0] else None for r in rows], ok
 
     def formula_of(self, structure):
+        """Return the formula of one structure's parent (see :meth:`formulas_for`).
+
+        Parameters
+        ----------
+        structure : str
+            InChI or SMILES text.
+
+        Returns
+        -------
+        formula : str or None
+            None when RDKit rejects the structure.
+        """
         rows = self._fetch([structure], ("formula",))
         return rows[0][0] if rows[0] else None
 
     def formulas_for(self, structures):
-        """Formula of each structure's parent (:func:`~._structures.parent_of`: salts reduced, labelled atoms apart,
-        ``C4H8D3N5``); ``None`` when RDKit rejects it."""
+        """Return the formula of each structure's parent.
+
+        Parameters
+        ----------
+        structures : sequence of str or None
+            InChI or SMILES texts; new ones are parsed and stored first.
+
+        Returns
+        -------
+        formulas : list of str or None
+            Formula of each parent (:func:`~._structures.parent_of`: salts reduced, labelled atoms apart,
+            ``C4H8D3N5``); None when RDKit rejects the structure.
+        """
         rows = self._fetch(structures, ("ok", "formula"))
         return [r[1] if r and r[0] else None for r in rows]
 
     def fingerprints(self, structures, compact=False):
-        """Cached fingerprints, shape (n, n_features) float32 (zero rows for rejected structures).
+        """Return the fingerprint of each structure.
 
-        ``compact``: the stored bytes, read as float32 row blocks (:class:`~iokr.decoding.CountFeatures` or
-        :class:`~iokr.decoding.PackedBinaryFeatures`), for candidate pools a quarter of the float32 size or less.
+        Parameters
+        ----------
+        structures : sequence of str or None
+            InChI or SMILES texts; new ones are parsed, fingerprinted and stored first.
+        compact : bool, default=False
+            Return the stored bytes, read as float32 row blocks, for candidate pools a quarter of the float32
+            size or less.
+
+        Returns
+        -------
+        fingerprints : ndarray of float32, CountFeatures or PackedBinaryFeatures of shape (n_structures, n_features)
+            One row per structure, zeros for structures RDKit rejects; row blocks with ``compact``.
         """
         rows = self._fetch(structures, ("ok", "fp"))
         n = self.fingerprinter.n_features
@@ -450,7 +513,22 @@ class CandidateStore:
 
     @_store_errors
     def by_formula(self, formula):
-        """Unique structures (by first InChIKey block) with this formula: ``(keys, texts, fingerprints)``."""
+        """Return the stored structures of a formula, one per first InChIKey block.
+
+        Parameters
+        ----------
+        formula : str
+            Molecular formula (as :meth:`formulas_for` gives it).
+
+        Returns
+        -------
+        keys : list of str
+            First InChIKey blocks, sorted.
+        texts : list of str
+            The first input text (in sort order) of each key.
+        fingerprints : ndarray of float32, shape (n_keys, n_features)
+            Their fingerprints.
+        """
         found = self._select("formula = ? AND ok = 1", (formula,), "ORDER BY key14, text")
         strays = [r[0] for r in found if r[4] != formula or r[1] != 1]  # brought by a damaged index entry
         if strays:
@@ -466,6 +544,13 @@ class CandidateStore:
 
     @_store_errors
     def formulas(self):
+        """Return the distinct formulas of the parsed structures stored.
+
+        Returns
+        -------
+        formulas : list of str
+            In no particular order.
+        """
         return [r[0] for r in self.db.execute("SELECT DISTINCT formula FROM structures WHERE ok = 1")]
 
     @_store_errors
@@ -473,6 +558,7 @@ class CandidateStore:
         return self.db.execute("SELECT COUNT(*) FROM structures").fetchone()[0]
 
     def close(self):
+        """Close the SQLite connection (a temporary store's file is deleted)."""
         self.db.close()
 
 

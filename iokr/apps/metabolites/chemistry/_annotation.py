@@ -75,7 +75,29 @@ class AnnotationSettings:
 
 @dataclass
 class AnnotationReport:
-    """What the annotation did: counts of spectra, fallbacks, peaks, and the time taken."""
+    """What the annotation did: counts of spectra, fallbacks, peaks, and the time taken.
+
+    :func:`annotate` fills one in; every field defaults to zero (an empty counter for ``fallbacks``).
+
+    Parameters
+    ----------
+    n_spectra : int, default=0
+        Spectra given to the annotation.
+    n_annotated_spectra : int, default=0
+        Spectra annotated (those that did not fall back).
+    fallbacks : collections.Counter, default=Counter()
+        Number of spectra per fallback reason (keys from :data:`FALLBACKS`).
+    n_peaks : int, default=0
+        Peaks of all spectra, fallback spectra included.
+    n_peaks_annotated : int, default=0
+        Peaks with at least one explanation.
+    n_peaks_above_precursor : int, default=0
+        Peaks of annotated spectra above the precursor ion's mass (left unannotated).
+    n_precursor_formulas : int, default=0
+        Distinct precursor ions (formula key and charge) whose subformulas were enumerated.
+    seconds : float, default=0.0
+        Wall-clock time of the annotation.
+    """
 
     n_spectra: int = 0
     n_annotated_spectra: int = 0
@@ -92,6 +114,14 @@ class AnnotationReport:
         return self.n_peaks_annotated / self.n_peaks if self.n_peaks else float("nan")
 
     def summary(self):
+        """Describe the counts in one line of text, for logs and reports.
+
+        Returns
+        -------
+        text : str
+            Annotated spectra and fallback reasons, explained peaks (and their share), peaks above the precursor,
+            precursor formulas and seconds.
+        """
         falls = ", ".join(f"{k}={v}" for k, v in sorted(self.fallbacks.items())) or "none"
         return (f"{self.n_annotated_spectra}/{self.n_spectra} spectra annotated (fallbacks: {falls}); "
                 f"{self.n_peaks_annotated}/{self.n_peaks} peaks explained ({100 * self.peak_share:.1f} %), "
@@ -199,7 +229,29 @@ def _adduct_counts(text):
 
 
 def precursor_ion(formula, adduct):
-    """Element counts (in :data:`SYMBOLS` order) and charge of the precursor ion, or a :class:`_Fallback`."""
+    """Compute the element counts and charge of the precursor ion of a neutral formula and a precursor type.
+
+    Parameters
+    ----------
+    formula : str or None
+        Neutral molecular formula of the structure (``"C6H12O6"``).
+    adduct : str
+        Precursor type (``"[M+H]+"``, ``"[2M+Na]+"``, ...).
+
+    Returns
+    -------
+    counts : ndarray of int64, shape (n_elements,)
+        Element counts of the ion, in :data:`SYMBOLS` order.
+    charge : int
+        Charge of the ion, +1 or -1.
+
+    Raises
+    ------
+    _Fallback
+        With its reason (one of :data:`FALLBACKS`: ``"no_formula"``, ``"bad_formula"``, ``"charged_formula"``,
+        ``"bad_adduct"``, ``"unsupported_charge"``, ``"unsupported_element"``, ``"too_large"``) when the ion
+        cannot be annotated.
+    """
     if not formula:
         raise _Fallback("no_formula")
     try:
@@ -315,6 +367,7 @@ def annotate(spectra, settings=None):
     spectra : Spectra
         Metadata ``inchi`` / ``formula`` give the structure's formula, ``adduct`` the precursor type.
     settings : AnnotationSettings, optional
+        Tolerances and limits; ``AnnotationSettings()`` (its defaults) when omitted.
 
     Returns
     -------

@@ -86,21 +86,43 @@ def format_formula(counts, charge=0):
 
 
 def canonical_formula(text):
-    """The Hill form of a formula written in any element order (``C19H23N2Cl`` -> ``C19H23ClN2``).
+    """Rewrite a formula given in any element order in its canonical Hill form.
+
+    Parameters
+    ----------
+    text : str
+        Molecular formula in any element order, optionally charged (``"[C5H14NO]+"``; see :func:`parse_formula`).
+
+    Returns
+    -------
+    formula : str
+        Hill order (``C19H23N2Cl`` -> ``C19H23ClN2``), the charge as RDKit writes it (``+``, ``-``, ``+2``).
 
     Raises
     ------
     FormulaError
+        When ``text`` is not a formula of supported elements.
     """
     return format_formula(*parse_formula(text))
 
 
 def monoisotopic_mass(text):
-    """Monoisotopic mass (Da) of a formula; for a charged formula the mass of the ion (electrons counted).
+    """Compute the monoisotopic mass of a formula.
+
+    Parameters
+    ----------
+    text : str
+        Molecular formula of a neutral molecule or of an ion (see :func:`parse_formula`).
+
+    Returns
+    -------
+    mass : float
+        Monoisotopic mass (Da); for a charged formula the mass of the ion (electrons counted).
 
     Raises
     ------
     FormulaError
+        When ``text`` is not a formula, or holds an element without a mass in :data:`ELEMENT_MASSES`.
     """
     counts, charge = parse_formula(text)
     return sum(ELEMENT_MASSES[e] * n for e, n in counts.items()) - charge * ELECTRON_MASS

@@ -96,6 +96,7 @@ def write_identify_files(results, folder, *, report=None):
     Parameters
     ----------
     results : IdentifyResults
+        The run's identifications, parameters and spectra (and candidates, for ``report=True``).
     folder : Path
         An existing folder (``structure_candidates.tsv`` is written by :class:`CandidateTableWriter` or
         :func:`write_identify_folder`).
@@ -106,6 +107,7 @@ def write_identify_files(results, folder, *, report=None):
     Returns
     -------
     written : list of Path
+        The files written, in that order.
 
     Raises
     ------

@@ -61,6 +61,7 @@ def read_massbank_jsonl(path, *, require_precursor=True, require_structure=False
     Parameters
     ----------
     path : str or Path
+        The JSONL file, optionally gzipped.
     require_precursor : bool, default=True
         Skip records without a numeric positive ``precursor_mz``.
     require_structure : bool, default=False
@@ -359,6 +360,7 @@ def read_spectra(path, *, require_precursor=True, require_structure=False, keep_
     Parameters
     ----------
     path : str or Path
+        The spectra file.
     require_precursor : bool, default=True
         Skip records without a positive precursor m/z.
     require_structure : bool, default=False
@@ -380,6 +382,7 @@ def read_spectra(path, *, require_precursor=True, require_structure=False, keep_
         ``scan=N``), ``title``, ``spectrum_id``, ``native_id`` and the raw precursor ion ``adduct`` (with
         ``adduct_source="name"`` when read from a GNPS name), ``ion_mode``, ``charge``.
     report : ReadReport
+        Records read, skipped (per reason) and recovered or flagged.
 
     Raises
     ------

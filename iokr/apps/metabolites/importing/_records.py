@@ -52,25 +52,54 @@ class ReadReport:
         self.fields = set()
 
     def note(self, kind, n=1):
-        """Count ``n`` records read with ``kind`` recovered or flagged."""
+        """Count ``n`` records read with ``kind`` recovered or flagged.
+
+        Parameters
+        ----------
+        kind : str
+            What was recovered or flagged (a key of :attr:`notes`).
+        n : int, default=1
+            Records concerned; 0 adds nothing.
+        """
         if n:
             self.notes[kind] = self.notes.get(kind, 0) + n
 
     def see_fields(self, names):
-        """Remember the field names of a record (bounded by :attr:`MAX_FIELDS`)."""
+        """Remember the field names of a record (bounded by :attr:`MAX_FIELDS`).
+
+        Parameters
+        ----------
+        names : collection of str
+            The record's field names (a dict's keys are enough).
+        """
         if len(self.fields) < self.MAX_FIELDS:  # one set update per record while small: this runs for every record
             self.fields.update(names if len(names) <= self.MAX_FIELDS else list(names)[:self.MAX_FIELDS])
 
     def skip(self, record, reason):
-        """Count ``record`` (an id) as skipped for ``reason``; keep its id among the first ``MAX_EXAMPLES``."""
+        """Count a record as skipped and keep its id if it is among the first :attr:`MAX_EXAMPLES`.
+
+        Parameters
+        ----------
+        record : str
+            The record's id (accession, title or line).
+        reason : str
+            Why it was skipped (a key of :attr:`counts`).
+        """
         self.n_skipped += 1
         self.counts[reason] = self.counts.get(reason, 0) + 1
         if len(self.skipped) < self.MAX_EXAMPLES:
             self.skipped.append((record, reason))
 
     def summary(self):
-        """One line: ``"<n> spectra read, <m> skipped (<count> <reason>, ...)"``, reasons in alphabetical order,
-        then ``"; <count> <note>, ..."`` for what was recovered or flagged, and why nothing was read."""
+        """Describe the read in one line of text.
+
+        Returns
+        -------
+        line : str
+            ``"<n> spectra read, <m> skipped (<count> <reason>, ...)"``, reasons in alphabetical order (with a
+            remark when MS1 or MS3 records were skipped), then ``"; <count> <note>, ..."`` for what was recovered
+            or flagged.
+        """
         line = f"{self.n_read} spectra read"
         if self.n_skipped:
             detail = ", ".join(f"{n} {r}" for r, n in sorted(self.counts.items()))

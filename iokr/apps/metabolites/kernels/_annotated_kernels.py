@@ -85,6 +85,7 @@ class FormulaTokenKernel(SpectrumKernel):
     power : float, default=0.5
         Intensity exponent (0.5 damps dominant peaks, as the binned kernel does).
     explanations : {"best", "all"}, default="best"
+        How a peak's weight goes to its explanations: all to the best one, or shared equally (``c_p`` above).
     ppm, abs_tolerance : float, default=10.0, 0.002
         Annotation tolerances (:class:`~._annotation.AnnotationSettings`).
 
@@ -114,19 +115,55 @@ class FormulaTokenKernel(SpectrumKernel):
                                   abs_tolerance=check_positive_scalar(self.abs_tolerance, "abs_tolerance", owner))
 
     def annotation(self, spectra):
-        """The :class:`~._annotation.Annotation` of ``spectra`` under this kernel's tolerances (computed once per
-        Spectra object)."""
+        """Annotate ``spectra`` under this kernel's tolerances, once per Spectra object and settings.
+
+        Parameters
+        ----------
+        spectra : Spectra
+            Spectra to annotate (metadata ``inchi`` / ``formula`` and ``adduct``, see :func:`annotate`).
+
+        Returns
+        -------
+        annotation : Annotation
+            The explanations of every peak, shared through a cache with every later call on the same object.
+        """
         return cached_annotation(self.validate(spectra, "spectra"), self._settings())
 
     def annotation_report(self, spectra):
-        """The :class:`~._annotation.AnnotationReport` of ``spectra`` under this kernel's tolerances."""
+        """Report what the annotation of ``spectra`` under this kernel's tolerances did.
+
+        Parameters
+        ----------
+        spectra : Spectra
+            Spectra to annotate (cached as in :meth:`annotation`).
+
+        Returns
+        -------
+        report : AnnotationReport
+            Counts of annotated spectra, fallbacks and explained peaks.
+        """
         return self.annotation(spectra).report
 
     def token_weights(self, spectra):
-        """``(spectrum index, token key, weight)`` of every token occurrence (equal tokens not yet added).
+        """Compute every token occurrence of ``spectra`` with its weight (equal tokens not yet added).
 
         Computed once per Spectra object and token setting (read-only arrays): the training side of every test
-        block reuses them."""
+        block reuses them.
+
+        Parameters
+        ----------
+        spectra : Spectra
+            Spectra to tokenize (annotated first, see :meth:`annotation`).
+
+        Returns
+        -------
+        spec : ndarray of int, shape (n_tokens,)
+            Spectrum index of each occurrence, non-decreasing.
+        keys : ndarray of int64, shape (n_tokens,)
+            Formula key of each token (fragment, loss or pair-loss formula).
+        weight : ndarray of shape (n_tokens,)
+            Its weight ``c_p i_p ** power`` (``sqrt(w_a w_b)`` for ``"pair_losses"``).
+        """
         settings = self._settings()
         per_object = _CACHE.setdefault(spectra, {})
         key = (settings, self.tokens, float(self.power), self.explanations)
@@ -159,8 +196,20 @@ class FormulaTokenKernel(SpectrumKernel):
         return spec[keep], keys[keep], weight[keep]
 
     def sparse_features(self, spectra, vocabulary):
-        """CSR matrix (n_spectra, len(vocabulary)) of token weights; tokens outside the sorted ``vocabulary``
-        are dropped."""
+        """Count the token weights of ``spectra`` over a fixed vocabulary of tokens.
+
+        Parameters
+        ----------
+        spectra : Spectra
+            Spectra to tokenize (see :meth:`token_weights`).
+        vocabulary : ndarray of int64, shape (n_vocabulary,)
+            Sorted, distinct formula keys: the columns. Tokens outside it are dropped.
+
+        Returns
+        -------
+        F : scipy.sparse.csr_matrix of shape (n_spectra, n_vocabulary)
+            Summed weights of each spectrum's tokens per column.
+        """
         spec, keys, weight = self.token_weights(spectra)
         col = np.searchsorted(vocabulary, keys)
         col = np.minimum(col, max(vocabulary.size - 1, 0))
@@ -179,8 +228,34 @@ class FormulaTokenKernel(SpectrumKernel):
         return sparse_gram(FA, FA if B is A else self.sparse_features(B, vocabulary), working_memory)
 
     def compute(self, A, B):
+        """Compute the block ``K(A, B)``, the same as calling the kernel (which checks both sides again).
+
+        Parameters
+        ----------
+        A : Spectra
+            First side, n_a spectra; its tokens are the vocabulary (tokens absent from ``A`` add nothing).
+        B : Spectra
+            Second side, n_b spectra, annotated and tokenized like ``A``.
+
+        Returns
+        -------
+        K : ndarray of shape (n_a, n_b)
+            Unnormalized inner products of the token weight vectors, float64.
+        """
         return self(A, B)
 
     def compute_diag(self, A):
+        """Compute the squared norms ``k(a, a)`` of the token weight vectors.
+
+        Parameters
+        ----------
+        A : Spectra
+            Spectra, n_a of them, annotated under this kernel's tolerances.
+
+        Returns
+        -------
+        diag : ndarray of shape (n_a,)
+            Unnormalized ``k(a, a)``; 0 for a spectrum without tokens (a fallback of the annotation).
+        """
         A = self.validate(A, "A")
         return sparse_sq_norms(self.sparse_features(A, np.unique(self.token_weights(A)[1])))

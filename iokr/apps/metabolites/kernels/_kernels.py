@@ -83,11 +83,39 @@ class SpectrumKernel(Kernel):
     """Base of kernels on :class:`Spectra` (not on 2-D arrays): the input checks of every spectrum kernel."""
 
     def validate(self, X, name):
+        """Check that one side's inputs are a :class:`Spectra` object; spectra are passed on unchanged.
+
+        Parameters
+        ----------
+        X : Spectra
+            Inputs as the user passes them.
+        name : str
+            Parameter name used in the error message.
+
+        Returns
+        -------
+        X : Spectra
+            The same object.
+
+        Raises
+        ------
+        TypeError
+            When ``X`` is not a :class:`Spectra` object.
+        """
         if not isinstance(X, Spectra):
             raise TypeError(f"{type(self).__name__} works on Spectra objects; '{name}' is {type(X).__name__}.")
         return X
 
     def check_compatible(self, A, B):
+        """Accept any two :class:`Spectra`: spectra of any number of peaks and any m/z range are comparable.
+
+        Parameters
+        ----------
+        A : Spectra
+            Validated first side.
+        B : Spectra
+            Validated second side.
+        """
         pass
 
 
@@ -102,7 +130,7 @@ class PeakProductKernel(SpectrumKernel):
     Parameters
     ----------
     sigma_mz : float, default=0.005
-        m/z width (Da).
+        Standard deviation of each peak's Gaussian along m/z (Da).
     sigma_intensity : float or None, default=0.25
         Intensity width (intensities are relative, in [0, 1]). ``None`` replaces the intensity Gaussian by the
         product of intensities ``i_p i_q`` (also positive semidefinite).
@@ -155,10 +183,36 @@ class PeakProductKernel(SpectrumKernel):
         return out
 
     def compute(self, A, B):
+        """Compute the block ``K(A, B)``, the same as calling the kernel (which checks both sides again).
+
+        Parameters
+        ----------
+        A : Spectra
+            First side, n_a spectra: their peaks (or neutral losses), in row blocks under the memory budget.
+        B : Spectra
+            Second side, n_b spectra: their peaks sorted once by position.
+
+        Returns
+        -------
+        K : ndarray of shape (n_a, n_b)
+            Unnormalized kernel values, float64.
+        """
         return self(A, B)
 
     def compute_diag(self, A):
-        """Self-similarities: pairs within each spectrum only (peaks shifted apart per spectrum)."""
+        """Compute the self-similarities ``k(a, a)`` from the peak pairs within each spectrum only.
+
+        Parameters
+        ----------
+        A : Spectra
+            Validated spectra, n_a of them.
+
+        Returns
+        -------
+        diag : ndarray of shape (n_a,)
+            Unnormalized ``k(a, a)``, float64; 0 for a spectrum without peaks (or without neutral losses when
+            ``neutral_loss=True``).
+        """
         sigma_mz, sigma_int, half = self._params()
         pos, inten, spec = _peak_view(A, self.neutral_loss)
         if pos.size == 0:
@@ -215,7 +269,19 @@ class BinnedKernel(SpectrumKernel):
         self.neutral_loss = neutral_loss
 
     def sparse_features(self, spectra):
-        """CSR matrix (n_spectra, n_bins) of binned intensities ``intensity ** power``."""
+        """Bin the spectra into a sparse feature matrix of intensities ``intensity ** power``.
+
+        Parameters
+        ----------
+        spectra : Spectra
+            Spectra to bin (fragment m/z, or neutral losses when ``neutral_loss=True``).
+
+        Returns
+        -------
+        M : scipy.sparse.csr_matrix of shape (n_spectra, n_bins)
+            Summed ``intensity ** power`` per spectrum and bin, with ``n_bins = ceil(5000 / bin_width) + 1``;
+            positions beyond the last bin are counted in the last bin.
+        """
         width = check_positive_scalar(self.bin_width, "bin_width", type(self).__name__)
         power = check_positive_scalar(self.power, "power", type(self).__name__)
         pos, inten, spec = _peak_view(spectra, self.neutral_loss)
@@ -233,9 +299,35 @@ class BinnedKernel(SpectrumKernel):
         return sparse_gram(FA, FA if B is A else self.sparse_features(B), working_memory)
 
     def compute(self, A, B):
+        """Compute the block ``K(A, B)``, the same as calling the kernel (which checks both sides again).
+
+        Parameters
+        ----------
+        A : Spectra
+            First side, n_a spectra, binned by :meth:`sparse_features`.
+        B : Spectra
+            Second side, n_b spectra, binned the same way (once only when ``B`` is ``A``).
+
+        Returns
+        -------
+        K : ndarray of shape (n_a, n_b)
+            Unnormalized inner products of the binned spectra, float64.
+        """
         return self(A, B)
 
     def compute_diag(self, A):
+        """Compute the squared norms ``k(a, a)`` of the binned spectra.
+
+        Parameters
+        ----------
+        A : Spectra
+            Spectra, n_a of them, binned by :meth:`sparse_features`.
+
+        Returns
+        -------
+        diag : ndarray of shape (n_a,)
+            Unnormalized ``k(a, a)``; 0 for a spectrum without peaks.
+        """
         return sparse_sq_norms(self.sparse_features(self.validate(A, "A")))
 
 

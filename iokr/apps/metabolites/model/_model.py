@@ -34,10 +34,23 @@ OUTPUT_KERNELS = ("gaussian_tanimoto", "tanimoto", "linear")
 
 
 def make_spectrum_kernel(name, sigma_mz=0.005, sigma_intensity=0.25, bin_width=0.01):
-    """Base spectrum kernel by name: ``"ppk"``, ``"ppk_nl"`` (neutral losses), ``"binned"``, ``"binned_nl"``, and on
-    annotated peaks (:mod:`._annotated_kernels`) ``"fragments"`` / ``"losses"`` / ``"pair_losses"`` (shared
-    subformulas of the structure's formula; spectra without a usable formula have none and rely on the other
-    kernels)."""
+    """Return the base spectrum kernel of a given name.
+
+    Parameters
+    ----------
+    name : {"ppk", "ppk_nl", "binned", "binned_nl", "fragments", "losses", "pair_losses"}
+        :class:`PeakProductKernel` or :class:`BinnedKernel` on fragments or neutral losses (``"_nl"``), or a
+        :class:`FormulaTokenKernel` on annotated peaks: shared subformulas of the structure's formula (spectra
+        without a usable formula have none and rely on the other kernels).
+    sigma_mz, sigma_intensity, bin_width : float, default=0.005, 0.25, 0.01
+        Widths of the peak product kernels (``sigma_intensity=None``: product of intensities) and bin width of the
+        binned kernels, each unused by the other kernels.
+
+    Returns
+    -------
+    kernel : SpectrumKernel
+        The kernel, with its other parameters at their defaults.
+    """
     if name == "ppk":
         return PeakProductKernel(sigma_mz, sigma_intensity)
     if name == "ppk_nl":
@@ -90,6 +103,8 @@ class MetaboliteIdentifier(BaseEstimator):
     kernels : tuple of str, default=("ppk", "ppk_nl")
         Base spectrum kernels (see :func:`make_spectrum_kernel`), each cosine-normalized.
     weights : "alignf", "uniform" or sequence of float, default="alignf"
+        Weights of the base kernels: ALIGNF fitted to the training fingerprints, equal, or given (one non-negative
+        float per kernel with a positive sum, rescaled to sum to 1).
     alpha : float, default=0.1
         IOKR regularization.
     input_gamma : float or None, default=None
@@ -97,7 +112,9 @@ class MetaboliteIdentifier(BaseEstimator):
     sigma_mz, sigma_intensity, bin_width : float
         Parameters of the base kernels.
     output_kernel : {"gaussian_tanimoto", "tanimoto", "linear"}, default="gaussian_tanimoto"
+        Kernel on fingerprints (see :func:`make_output_kernel`).
     output_gamma : float, default=1.0
+        Width of the ``"gaussian_tanimoto"`` output kernel (unused by the others).
     prior_weight : float, default=0.0
         Weight of the structure prior added to every candidate's score: ``prior_weight`` times the mean output-kernel
         similarity of the candidate to its ``prior_neighbors`` most similar training structures (candidates that
@@ -153,12 +170,25 @@ class MetaboliteIdentifier(BaseEstimator):
         return min(working_memory_bytes(None) / 2**20, GRAM_WORKING_MEMORY)
 
     def base_grams(self, spectra, progress=None, *, storage="dense"):
-        """Normalized training Grams of the base kernels and their raw diagonals (reusable across fits).
+        """Compute the normalized training Grams of the base kernels and their raw diagonals (reusable across fits).
 
-        ``progress``, when given, is called after each kernel. ``storage="dense"`` returns the pair
-        ``(grams, diags)`` of dense Grams; ``"csr"`` and ``"file"`` return a :class:`TrainingGrams` holding each
-        Gram's exact nonzero values in memory (CSR) or in a temporary file (see :mod:`._grams`), converted as
-        soon as it is computed.
+        ``storage="dense"`` returns the pair ``(grams, diags)`` of dense Grams; ``"csr"`` and ``"file"`` return a
+        :class:`TrainingGrams` holding each Gram's exact nonzero values in memory (CSR) or in a temporary file
+        (see :mod:`._grams`), converted as soon as it is computed.
+
+        Parameters
+        ----------
+        spectra : Spectra of length n
+            Training spectra.
+        progress : callable, optional
+            Called without arguments after each base kernel.
+        storage : {"dense", "csr", "file"}, default="dense"
+            How the Grams are held.
+
+        Returns
+        -------
+        grams_and_diags : tuple (grams, diags) or TrainingGrams
+            Per base kernel, the normalized Gram (n, n) and the raw self-similarities ``k(x, x)`` (n,).
         """
         if storage not in GRAM_STORAGES:
             raise ValueError(f"The 'storage' parameter of base_grams must be one of {GRAM_STORAGES}. "
@@ -182,6 +212,7 @@ class MetaboliteIdentifier(BaseEstimator):
         Parameters
         ----------
         spectra : Spectra of length n
+            Training spectra.
         Y : ndarray of shape (n, p)
             Output fingerprints.
         base_grams : tuple (grams, diags) or TrainingGrams, optional
@@ -198,7 +229,8 @@ class MetaboliteIdentifier(BaseEstimator):
 
         Returns
         -------
-        self
+        self : MetaboliteIdentifier
+            The fitted model.
         """
         if not isinstance(spectra, Spectra):
             raise TypeError(f"'spectra' must be a Spectra object, got {type(spectra).__name__}.")
@@ -252,7 +284,9 @@ class MetaboliteIdentifier(BaseEstimator):
         Returns
         -------
         K : ndarray of shape (n, n)
+            The combined input Gram (through the input Gaussian when ``input_gamma`` is set).
         weights : ndarray of shape (n_kernels,)
+            Kernel weights, summing to 1.
         """
         self._check_params()
         grams = grams if isinstance(grams, TrainingGrams) else TrainingGrams(grams, diags)
@@ -266,8 +300,22 @@ class MetaboliteIdentifier(BaseEstimator):
         return self.combined_block(grams, weights), weights
 
     def combined_block(self, grams, weights, rows=None, cols=None):
-        """``sum_k w_k Kn_k`` (through the input Gaussian when ``input_gamma`` is set) on ``rows x cols`` of
-        :class:`TrainingGrams` (all by default)."""
+        """Combine the normalized base Grams into ``sum_k w_k Kn_k`` (input Gaussian with ``input_gamma``).
+
+        Parameters
+        ----------
+        grams : TrainingGrams
+            Normalized base Grams and raw diagonals of the training spectra.
+        weights : ndarray of shape (n_kernels,)
+            Kernel weights.
+        rows, cols : ndarray of int or slice, optional
+            Positions in ``grams`` (all by default).
+
+        Returns
+        -------
+        K : ndarray of shape (n_rows, n_cols)
+            The combined block on ``rows x cols``.
+        """
         gamma, diags = self.input_gamma, None
         if gamma is not None:
             da = self._combined_unit_diag(grams.diags, weights)
@@ -317,10 +365,22 @@ class MetaboliteIdentifier(BaseEstimator):
         return sum(w * self._unit_diag(d) for w, d in zip(weights, raw_diags, strict=True))
 
     def test_kernel(self, spectra):
-        """``(K_test_train, k(x, x))`` of the combined input kernel for query spectra.
+        """Compute the combined input kernel between query spectra and the training spectra, and its diagonal.
 
         The weighted base kernels are summed into one array as each is computed (bit-identical to summing the
         list of all of them), so one query-by-training block per kernel is never held at once.
+
+        Parameters
+        ----------
+        spectra : Spectra of length m
+            Query spectra.
+
+        Returns
+        -------
+        K : ndarray of shape (m, n_train)
+            The combined kernel between queries and training spectra.
+        diag : ndarray of shape (m,)
+            The combined kernel's ``k(x, x)`` of each query (see :meth:`finish_test_kernel`).
         """
         check_is_fitted(self, "iokr_")
         if not isinstance(spectra, Spectra):
@@ -338,16 +398,44 @@ class MetaboliteIdentifier(BaseEstimator):
         return self.finish_test_kernel(K, test_diags)
 
     def base_test_gram(self, k, spectra):
-        """Normalized Gram of base kernel ``k`` between ``spectra`` (m) and the training spectra, shape
-        (m, n_train), and the queries' unit diagonal, shape (m,)."""
+        """Compute the normalized Gram of one base kernel between query spectra and the training spectra.
+
+        Parameters
+        ----------
+        k : int
+            Position of the base kernel in ``base_kernels_``.
+        spectra : Spectra of length m
+            Query spectra.
+
+        Returns
+        -------
+        K : ndarray of shape (m, n_train)
+            Cosine-normalized kernel values (0 for a spectrum whose raw self-similarity is 0).
+        unit_diag : ndarray of shape (m,)
+            The queries' normalized self-similarities: 1.0, or 0.0 where the raw one is 0.
+        """
         K, d, _ = normalized_gram(self.base_kernels_[k], spectra, self.train_spectra_,
                                   diag_b=self.train_raw_diags_[k], working_memory=self._gram_memory())
         return K, self._unit_diag(d)
 
     def finish_test_kernel(self, K, test_unit_diags):
-        """:meth:`test_kernel`'s ``(K, diag)`` from ``K = sum_k w_k Kn_k``, the weighted sum of the normalized base
-        test Grams (shape (m, n_train); replaced, not modified, under ``input_gamma``), and the unit diagonals of
-        the queries per base kernel (list of arrays of shape (m,))."""
+        """Finish :meth:`test_kernel`'s ``(K, diag)`` from the weighted sum of the normalized base test Grams.
+
+        Parameters
+        ----------
+        K : ndarray of shape (m, n_train)
+            ``sum_k w_k Kn_k`` over the base kernels, with the fitted weights; replaced, not modified, under
+            ``input_gamma``.
+        test_unit_diags : list of ndarray of shape (m,)
+            The queries' unit diagonals, one per base kernel (:meth:`base_test_gram`).
+
+        Returns
+        -------
+        K : ndarray of shape (m, n_train)
+            The combined test kernel: ``K`` itself, or its input Gaussian when ``input_gamma`` is set.
+        diag : ndarray of shape (m,)
+            The combined kernel's ``k(x, x)``: ``sum_k w_k d_k``, or ones under ``input_gamma``.
+        """
         diag = sum(w * d for w, d in zip(self.weights_, test_unit_diags, strict=True))
         if self.input_gamma is not None:
             K = input_gaussian(K, diag, self._combined_unit_diag(self.train_raw_diags_, self.weights_),
@@ -356,25 +444,35 @@ class MetaboliteIdentifier(BaseEstimator):
         return K, diag
 
     def scoring_budget(self):
-        """Working memory (MiB) of candidate scoring, here and in the hold-out rankings of the cross-validation: the
-        model's ``working_memory`` when set, else the global budget capped at :data:`SCORING_WORKING_MEMORY`."""
+        """Return the working memory of candidate scoring, here and in the hold-out rankings of the cross-validation.
+
+        Returns
+        -------
+        budget : int or float
+            MiB: the model's ``working_memory`` when set, else the global budget capped at
+            :data:`SCORING_WORKING_MEMORY`.
+        """
         if self.working_memory is not None:
             return self.working_memory
         return min(get_config()["working_memory"], SCORING_WORKING_MEMORY)
 
     def score_sets(self, spectra, candidate_sets, *, test_kernel=None):
-        """Score of every candidate of every query (higher is better).
+        """Score every candidate of every query (higher is better).
 
         Parameters
         ----------
         spectra : Spectra of length m
+            Query spectra.
         candidate_sets : CandidateSets with m queries, or list of m arrays (n_q, p) of fingerprints
+            The candidates of each query, in the order their scores are returned.
         test_kernel : tuple, optional
             Output of :meth:`test_kernel` (to reuse it).
 
         Returns
         -------
-        scores : list of m ndarrays, each in the query's candidate order
+        scores : list of m ndarrays
+            Per query, one score per candidate (shape (n_q,)), in the query's candidate order; with
+            ``prior_weight > 0`` the structure prior term is included.
         """
         check_is_fitted(self, "iokr_")
         self._check_prior_params()
@@ -402,12 +500,14 @@ class MetaboliteIdentifier(BaseEstimator):
         return self.prior_weight * top_mean(cross, int(self.prior_neighbors))
 
     def structure_prior(self, fingerprints, n_neighbors=None, *, leave_self_out=None):
-        """Mean output-kernel similarity of each structure to its ``prior_neighbors`` most similar training
-        structures (the term ``prior_weight`` scales in :meth:`score_sets`).
+        """Compute each structure's mean output-kernel similarity to its ``prior_neighbors`` nearest training ones.
+
+        This is the structure prior that ``prior_weight`` scales in :meth:`score_sets`.
 
         Parameters
         ----------
         fingerprints : ndarray, CountFeatures or PackedBinaryFeatures of shape (n, n_output_features)
+            Fingerprints of the structures.
         n_neighbors : int or sequence of int, optional
             Instead of ``prior_neighbors`` (a sequence: one row per value, from one pass; for model selection).
         leave_self_out : array-like of bool, shape (n,), optional
@@ -418,6 +518,7 @@ class MetaboliteIdentifier(BaseEstimator):
         Returns
         -------
         prior : ndarray of shape (n,), or (len(n_neighbors), n)
+            The mean similarity per structure (one row per value of a sequence ``n_neighbors``).
         """
         check_is_fitted(self, "iokr_")
         if n_neighbors is None:

@@ -80,8 +80,29 @@ def submodel_arrays(model, fingerprinter, prefix=""):
 
 
 def save_identifier(path, model, fingerprinter, cleaning, extra=None):
-    """Write a fitted :class:`MetaboliteIdentifier` with its fingerprint and cleaning settings (a file of one
-    model; :func:`~._submodels.save_metabolite_model` writes several, one per precursor type)."""
+    """Write a fitted :class:`MetaboliteIdentifier` with its fingerprint and cleaning settings.
+
+    This writes a file of one model; :func:`~._submodels.save_metabolite_model` writes several, one per precursor
+    type.
+
+    Parameters
+    ----------
+    path : str or Path
+        Model file to write (atomically).
+    model : MetaboliteIdentifier
+        The fitted model.
+    fingerprinter : Fingerprinter
+        Fingerprint settings of its training fingerprints.
+    cleaning : Cleaning
+        Peak cleaning settings of its training spectra.
+    extra : dict, optional
+        Further JSON-serializable metadata (``extra``: cross-validation table, calibration, training counts).
+
+    Returns
+    -------
+    path : Path
+        The file written.
+    """
     arrays, meta = submodel_arrays(model, fingerprinter)
     meta = {**meta, "fingerprint": fingerprinter.params(), "cleaning": cleaning.params()}
     if extra:
@@ -102,7 +123,18 @@ def read_model(path):
 
 
 def load_fingerprinter(path):
-    """The :class:`Fingerprinter` of a model file (for indexing a structure database with its fingerprints)."""
+    """Read the fingerprint settings of a model file (for indexing a structure database with its fingerprints).
+
+    Parameters
+    ----------
+    path : str or Path
+        The model file (checked as :func:`load_identifier` checks it, not refitted).
+
+    Returns
+    -------
+    fingerprinter : Fingerprinter
+        The fingerprints the model was trained on.
+    """
     return read_model(path)[2]
 
 
@@ -112,15 +144,20 @@ def load_identifier(path, contents=None):
     Parameters
     ----------
     path : str or Path
+        A model file of one model (or of one sub-model; files of several need :func:`load_metabolite_model`).
     contents : tuple, optional
         :func:`read_model`'s result for ``path``, when already read.
 
     Returns
     -------
     model : MetaboliteIdentifier
+        The fitted identifier.
     fingerprinter : Fingerprinter
+        Its fingerprint settings.
     cleaning : Cleaning
+        Its peak cleaning settings.
     metadata : dict
+        The file's metadata (for a file of one sub-model, with that sub-model's record as ``extra``).
     """
     arrays, meta, fingerprinter = read_model(path) if contents is None else contents
     entries = meta.get("submodels")

@@ -41,7 +41,26 @@ class TrainedSubmodel:
 
 
 def save_metabolite_model(path, submodels, fingerprinter, cleaning, extra=None):
-    """Write fitted sub-models (a list of :class:`TrainedSubmodel`, distinct types) into one model file."""
+    """Write fitted sub-models, one per precursor type, into one model file.
+
+    Parameters
+    ----------
+    path : str or Path
+        Model file to write (atomically).
+    submodels : list of TrainedSubmodel
+        The fitted sub-models, of distinct precursor types; stored in this order.
+    fingerprinter : Fingerprinter
+        Fingerprint settings shared by the sub-models.
+    cleaning : Cleaning
+        Peak cleaning settings shared by the sub-models.
+    extra : dict, optional
+        Further JSON-serializable metadata of the whole file (``extra``, beside ``precursor_types``).
+
+    Returns
+    -------
+    path : Path
+        The file written.
+    """
     types = [s.precursor_type for s in submodels]
     if not types or len(set(types)) != len(types):
         raise ValueError(f"save_metabolite_model needs sub-models of distinct precursor types, got {types}")
@@ -62,6 +81,17 @@ class MetaboliteModel:
     """A model file's sub-models, refitted on first use, and the routing of queries to them.
 
     Use :func:`load_metabolite_model` to build one.
+
+    Parameters
+    ----------
+    path : str or Path
+        The model file (named in errors; sub-models are rebuilt from ``arrays``).
+    arrays : dict of str to ndarray
+        The file's arrays.
+    metadata : dict
+        The file's metadata.
+    fingerprinter : Fingerprinter
+        The file's fingerprint settings.
 
     Attributes
     ----------
@@ -106,7 +136,23 @@ class MetaboliteModel:
         return self._entries[precursor_type]
 
     def submodel(self, precursor_type):
-        """The fitted :class:`MetaboliteIdentifier` of a precursor type (rebuilt from the file on first use)."""
+        """Return the fitted :class:`MetaboliteIdentifier` of a precursor type (rebuilt from the file on first use).
+
+        Parameters
+        ----------
+        precursor_type : str
+            The type whose sub-model is wanted, one of :attr:`precursor_types` (:meth:`route` chooses it).
+
+        Returns
+        -------
+        model : MetaboliteIdentifier
+            The fitted sub-model, kept for later calls.
+
+        Raises
+        ------
+        KeyError
+            When the model has no sub-model of that type.
+        """
         entry = self._entry(precursor_type)
         key = id(entry)  # a legacy file's types share one model
         if key not in self._fitted:
@@ -115,21 +161,71 @@ class MetaboliteModel:
         return self._fitted[key]
 
     def record(self, precursor_type):
-        """A sub-model's record: its cross-validation table, calibration, training counts (``extra``)."""
+        """Return a sub-model's record: its cross-validation table, calibration, training counts (``extra``).
+
+        Parameters
+        ----------
+        precursor_type : str
+            One of :attr:`precursor_types` (the types of a file written before sub-models share one record).
+
+        Returns
+        -------
+        record : dict
+            The sub-model's ``extra`` metadata (empty when it has none).
+        """
         return self._entry(precursor_type).get("extra") or {}
 
     def calibration(self, precursor_type):
-        """The sub-model's confidence :class:`Calibration`, or None when it has none."""
+        """Return the confidence calibration of a sub-model.
+
+        Parameters
+        ----------
+        precursor_type : str
+            One of :attr:`precursor_types`; its :meth:`record` holds the calibration.
+
+        Returns
+        -------
+        calibration : Calibration or None
+            Read from the sub-model's record; None when it has none.
+        """
         data = self.record(precursor_type).get("calibration")
         return Calibration.from_dict(data) if data else None
 
     def route(self, ion, policy="refuse", adduct_text=None):
-        """Which sub-model serves a query: a :class:`~._routing.Route` (``submodel`` is its precursor type, or
-        None with the status saying why; see :mod:`._routing`)."""
+        """Choose the sub-model that serves a query (see :mod:`._routing`).
+
+        Parameters
+        ----------
+        ion : PrecursorIon
+            The query's precursor ion as its file gives it (adduct, ion mode, charge, problem).
+        policy : {"refuse", "assume"}, default="refuse"
+            What to do with a precursor type the model was not trained on: refuse the query, or rank it with the
+            sub-model of :data:`~._routing.ASSUME_MAPPING` (else the default type of its polarity).
+        adduct_text : str, optional
+            The adduct text as the file gives it (named in the detail when it cannot be read).
+
+        Returns
+        -------
+        route : Route
+            ``submodel`` is the serving precursor type, or None with ``status`` and ``detail`` saying why.
+        """
         return route_query(ion, self.precursor_types, policy, adduct_text)
 
     def describe(self, routes=()):
-        """``model_precursor_types``, the ``--adduct-policy assume`` mapping and counts per routed sub-model."""
+        """Describe the model's precursor types, its ``--adduct-policy assume`` mapping and the routed queries.
+
+        Parameters
+        ----------
+        routes : iterable of Route, default=()
+            Routes of the queries of a run (:meth:`route`).
+
+        Returns
+        -------
+        description : dict
+            ``model_precursor_types`` (list of str), ``adduct_mapping`` (the entries of
+            :data:`~._routing.ASSUME_MAPPING` this model can serve) and ``queries_per_submodel`` (routed queries
+            per precursor type, sorted by type).
+        """
         counts = Counter(r.submodel for r in routes if r.submodel is not None)
         return {"model_precursor_types": list(self.precursor_types),
                 "adduct_mapping": {k: v for k, v in ASSUME_MAPPING.items() if v in self.precursor_types},
@@ -142,8 +238,14 @@ def load_metabolite_model(path, contents=None):
     Parameters
     ----------
     path : str or Path
+        The model file.
     contents : tuple, optional
         :func:`~._persist.read_model`'s result for ``path``, when already read.
+
+    Returns
+    -------
+    model : MetaboliteModel
+        The file's sub-models (rebuilt on first use) and their routing.
     """
     arrays, meta, fingerprinter = read_model(path) if contents is None else contents
     return MetaboliteModel(path, arrays, meta, fingerprinter)

@@ -60,8 +60,22 @@ class Spectra:
     def from_peak_lists(cls, peak_lists, precursor_mz, metadata=None):
         """Build from one ``(n_peaks_i, 2)`` array of ``[m/z, intensity]`` rows per spectrum.
 
-        Peaks are sorted by m/z; non-finite or negative values raise :class:`~iokr.exceptions.IOKRDataError`
-        naming the spectrum.
+        Peaks are sorted by m/z; non-finite values, an m/z <= 0 or a negative intensity raise
+        :class:`~iokr.exceptions.IOKRDataError` naming the spectrum.
+
+        Parameters
+        ----------
+        peak_lists : sequence of array-like of shape (n_peaks_i, 2)
+            ``[m/z, intensity]`` rows of each spectrum, in any order; empty for a spectrum without peaks.
+        precursor_mz : array-like of shape (n_spectra,)
+            Precursor m/z per spectrum; ``NaN`` when unknown.
+        metadata : list of dict, optional
+            One dict per spectrum (keys of ``METADATA_KEYS``); empty dicts by default.
+
+        Returns
+        -------
+        spectra : Spectra
+            The spectra, in the order of ``peak_lists``.
         """
         arrays = []
         for i, peaks in enumerate(peak_lists):
@@ -81,6 +95,7 @@ class Spectra:
 
     @property
     def shape(self):
+        """Shape ``(n_spectra, 2)``, so the kernel machinery can treat the spectra like rows of a 2-D array."""
         return (len(self), 2)
 
     @property
@@ -89,12 +104,31 @@ class Spectra:
         return np.diff(self.offsets)
 
     def peaks(self, i):
-        """``(mz, intensity)`` views of spectrum ``i``."""
+        """Return the peaks of spectrum ``i`` as views (no copy).
+
+        Parameters
+        ----------
+        i : int
+            Spectrum index.
+
+        Returns
+        -------
+        mz : ndarray of shape (n_peaks_i,)
+            Peak m/z, ascending.
+        intensity : ndarray of shape (n_peaks_i,)
+            Intensities, in the same order.
+        """
         a, b = self.offsets[i], self.offsets[i + 1]
         return self.mz[a:b], self.intensity[a:b]
 
     def spectrum_index(self):
-        """Spectrum of every peak, shape (n_peaks,)."""
+        """Return the spectrum each peak belongs to.
+
+        Returns
+        -------
+        index : ndarray of int, shape (n_peaks,)
+            Spectrum index of every peak of ``mz`` / ``intensity``, non-decreasing.
+        """
         return np.repeat(np.arange(len(self)), self.n_peaks)
 
     def __getitem__(self, rows):
@@ -110,11 +144,28 @@ class Spectra:
                        [self.metadata[i] for i in rows])
 
     def field(self, key):
-        """Metadata ``key`` of every spectrum as a list (``None`` where missing)."""
+        """Return one metadata field of every spectrum.
+
+        Parameters
+        ----------
+        key : str
+            Metadata key (one of ``METADATA_KEYS``, or any other key the dicts hold).
+
+        Returns
+        -------
+        values : list of length n_spectra
+            The value per spectrum, ``None`` where missing.
+        """
         return [m.get(key) for m in self.metadata]
 
     def structure_keys(self):
-        """First InChIKey block (connectivity) per spectrum: the unit of structure-disjoint splits."""
+        """Return the first InChIKey block (connectivity) per spectrum: the unit of structure-disjoint splits.
+
+        Returns
+        -------
+        keys : list of str, length n_spectra
+            The first 14 characters of each ``inchikey``; ``""`` for a spectrum without one.
+        """
         return [(k or "")[:14] for k in self.field("inchikey")]
 
     def __repr__(self):
@@ -132,7 +183,18 @@ def _ranges(starts, sizes):
 
 
 def concatenate(spectra_list):
-    """One :class:`Spectra` from several."""
+    """Concatenate several :class:`Spectra` into one.
+
+    Parameters
+    ----------
+    spectra_list : sequence of Spectra
+        The collections, in order.
+
+    Returns
+    -------
+    spectra : Spectra
+        All their spectra, in the order given, with their metadata.
+    """
     offsets = [np.zeros(1, dtype=np.int64)]
     base = 0
     for s in spectra_list:
@@ -150,6 +212,7 @@ def clean_spectra(spectra, *, min_relative_intensity=0.01, max_peaks=None, remov
     Parameters
     ----------
     spectra : Spectra
+        Spectra to clean (not modified).
     min_relative_intensity : float, default=0.01
         Drop peaks below this fraction of the spectrum's most intense peak (after precursor removal).
     max_peaks : int, optional
@@ -157,6 +220,7 @@ def clean_spectra(spectra, *, min_relative_intensity=0.01, max_peaks=None, remov
     remove_precursor : bool, default=True
         Drop peaks with m/z above ``precursor_mz - precursor_tolerance`` (the precursor and anything heavier).
     precursor_tolerance : float, default=0.5
+        Margin (Da) below the precursor m/z for ``remove_precursor``.
     mz_min : float, default=0.0
         Drop peaks with lower m/z.
     sqrt_intensity : bool, default=False
@@ -208,9 +272,11 @@ def merge_spectra(spectra, groups=None, *, mz_tolerance=0.01):
     Parameters
     ----------
     spectra : Spectra
+        Spectra to merge (usually cleaned; not modified).
     groups : sequence of hashable, optional
         Group label per spectrum; ``spectra.structure_keys()`` by default.
     mz_tolerance : float, default=0.01
+        Largest m/z gap (Da) between consecutive pooled peaks of one cluster.
 
     Returns
     -------

@@ -52,7 +52,13 @@ def cache_dir():
 
 
 def default_model_path():
-    """Path of the cached ready model for this version, bundled data and training settings."""
+    """Return the path of the cached ready model for this version, bundled data and training settings.
+
+    Returns
+    -------
+    path : Path
+        ``metabolites-model-<version>-<digest>.npz`` in :func:`cache_dir` (the file may not exist yet).
+    """
     digest = hashlib.blake2b(digest_size=8)
     for spectra in ready_model_spectra():
         digest.update(Path(spectra).read_bytes())
@@ -124,8 +130,15 @@ def _cached_model_usable(path, log):
 
 
 def forget_verified_model(path):
-    """Remove a cached model and its verified stamp (found damaged when read in full): the next
-    :func:`ensure_default_model` trains it again."""
+    """Remove a cached model found damaged when read in full, and its verified stamp.
+
+    The next :func:`ensure_default_model` trains it again. Files already gone are no error.
+
+    Parameters
+    ----------
+    path : str or Path
+        The cached model file.
+    """
     for target in (_stamp_path(Path(path)), Path(path)):
         with contextlib.suppress(OSError):
             target.unlink()

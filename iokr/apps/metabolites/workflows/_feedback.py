@@ -22,6 +22,20 @@ class _Silent:
 
 
 def _noop_progress(total, label):
+    """Show no progress: the default ``progress`` of :class:`Feedback`.
+
+    Parameters
+    ----------
+    total : int or None
+        Number of steps of the stage, None when unknown (ignored).
+    label : str
+        Name of the stage (ignored).
+
+    Returns
+    -------
+    progress : context manager
+        Accepts the calls of a progress bar and does nothing.
+    """
     return _Silent()
 
 
