@@ -189,7 +189,7 @@ class Kernel(BaseEstimator):
         Parameters
         ----------
         A : ndarray of shape (n_a, n_features)
-            Validated inputs (the result of :meth:`validate`), possibly one row chunk of the user's.
+            Validated inputs (the result of :meth:`validate`); wrappers holding such inputs call this directly.
 
         Returns
         -------

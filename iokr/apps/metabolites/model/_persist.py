@@ -128,7 +128,7 @@ def load_fingerprinter(path):
     Parameters
     ----------
     path : str or Path
-        The model file (checked as :func:`load_identifier` checks it, not refitted).
+        The model file (its checksums verified; the model itself is not rebuilt).
 
     Returns
     -------
