@@ -63,7 +63,7 @@ APP_NAMES = [] if APP_MISSING else _public_names("iokr.apps.metabolites")
 
 #: App names that still fail, all in files the session's other branches own (idx: _shard_build.py,
 #: chemistry/_fingerprints.py, the parse side of _database.py; scan: _sharded_database.py, the lookup side of
-#: _database.py; calib: exporting/_report_page.py); their docstrings are fixed once those branches are merged.
+#: _database.py); their docstrings are fixed once those branches are merged.
 #: Each is xfail(strict=True): fixing one makes it XPASS, which fails until the name is removed here, so this set
 #: only shrinks.
 PENDING_APP_DOCSTRINGS = {
@@ -93,10 +93,6 @@ PENDING_APP_DOCSTRINGS = {
     "iokr.apps.metabolites.ShardedStructureDatabase.is_store",
     "iokr.apps.metabolites.ShardedStructureDatabase.records",
     "iokr.apps.metabolites.ShardedStructureDatabase.shard",
-    # exporting/_report_page.py (calib)
-    "iokr.apps.metabolites.ReportCandidates.add",
-    "iokr.apps.metabolites.ReportCandidates.of",
-    "iokr.apps.metabolites.report_html",
 }
 
 

@@ -49,7 +49,14 @@ class ReportCandidates:
         self.by_query = {}
 
     def add(self, row):
-        """Keep one candidate row (a dict with ``query_id``, ``rank`` and :data:`CANDIDATE_FIELDS`)."""
+        """Keep one candidate row.
+
+        Parameters
+        ----------
+        row : dict
+            A row of ``structure_candidates.tsv``: ``query_id``, ``rank`` and :data:`CANDIDATE_FIELDS` (missing or
+            empty fields kept as ``""``).
+        """
         kept = (int(row["rank"]), *(str(row.get(name, "") or "") for name in CANDIDATE_FIELDS))
         self.by_query.setdefault(str(row["query_id"]), []).append(kept)
 
@@ -57,7 +64,18 @@ class ReportCandidates:
 
     @classmethod
     def of(cls, rows):
-        """The report's view of candidate rows already collected (a list of dicts)."""
+        """Build the report's view of candidate rows already collected.
+
+        Parameters
+        ----------
+        rows : iterable of dict
+            Rows of ``structure_candidates.tsv`` (see :meth:`add`).
+
+        Returns
+        -------
+        kept : ReportCandidates
+            The rows, kept per query.
+        """
         kept = cls()
         for row in rows:
             kept.add(row)
@@ -113,6 +131,7 @@ def report_html(identifications, candidates, spectra, parameters=None, *, drawer
     Returns
     -------
     page : str
+        The whole self-contained page (no network needed to open it).
     """
     if len(spectra) != len(identifications):
         raise ValueError(f"report_html: {len(spectra)} spectra for {len(identifications)} identification rows.")
