@@ -61,46 +61,11 @@ APP_MISSING = [name for name in ("rdkit", "matchms") if importlib.util.find_spec
 APP_SKIP_REASON = f"the metabolite app needs {' and '.join(APP_MISSING)} (pip install 'iokr[chem]')"
 APP_NAMES = [] if APP_MISSING else _public_names("iokr.apps.metabolites")
 
-#: App names that still fail, all in files the session's other branches own (idx: _shard_build.py,
-#: chemistry/_fingerprints.py, the parse side of _database.py; scan: _sharded_database.py, the lookup side of
-#: _database.py); their docstrings are fixed once those branches are merged.
-#: Each is xfail(strict=True): fixing one makes it XPASS, which fails until the name is removed here, so this set
-#: only shrinks.
-PENDING_APP_DOCSTRINGS = {
-    # candidates/_shard_build.py (idx)
-    "iokr.apps.metabolites.build_store",
-    # chemistry/_fingerprints.py (idx)
-    "iokr.apps.metabolites.Fingerprinter.pack",
-    "iokr.apps.metabolites.Fingerprinter.params",
-    "iokr.apps.metabolites.Fingerprinter.transform",
-    "iokr.apps.metabolites.inchikey",
-    "iokr.apps.metabolites.parse_structure",
-    # candidates/_database.py (idx and scan)
-    "iokr.apps.metabolites.StructureDatabase",
-    "iokr.apps.metabolites.StructureDatabase.build",
-    "iokr.apps.metabolites.StructureDatabase.by_formula",
-    "iokr.apps.metabolites.StructureDatabase.by_mass",
-    "iokr.apps.metabolites.StructureDatabase.close",
-    "iokr.apps.metabolites.StructureDatabase.fingerprints",
-    "iokr.apps.metabolites.StructureDatabase.formulas",
-    "iokr.apps.metabolites.StructureDatabase.records",
-    # candidates/_sharded_database.py (scan)
-    "iokr.apps.metabolites.ShardedStructureDatabase.by_formula",
-    "iokr.apps.metabolites.ShardedStructureDatabase.by_mass",
-    "iokr.apps.metabolites.ShardedStructureDatabase.close",
-    "iokr.apps.metabolites.ShardedStructureDatabase.fingerprints",
-    "iokr.apps.metabolites.ShardedStructureDatabase.formulas",
-    "iokr.apps.metabolites.ShardedStructureDatabase.is_store",
-    "iokr.apps.metabolites.ShardedStructureDatabase.records",
-    "iokr.apps.metabolites.ShardedStructureDatabase.shard",
-}
-
 
 def _app_params():
     if APP_MISSING:
         return [pytest.param("iokr.apps.metabolites", marks=pytest.mark.skip(reason=APP_SKIP_REASON))]
-    return [pytest.param(name, marks=pytest.mark.xfail(strict=True, reason="pending: PENDING_APP_DOCSTRINGS"))
-            if name in PENDING_APP_DOCSTRINGS else name for name in APP_NAMES]
+    return APP_NAMES
 
 
 def test_public_api_is_covered():
@@ -112,7 +77,6 @@ def test_app_api_is_covered():
     assert len(APP_NAMES) > 150 and "iokr.apps.metabolites.MetaboliteIdentifier.fit" in APP_NAMES
     assert "iokr.apps.metabolites.Spectra.shape" in APP_NAMES  # properties too
     assert "iokr.apps.metabolites.PeakProductKernel.diag" in APP_NAMES  # methods inherited from iokr.Kernel too
-    assert set(APP_NAMES) >= PENDING_APP_DOCSTRINGS  # a renamed or removed name leaves the set
 
 
 def _check(name):

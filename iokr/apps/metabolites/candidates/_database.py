@@ -113,6 +113,14 @@ class StructureDatabase:
     Open an existing database with ``StructureDatabase(path)`` (read-only; versions 2 and 3); build one with
     :meth:`build` (version 3: compact fingerprints and a checksum per row, :mod:`._store_format`).
 
+    Parameters
+    ----------
+    path : str or Path
+        An existing database file, opened read-only.
+    _connection : sqlite3.Connection, optional
+        Internal to :meth:`build`: the open connection of a database it wrote to SQLite's private temporary file
+        or to memory (``path`` is then only its name in messages).
+
     Attributes
     ----------
     path : str
@@ -169,10 +177,12 @@ class StructureDatabase:
     # -- building ---------------------------------------------------------------------------------------------------
     @classmethod
     def build(cls, source, output, fingerprinter=None, progress=None, n_jobs=None):
-        """Parse every structure of ``source`` and write the database ``output`` (``""`` for SQLite's private
-        temporary file, deleted on close; ``":memory:"`` to hold it all in memory). Rows RDKit rejects are
-        counted; rows whose parent's first InChIKey block and formula repeat an earlier row are merged into it (the
-        first row's columns kept; an isotope-labelled form keeps a row of its own).
+        """Parse every structure of ``source`` and write the structure database ``output``.
+
+        ``output`` may be ``""`` for SQLite's private temporary file, deleted on close, or ``":memory:"`` to hold
+        it all in memory. Rows RDKit rejects are counted; rows whose parent's first InChIKey block and formula
+        repeat an earlier row are merged into it (the first row's columns kept; an isotope-labelled form keeps a
+        row of its own).
 
         Parameters
         ----------
@@ -182,6 +192,7 @@ class StructureDatabase:
             The database file, written whole or not at all (through a temporary file and a rename; a full disk
             leaves neither the temporary file nor its journal).
         fingerprinter : Fingerprinter, optional
+            The fingerprints stored with each structure; ``Fingerprinter()`` (its defaults) when omitted.
         progress : callable, optional
             Called with the number of rows read so far, after every chunk of rows.
         n_jobs : int, optional
@@ -191,6 +202,7 @@ class StructureDatabase:
         Returns
         -------
         db : StructureDatabase
+            The database written, open for reading.
         stats : dict
             ``n_rows``, ``n_structures``, ``n_missing`` (rows without a structure text), ``n_unparsable``,
             ``n_duplicates``, the :data:`FLAG_COUNTS` (over the parsed rows), ``seconds``,
@@ -284,12 +296,34 @@ class StructureDatabase:
         return np.array([r[0] for r in self._read(sql, args)], dtype=np.int64)
 
     def by_formula(self, formula):
-        """Row ids of the structures of one canonical formula (in database order)."""
+        """Return the row ids of the structures of one canonical formula.
+
+        Parameters
+        ----------
+        formula : str
+            Canonical (Hill) molecular formula, as :func:`canonical_formula` writes it.
+
+        Returns
+        -------
+        ids : ndarray of int64, shape (n_found,)
+            Row ids in database order (each row's formula checked against the index in a version-3 database).
+        """
         ids = self._ids("SELECT id FROM structures WHERE formula = ? ORDER BY id", (formula,))
         return self._check_lookup(ids, "formula", lambda: self._table.stray_by_formula(ids, formula))
 
     def by_mass(self, low, high):
-        """Row ids of the structures with ``low <= monoisotopic mass <= high`` (in database order)."""
+        """Return the row ids of the structures with ``low <= monoisotopic mass <= high``.
+
+        Parameters
+        ----------
+        low, high : float
+            Bounds (Da) of the mass window, both included.
+
+        Returns
+        -------
+        ids : ndarray of int64, shape (n_found,)
+            Row ids in database order (each row's mass checked against the index in a version-3 database).
+        """
         ids = self._ids("SELECT id FROM structures WHERE mass BETWEEN ? AND ? ORDER BY id", (low, high))
         return self._check_lookup(ids, "mass", lambda: self._table.stray_by_mass(ids, low, high))
 
@@ -336,13 +370,25 @@ class StructureDatabase:
         return clean_value(json.loads(row[6])[self.user_columns.index(column)]) if column else ""
 
     def fingerprints(self, ids, fingerprinter=None, compact=False):
-        """Fingerprints of rows ``ids``, shape (len(ids), n_features) float32; recomputed from the stored SMILES
-        when ``fingerprinter`` has other parameters than the stored ones.
+        """Return the fingerprints of rows ``ids``.
 
-        ``compact`` (a version-3 database): the stored bytes, read as float32 row blocks
-        (:class:`~iokr.decoding.CountFeatures` or :class:`~iokr.decoding.PackedBinaryFeatures`), a quarter of the
-        float32 pool or less: a pool of 49,000 rows of 2,215 features is 108 MB instead of 434 MB, and decoding
-        it costs 0.1 s of CPU instead of 0.2-2 s (a fresh float32 pool is mostly page faults)."""
+        Parameters
+        ----------
+        ids : sequence of int
+            Row ids (from :meth:`by_formula` or :meth:`by_mass`).
+        fingerprinter : Fingerprinter, optional
+            Fingerprints wanted: recomputed from the stored SMILES when its parameters are not the stored ones.
+        compact : bool, default=False
+            For a version-3 database and the stored fingerprints: the stored bytes, read as float32 row blocks, a
+            quarter of the float32 pool or less (a pool of 49,000 rows of 2,215 features is 108 MB instead of
+            434 MB, and decoding it costs 0.1 s of CPU instead of 0.2-2 s: a fresh float32 pool is mostly page
+            faults).
+
+        Returns
+        -------
+        fingerprints : ndarray of float32, CountFeatures or PackedBinaryFeatures of shape (len(ids), n_features)
+            One row per id, in the order of ``ids``; row blocks with ``compact``.
+        """
         if fingerprinter is not None and fingerprinter.params() != self.fingerprint:
             return fingerprinter.transform(self._rows(ids, "smiles"))[0]
         where = f"Structure database {self.path}"
@@ -356,12 +402,36 @@ class StructureDatabase:
         return decode_fingerprints(blobs, self.fingerprinter.n_features, self.fingerprinter.binary, where)
 
     def formulas(self, ids):
-        """Canonical molecular formula of rows ``ids``."""
+        """Return the canonical molecular formula of rows ``ids``.
+
+        Parameters
+        ----------
+        ids : sequence of int
+            Row ids.
+
+        Returns
+        -------
+        formulas : list of str
+            In the order of ``ids``.
+        """
         return self._rows(ids, "formula")
 
     def records(self, ids, names=None):
-        """The output columns of rows ``ids``: :data:`CANDIDATE_COLUMNS`, then the user's columns under ``names``
-        (``{user column: output name}``; default :func:`output_names` with no reserved names)."""
+        """Return the output columns of rows ``ids``: :data:`CANDIDATE_COLUMNS`, then the user's columns.
+
+        Parameters
+        ----------
+        ids : sequence of int
+            Row ids.
+        names : dict of str to str, optional
+            ``{user column: output name}``; :func:`output_names` with no reserved names by default.
+
+        Returns
+        -------
+        records : list of dict
+            Per id, in the order of ``ids``: ``identifier``, ``name``, ``inchikey``, ``smiles``, ``formula``,
+            ``monoisotopic_mass`` (text, 5 decimals), then each user column under its output name.
+        """
         names = output_names(self.user_columns) if names is None else names
         out = []
         for row in self._rows(ids):
@@ -400,6 +470,7 @@ class StructureDatabase:
         return user
 
     def close(self):
+        """Close the SQLite connection."""
         self.db.close()
 
 

@@ -82,6 +82,7 @@ def build_store(source, output, fingerprinter=None, *, append=False, n_jobs=None
     output : str or Path
         The store folder. An unfinished build of the same command there is resumed.
     fingerprinter : Fingerprinter, optional
+        The fingerprints stored with each structure; ``Fingerprinter()`` (its defaults) when omitted.
     append : bool, default=False
         Add ``source`` to the existing store ``output`` (same fingerprint; its identifier and name columns, if
         any, named like the store's); without it an existing store is refused.
@@ -92,6 +93,7 @@ def build_store(source, output, fingerprinter=None, *, append=False, n_jobs=None
     shard_width : float, default=DEFAULT_SHARD_WIDTH
         Daltons per shard (a new store only; an append keeps the store's).
     chunk_rows : int, default=DEFAULT_STORE_CHUNK_ROWS
+        Rows per chunk: one parse task, and one part a resumed build keeps.
     progress : callable, optional
         ``progress(rows read)`` after every chunk (resumed chunks included).
     on_shard : callable, optional
@@ -101,6 +103,7 @@ def build_store(source, output, fingerprinter=None, *, append=False, n_jobs=None
     Returns
     -------
     store : ShardedStructureDatabase
+        The store written, open for reading.
     stats : dict
         As :meth:`StructureDatabase.build` (``n_structures``: the structures this table added), plus
         ``n_store_structures`` (the store's), ``n_chunks``, ``n_chunks_resumed``, ``n_shards``, ``bytes``,

@@ -69,7 +69,18 @@ def bin_of(mass, width):
 
 
 def is_store_folder(path):
-    """Whether ``path`` is a folder holding a sharded store's manifest, an unfinished build of one, or shards."""
+    """Tell whether ``path`` is a folder holding a sharded store's manifest, an unfinished build of one, or shards.
+
+    Parameters
+    ----------
+    path : str or Path
+        Any path.
+
+    Returns
+    -------
+    is_store : bool
+        True for a store folder, finished or not (opening it says which).
+    """
     path = Path(path)
     return path.is_dir() and ((path / MANIFEST).exists() or (path / BUILD_FOLDER / "plan.json").exists()
                               or any(path.glob("generation-*/shard-*.sqlite")))
@@ -174,7 +185,18 @@ class ShardedStructureDatabase:
                                 "with 'iokr metabolites index'.")
 
     def shard(self, b):
-        """The :class:`StructureDatabase` of bin ``b``, opened and checked against the manifest on first use."""
+        """Return the structure database of one shard, opened and checked against the manifest on first use.
+
+        Parameters
+        ----------
+        b : int
+            The shard's bin (a key of :attr:`shards`).
+
+        Returns
+        -------
+        db : StructureDatabase
+            The shard, kept open for later calls (until :meth:`close`).
+        """
         db = self._open.get(b)
         if db is None:
             info = self.shards[b]
@@ -194,9 +216,22 @@ class ShardedStructureDatabase:
         return np.sort(np.concatenate(ids)) if ids else np.zeros(0, dtype=np.int64)
 
     def by_formula(self, formula):
-        """Ids of the structures of one canonical formula, in input order. Only the shards within
-        :data:`FORMULA_MARGIN` Da of the formula's mass are read (stored masses are the formula's, neutral-equivalent
-        for charged parents); every shard when the text is no formula this iokr can weigh."""
+        """Return the ids of the structures of one canonical formula, in input order.
+
+        Only the shards within :data:`FORMULA_MARGIN` Da of the formula's mass are read (stored masses are the
+        formula's, neutral-equivalent for charged parents); every shard when the text is no formula this iokr can
+        weigh.
+
+        Parameters
+        ----------
+        formula : str
+            Canonical (Hill) molecular formula.
+
+        Returns
+        -------
+        ids : ndarray of int64, shape (n_found,)
+            Store ids (``position * 2**16 + shard bin``), sorted: the order of the input rows.
+        """
         try:
             mass = formula_mass(formula)
         except FormulaError:
@@ -208,8 +243,20 @@ class ShardedStructureDatabase:
         return self._merged((b, self.shard(b).by_formula(formula)) for b in bins)
 
     def by_mass(self, low, high):
-        """Ids of the structures with ``low <= monoisotopic mass <= high``, in input order (only the shards whose
-        mass range meets the window are read)."""
+        """Return the ids of the structures with ``low <= monoisotopic mass <= high``, in input order.
+
+        Only the shards whose mass range meets the window are read.
+
+        Parameters
+        ----------
+        low, high : float
+            Bounds (Da) of the mass window, both included (a window may span several shards).
+
+        Returns
+        -------
+        ids : ndarray of int64, shape (n_found,)
+            Store ids, sorted (input order); empty unless ``high >= low``.
+        """
         if not high >= low:
             return np.zeros(0, dtype=np.int64)
         first, last = bin_of(max(low, 0.0), self.shard_width), bin_of(max(high, 0.0), self.shard_width)
@@ -235,11 +282,23 @@ class ShardedStructureDatabase:
         return out
 
     def fingerprints(self, ids, fingerprinter=None, compact=False):
-        """Fingerprints of ``ids``, shape (len(ids), n_features) float32, read shard by shard.
+        """Return the fingerprints of ``ids``, read shard by shard.
 
-        ``compact``: the stored values as uint8 row blocks (:class:`~iokr.decoding.CountFeatures`, or
-        :class:`~iokr.decoding.PackedBinaryFeatures` for binary kinds), a quarter of the float32 memory; ignored
-        (float32 computed afresh) when ``fingerprinter`` has other parameters than the stored ones.
+        Parameters
+        ----------
+        ids : sequence of int
+            Store ids (from :meth:`by_formula` or :meth:`by_mass`), grouped by shard to be read.
+        fingerprinter : Fingerprinter, optional
+            Passed to each shard's :meth:`StructureDatabase.fingerprints` (other parameters: recomputed).
+        compact : bool, default=False
+            The stored values as uint8 row blocks, a quarter of the float32 memory; ignored (float32 computed
+            afresh) with a ``fingerprinter`` of other parameters.
+
+        Returns
+        -------
+        fingerprints : ndarray of float32, CountFeatures or PackedBinaryFeatures of shape (len(ids), n_features)
+            One row per id, in the order of ``ids``; with ``compact``, :class:`~iokr.decoding.CountFeatures`, or
+            :class:`~iokr.decoding.PackedBinaryFeatures` for binary kinds.
         """
         fresh = fingerprinter is not None and fingerprinter.params() != self.fingerprint
         n = (fingerprinter if fresh else self.fingerprinter).n_features
@@ -255,14 +314,39 @@ class ShardedStructureDatabase:
         return PackedBinaryFeatures.from_dense(out) if self.fingerprinter.binary else CountFeatures(out)
 
     def formulas(self, ids):
-        """Canonical molecular formula of ``ids``."""
+        """Return the canonical molecular formula of ``ids``.
+
+        Parameters
+        ----------
+        ids : sequence of int
+            Store ids, from any shards.
+
+        Returns
+        -------
+        formulas : list of str
+            Read shard by shard, put back in the order of ``ids``.
+        """
         return self._by_shard(ids, lambda db, local: db.formulas(local))
 
     def records(self, ids, names=None):
-        """Output columns of ``ids`` (see :meth:`StructureDatabase.records`)."""
+        """Return the output columns of ``ids``, as :meth:`StructureDatabase.records` does.
+
+        Parameters
+        ----------
+        ids : sequence of int
+            Store ids.
+        names : dict of str to str, optional
+            ``{user column: output name}``, passed to every shard's :meth:`StructureDatabase.records`.
+
+        Returns
+        -------
+        records : list of dict
+            One per id, in the order of ``ids``.
+        """
         return self._by_shard(ids, lambda db, local: db.records(local, names))
 
     def close(self):
+        """Close the shards opened so far."""
         for db in self._open.values():
             db.close()
         self._open = {}

@@ -35,7 +35,18 @@ def _rdkit():
 
 
 def parse_structure(text):
-    """RDKit molecule from an InChI (``InChI=...``) or a SMILES string; ``None`` when RDKit rejects it."""
+    """Parse an InChI (``InChI=...``) or a SMILES string into an RDKit molecule.
+
+    Parameters
+    ----------
+    text : str
+        InChI or SMILES; surrounding whitespace is ignored.
+
+    Returns
+    -------
+    mol : rdkit.Chem.Mol or None
+        None when ``text`` is no text, blank, or rejected by RDKit.
+    """
     Chem = _rdkit()
     if not isinstance(text, str) or not text.strip():
         return None
@@ -48,7 +59,18 @@ def parse_structure(text):
 
 
 def inchikey(mol):
-    """Full InChIKey of an RDKit molecule (``None`` on failure)."""
+    """Compute the full InChIKey of an RDKit molecule.
+
+    Parameters
+    ----------
+    mol : rdkit.Chem.Mol
+        The molecule.
+
+    Returns
+    -------
+    key : str or None
+        The 27-character InChIKey; None when RDKit cannot compute one.
+    """
     Chem = _rdkit()
     try:
         key = Chem.MolToInchiKey(mol)
@@ -122,6 +144,13 @@ class Fingerprinter:
         self.binary = not any(p.endswith("_counts") for p in parts)
 
     def params(self):
+        """Return the settings, as model files and structure databases store them.
+
+        Returns
+        -------
+        params : dict
+            ``kind``, ``n_bits`` and ``radius``: ``Fingerprinter(**params)`` computes the same fingerprints.
+        """
         return {"kind": self.kind, "n_bits": self.n_bits, "radius": self.radius}
 
     def _one(self, mol, out):
@@ -150,7 +179,12 @@ class Fingerprinter:
         return self._generators[name]
 
     def transform(self, structures):
-        """Fingerprints of SMILES/InChI strings or RDKit molecules.
+        """Compute the fingerprints of SMILES/InChI strings or RDKit molecules.
+
+        Parameters
+        ----------
+        structures : sequence of str, rdkit.Chem.Mol or None
+            Structures, parsed with :func:`parse_structure` when given as text.
 
         Returns
         -------
@@ -170,7 +204,23 @@ class Fingerprinter:
         return F, ok
 
     def pack(self, F):
-        """Bit-packed storage of binary fingerprints (a :class:`~iokr.decoding.PackedBinaryFeatures`)."""
+        """Pack binary fingerprints into 8 features per byte.
+
+        Parameters
+        ----------
+        F : array-like of shape (n, n_features)
+            Fingerprints of this (binary) kind; nonzero entries are 1.
+
+        Returns
+        -------
+        packed : PackedBinaryFeatures
+            The same rows, bit-packed.
+
+        Raises
+        ------
+        ValueError
+            When the kind holds counts.
+        """
         if not self.binary:
             raise ValueError(f"Fingerprint kind {self.kind!r} holds counts; only binary kinds can be bit-packed.")
         return PackedBinaryFeatures.from_dense(np.asarray(F) > 0)
