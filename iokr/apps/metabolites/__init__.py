@@ -49,12 +49,12 @@ _LAZY = {
     "SpectrumKernel": "kernels._kernels", "PeakProductKernel": "kernels._kernels", "BinnedKernel": "kernels._kernels",
     "FormulaTokenKernel": "kernels._annotated_kernels",
     # candidates
-    "CandidateList": "candidates._candidates", "CandidateStore": "candidates._candidates",
+    "CandidateList": "candidates._candidates", "CandidateStore": "candidates._candidate_store",
     "read_candidate_lists": "candidates._candidates", "StructureDatabase": "candidates._database",
     "ShardedStructureDatabase": "candidates._sharded_database", "build_store": "candidates._shard_build",
     # model
-    "MetaboliteIdentifier": "model._model", "make_output_kernel": "model._model",
-    "make_spectrum_kernel": "model._model", "MetaboliteModel": "model._submodels",
+    "MetaboliteIdentifier": "model._model", "make_output_kernel": "kernels._factories",
+    "make_spectrum_kernel": "kernels._factories", "MetaboliteModel": "model._submodels",
     "load_metabolite_model": "model._submodels", "save_metabolite_model": "model._submodels",
     "load_identifier": "model._persist", "save_identifier": "model._persist", "load_fingerprinter": "model._persist",
 }

@@ -9,7 +9,7 @@ import pytest
 
 from iokr.apps.metabolites import Fingerprinter, Spectra
 from iokr.apps.metabolites.candidates._candidate_sources import DatabaseSource
-from iokr.apps.metabolites.candidates._candidates import CandidateStore
+from iokr.apps.metabolites.candidates._candidate_store import CandidateStore
 from iokr.apps.metabolites.candidates._database import StructureDatabase
 from iokr.apps.metabolites.chemistry._adducts import parse_adduct
 from iokr.apps.metabolites.chemistry._formulas import ELEMENT_MASSES, FormulaError

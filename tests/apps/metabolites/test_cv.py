@@ -7,7 +7,7 @@ import pytest
 
 import iokr.model_selection._iokrcv as iokrcv
 from iokr.apps.metabolites import MetaboliteIdentifier, Spectra
-from iokr.apps.metabolites.model._model import make_output_kernel
+from iokr.apps.metabolites.kernels._factories import make_output_kernel
 from iokr.apps.metabolites.selection._pipeline import (
     TrainingSet,
     _grid_points,

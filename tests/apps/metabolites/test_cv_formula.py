@@ -12,7 +12,7 @@ from iokr.apps.metabolites import CandidateStore, Fingerprinter, MetaboliteIdent
 from iokr.apps.metabolites.candidates._candidates import export_fingerprint_cache
 from iokr.apps.metabolites.chemistry._formulas import FormulaError
 from iokr.apps.metabolites.chemistry._structures import formula_mass
-from iokr.apps.metabolites.model._model import make_output_kernel
+from iokr.apps.metabolites.kernels._factories import make_output_kernel
 from iokr.apps.metabolites.selection._pipeline import (
     TrainingSet,
     cross_validate,

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from iokr.apps.metabolites import Fingerprinter
-from iokr.apps.metabolites.candidates import _database
+from iokr.apps.metabolites.candidates import _structure_parsing
 from iokr.apps.metabolites.candidates._database import StructureDatabase
 from iokr.apps.metabolites.chemistry._formulas import canonical_formula, monoisotopic_mass
 from iokr.exceptions import IOKRDataError
@@ -133,7 +133,7 @@ def test_sdf_tables(tmp_path):
 
 
 def test_worker_processes_give_the_single_process_database(table, monkeypatch):
-    monkeypatch.setattr(_database, "CHUNK_ROWS", 4)  # several chunks: the process pool runs
+    monkeypatch.setattr(_structure_parsing, "CHUNK_ROWS", 4)  # several chunks: the process pool runs
     one, stats_one = StructureDatabase.build(table, ":memory:", FP, n_jobs=1)
     two, stats_two = StructureDatabase.build(table, ":memory:", FP, n_jobs=2)
     assert {k: v for k, v in stats_one.items() if k not in ("seconds", "structures_per_s")} == \

@@ -13,7 +13,7 @@ import pytest
 
 import iokr.kernels._training_grams as grams_module
 from iokr.apps.metabolites import MetaboliteIdentifier, read_spectra
-from iokr.apps.metabolites.model._model import make_output_kernel
+from iokr.apps.metabolites.kernels._factories import make_output_kernel
 from iokr.apps.metabolites.selection._calibration_examples import calibration_examples
 from iokr.apps.metabolites.selection._pipeline import (
     Cleaning,

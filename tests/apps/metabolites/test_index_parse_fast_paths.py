@@ -1,5 +1,5 @@
 """The index's per-row parsing, computed step by step over a chunk and encoded from RDKit's sparse fingerprints
-(:func:`~iokr.apps.metabolites.candidates._database.parse_texts`), against the row-by-row reference it replaced
+(:func:`~iokr.apps.metabolites.candidates._structure_parsing.parse_texts`), against the row-by-row reference it replaced
 (parent structure per text, dense fingerprint, :func:`encode_compact`), on real structures: MOSES SMILES (the
 bundled decoy table), PubChem InChIs of the bundled candidate lists (salts, charges, isotopes, stereo), hand-made
 salts, ions and labelled structures, unparsable and missing rows and rows whose first structure text fails; and a
@@ -14,8 +14,8 @@ import pytest
 
 from iokr.apps.metabolites import Fingerprinter, build_store
 from iokr.apps.metabolites.candidates import _shard_build
-from iokr.apps.metabolites.candidates._database import MISSING, parse_texts
 from iokr.apps.metabolites.candidates._store_format import BITMAP, SPARSE, encode_compact, encode_rows, stored_values
+from iokr.apps.metabolites.candidates._structure_parsing import MISSING, parse_texts
 from iokr.apps.metabolites.chemistry._fingerprints import (
     inchikey,
     inchikey_of_inchi,

@@ -25,7 +25,8 @@ import numpy as np
 from ....exceptions import IOKRDataError
 from ..chemistry._formulas import FormulaError, canonical_formula
 from ..chemistry._structures import formula_mass, parent_of
-from ._candidates import CandidateStore, _iter_sources, is_per_formula_name, read_candidate_lists
+from ._candidate_store import CandidateStore
+from ._candidates import _iter_sources, is_per_formula_name, read_candidate_lists
 from ._database import CANDIDATE_COLUMNS, StructureDatabase, output_names
 from ._query_lists import QueryListSource, query_id_column, tables_of_sources
 from ._sharded_database import ShardedStructureDatabase, is_store_folder

@@ -29,7 +29,7 @@ import numpy as np
 from ....exceptions import IOKRDataError
 from ..chemistry._formulas import FormulaError, canonical_formula
 from ..chemistry._structures import formula_mass, parent_of
-from ._candidates import CandidateStore
+from ._candidate_store import CandidateStore
 
 __all__ = ["BUNDLED_DECOYS", "DecoyLists", "DecoyTable", "decoy_lists", "decoy_store", "fingerprint_cache_of",
            "read_decoy_table", "sample_list_sizes"]

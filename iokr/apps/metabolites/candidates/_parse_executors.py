@@ -1,7 +1,7 @@
 """Where the structures of an index build are parsed: this process, local worker processes, or a Dask cluster.
 
 Parsing and fingerprinting (RDKit) dominate indexing; each task is one chunk of rows, parsed by the same function
-(:func:`~._shard_build._part_rows`, through :func:`~._database.parse_texts`) wherever it runs, so every executor
+(:func:`~._shard_build._part_rows`, through :func:`~._structure_parsing.parse_texts`) wherever it runs, so every executor
 gives the same results. Results come back in task order with a bounded number of tasks in flight (memory stays a few
 chunks whatever the table's size).
 """

@@ -38,17 +38,7 @@ from ....io._ownership import OutputInUseError, claim, release
 from ....io._workers import worker_pool
 from ..chemistry._fingerprints import Fingerprinter
 from ..defaults import DEFAULT_SHARD_WIDTH, DEFAULT_STORE_CHUNK_ROWS
-from ._database import (
-    _CREATE,
-    _ROW,
-    BUILD_COUNTS,
-    FLAG_COUNTS,
-    SCHEMA,
-    VERSION,
-    _meta_checksum,
-    count_parse_result,
-    parse_texts,
-)
+from ._database import _CREATE, _ROW, SCHEMA, VERSION, _meta_checksum
 from ._parse_executors import run_in_order
 from ._sharded_database import (
     BUILD_FOLDER,
@@ -62,6 +52,7 @@ from ._sharded_database import (
 )
 from ._sqlite_files import connect_read_only, describe_error, error_kind, remove_with_journal
 from ._store_format import MAX_FEATURES, check_rows, row_checksum
+from ._structure_parsing import BUILD_COUNTS, FLAG_COUNTS, count_parse_result, parse_texts
 from ._structure_tables import IDENTIFIER_COLUMNS, name_column, pick, read_structure_rows, structure_texts
 
 _PART_CREATE = (

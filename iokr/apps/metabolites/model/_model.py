@@ -17,76 +17,16 @@ from ...._config import config_context, get_config, working_memory_bytes
 from ...._validation import check_nonnegative_scalar, check_positive_scalar
 from ....decoding import CandidateSets, neighbour_similarity, top_mean
 from ....estimators import IOKR
-from ....kernels import GaussianTanimoto, Linear, Normalized, Tanimoto
 from ....kernels._training_grams import GRAM_STORAGES, FileGram, TrainingGrams, compact_gram, input_gaussian
 from ....model_selection import alignf_gram_weights
-from ..kernels._annotated_kernels import FormulaTokenKernel
-from ..kernels._kernels import BinnedKernel, PeakProductKernel, normalized_gram, weighted_sum
+from ..kernels._factories import OUTPUT_KERNELS, SPECTRUM_KERNELS, make_output_kernel, make_spectrum_kernel
+from ..kernels._kernels import normalized_gram, weighted_sum
 from ..spectra._spectra import Spectra
 
 #: Largest scoring budget (MiB) used when the model's ``working_memory`` is not set: the global budget is a cap, and
 #: blocks beyond this do not pay. On the demo (66,000 candidates, 2,025 queries, one thread) scoring took 26.7 s of
 #: CPU at 1024 MiB, 24.1 s at 256 and 25.3 s at 64, with 916, 415 and 279 MiB above the resident baseline.
 SCORING_WORKING_MEMORY = 256
-
-SPECTRUM_KERNELS = ("ppk", "ppk_nl", "binned", "binned_nl", "fragments", "losses", "pair_losses")
-OUTPUT_KERNELS = ("gaussian_tanimoto", "tanimoto", "linear")
-
-
-def make_spectrum_kernel(name, sigma_mz=0.005, sigma_intensity=0.25, bin_width=0.01):
-    """Return the base spectrum kernel of a given name.
-
-    Parameters
-    ----------
-    name : {"ppk", "ppk_nl", "binned", "binned_nl", "fragments", "losses", "pair_losses"}
-        :class:`PeakProductKernel` or :class:`BinnedKernel` on fragments or neutral losses (``"_nl"``), or a
-        :class:`FormulaTokenKernel` on annotated peaks: shared subformulas of the structure's formula (spectra
-        without a usable formula have none and rely on the other kernels).
-    sigma_mz, sigma_intensity, bin_width : float, default=0.005, 0.25, 0.01
-        Widths of the peak product kernels (``sigma_intensity=None``: product of intensities) and bin width of the
-        binned kernels, each unused by the other kernels.
-
-    Returns
-    -------
-    kernel : SpectrumKernel
-        The kernel, with its other parameters at their defaults.
-    """
-    if name == "ppk":
-        return PeakProductKernel(sigma_mz, sigma_intensity)
-    if name == "ppk_nl":
-        return PeakProductKernel(sigma_mz, sigma_intensity, neutral_loss=True)
-    if name == "binned":
-        return BinnedKernel(bin_width)
-    if name == "binned_nl":
-        return BinnedKernel(bin_width, neutral_loss=True)
-    if name in ("fragments", "losses", "pair_losses"):
-        return FormulaTokenKernel(tokens=name)
-    raise ValueError(f"Unknown spectrum kernel {name!r}; expected one of {SPECTRUM_KERNELS}.")
-
-
-def make_output_kernel(name, gamma=1.0):
-    """Return the output (fingerprint) kernel by name.
-
-    Parameters
-    ----------
-    name : {"tanimoto", "gaussian_tanimoto", "linear"}
-        Tanimoto; ``exp(-2 gamma (1 - Tanimoto))``; the cosine-normalized inner product.
-    gamma : float, default=1.0
-        Width of ``"gaussian_tanimoto"`` (unused by the others).
-
-    Returns
-    -------
-    kernel : Kernel
-        The kernel on fingerprint rows.
-    """
-    if name == "gaussian_tanimoto":
-        return GaussianTanimoto(gamma=gamma, form="inner")
-    if name == "tanimoto":
-        return Tanimoto(form="inner")
-    if name == "linear":
-        return Normalized(Linear())
-    raise ValueError(f"Unknown output kernel {name!r}; expected one of {OUTPUT_KERNELS}.")
-
 
 #: Budget (MiB) of the row blocks of spectrum-kernel Grams (and their peak-pair temporaries) when the model's
 #: ``working_memory`` is not set; the global budget is a cap. The results do not depend on it (blocks end at

@@ -28,7 +28,8 @@ from ..chemistry._formulas import FormulaError
 from ..chemistry._structures import formula_mass
 from ..defaults import DEFAULT_GRID, DEFAULT_SURROGATE, SURROGATES  # noqa: F401 - read here by callers
 from ..evaluation._evaluation import TOP_K, evaluate_lists, query_spectra, topk_percentages  # noqa: F401
-from ..model._model import MetaboliteIdentifier, make_output_kernel
+from ..kernels._factories import make_output_kernel
+from ..model._model import MetaboliteIdentifier
 from ..spectra._cleaning import Cleaning  # noqa: F401 - read here by callers
 
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from ....kernels import TrainingGrams
 from ....kernels._training_grams import GRAM_STORAGES
-from ..candidates._candidates import CandidateStore
+from ..candidates._candidate_store import CandidateStore
 from ..candidates._decoys import BUNDLED_DECOYS, decoy_lists, decoy_store, read_decoy_table
 from ..chemistry._fingerprints import Fingerprinter
 from ..defaults import (
