@@ -321,3 +321,59 @@ def test_index_command_builds_appends_and_refuses_in_one_line(tmp_path, capsys):
     assert [t["source"] for t in opened.manifest["tables"]] == ["a.csv", "b.csv"]
     assert opened.n_structures == StructureDatabase.build(_write(tmp_path / "ab.csv", _rows(6) + _rows(9, start=4)),
                                                           ":memory:", FP)[0].n_structures
+
+
+@pytest.mark.parametrize("scheduler", ["bad", "tcp://host", "tcp://host:0", "tcp://host:99999", "http://x:1", ""])
+def test_a_malformed_scheduler_is_refused_before_anything_is_written(tmp_path, scheduler):
+    # "bad" used to fail in Dask ("missing port number in address 'bad'", no option named) after the build plan
+    # was written, so the next table into the folder was refused as "an unfinished build"
+    a = _write(tmp_path / "a.csv", _rows(6))
+    with pytest.raises(IOKRDataError, match=r"--scheduler .*expected a Dask scheduler address such as tcp://"):
+        build_store(a, tmp_path / "store", FP, scheduler=scheduler)
+    assert not (tmp_path / "store").exists()
+
+
+@pytest.mark.parametrize("scheduler", ["local", "tcp://127.0.0.1:8786", "10.0.0.5:8786", "tls://[::1]:8786"])
+def test_well_formed_scheduler_addresses_pass_the_check(scheduler):
+    from iokr.apps.metabolites.candidates._parse_executors import check_scheduler  # noqa: PLC0415
+
+    check_scheduler(scheduler)
+
+
+def test_a_build_that_parsed_nothing_leaves_no_unfinished_build(tmp_path, monkeypatch):
+    # a scheduler that does not answer fails after the plan is written: the folder must not then refuse another
+    # table as "an unfinished build" of one that never ran
+    a, b = _write(tmp_path / "a.csv", _rows(6)), _write(tmp_path / "b.csv", _rows(9, start=4))
+
+    def unreachable(*args, **kwargs):
+        raise IOKRDataError("--scheduler tcp://127.0.0.1:1: no Dask scheduler answers there (timed out).")
+        yield  # a generator, as run_in_order is
+
+    monkeypatch.setattr(_shard_build, "run_in_order", unreachable)
+    with pytest.raises(IOKRDataError, match="no Dask scheduler answers"):
+        build_store(a, tmp_path / "store", FP, scheduler="tcp://127.0.0.1:1")
+    assert not (tmp_path / "store").exists()  # the folder this run made is gone again
+    existing = tmp_path / "existing"
+    existing.mkdir()
+    (existing / "notes.txt").write_text("the user's")
+    with pytest.raises(IOKRDataError):
+        build_store(a, existing, FP, scheduler="tcp://127.0.0.1:1")
+    assert sorted(p.name for p in existing.iterdir()) == ["notes.txt"]  # a folder the user had is kept
+    monkeypatch.undo()
+    assert build_store(b, tmp_path / "store", FP, n_jobs=1)[0].n_structures > 0
+
+
+def test_an_appended_table_without_the_stores_identifier_column_says_so(tmp_path):
+    a = _write(tmp_path / "a.csv", _rows(6))
+    store = tmp_path / "store"
+    build_store(a, store, FP, n_jobs=1)
+    with open(a, encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    plain = tmp_path / "plain.csv"
+    with open(plain, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["smiles"])
+        writer.writerows([[r.get("SMILES") or r.get("smiles") or r.get("InChI")] for r in rows])
+    with pytest.raises(IOKRDataError, match=r"identifier column is none \(the table has no such column\), the store "
+                                            r".*'s is '"):
+        build_store(plain, store, FP, append=True, n_jobs=1)

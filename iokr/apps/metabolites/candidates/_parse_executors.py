@@ -9,6 +9,7 @@ chunks whatever the table's size).
 from __future__ import annotations
 
 import os
+import re
 from contextlib import contextmanager
 
 from ....distributed import DistributedRunError, connect, local_client
@@ -17,6 +18,31 @@ from ....io._workers import worker_pool
 
 #: ``--scheduler`` value asking for a Dask LocalCluster on this machine.
 LOCAL_CLUSTER = "local"
+
+#: A Dask scheduler address: an optional protocol, a host name, IPv4 or bracketed IPv6 address, and a port.
+_ADDRESS = re.compile(r"(?:(?:tcp|tls|ucx|ws|wss)://)?(?:\[[0-9A-Fa-f:.]+\]|[^\s/:\[\]]+):(\d{1,5})")
+
+
+def check_scheduler(scheduler):
+    """Refuse a ``--scheduler`` value that is neither :data:`LOCAL_CLUSTER` nor an address such as
+    ``tcp://host:8786``, before any work (nothing of a build is written for it).
+
+    Parameters
+    ----------
+    scheduler : str or None
+        The value given (None: local processes).
+
+    Raises
+    ------
+    IOKRDataError
+        One line naming ``--scheduler``, what was expected and what was given.
+    """
+    if scheduler is None or scheduler == LOCAL_CLUSTER:
+        return
+    match = _ADDRESS.fullmatch(scheduler) if isinstance(scheduler, str) else None
+    if match is None or not 0 < int(match.group(1)) < 65536:
+        raise IOKRDataError(f"--scheduler {scheduler!r}: expected a Dask scheduler address such as "
+                            f"tcp://host:8786, or {LOCAL_CLUSTER!r} for a LocalCluster on this machine.")
 
 
 @contextmanager
@@ -31,6 +57,8 @@ def _dask_client(scheduler, n_workers):
             from None
     except OSError as exc:
         raise IOKRDataError(f"--scheduler {scheduler}: no Dask scheduler answers there ({exc}).") from None
+    except ValueError as exc:  # an address Dask cannot parse (check_scheduler lets only well-formed ones through)
+        raise IOKRDataError(f"--scheduler {scheduler}: not a Dask scheduler address ({exc}).") from None
 
 
 def run_in_order(tasks, function, n_jobs=None, scheduler=None):

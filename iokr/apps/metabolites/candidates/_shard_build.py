@@ -39,7 +39,7 @@ from ....io._workers import worker_pool
 from ..chemistry._fingerprints import Fingerprinter
 from ..defaults import DEFAULT_SHARD_WIDTH, DEFAULT_STORE_CHUNK_ROWS
 from ._database import _CREATE, _ROW, SCHEMA, VERSION, _meta_checksum
-from ._parse_executors import run_in_order
+from ._parse_executors import check_scheduler, run_in_order
 from ._sharded_database import (
     BUILD_FOLDER,
     MANIFEST,
@@ -108,6 +108,7 @@ def build_store(source, output, fingerprinter=None, *, append=False, n_jobs=None
     if output.exists() and not output.is_dir():
         raise IOKRDataError(f"Structure store {output} is a file; a sharded store is a folder (a path ending in "
                             ".sqlite writes a single-file database).")
+    check_scheduler(scheduler)
     try:
         claim(output)
     except OutputInUseError as exc:
@@ -140,8 +141,9 @@ def _plan(source, output, fingerprinter, append, shard_width, chunk_rows, column
     if old is not None:
         for key, value in named.items():
             if old[key] != value:
-                raise IOKRDataError(f"{source}: its {key.split('_')[0]} column is {value!r}, the store {output}'s is "
-                                    f"{old[key]!r}; rename the column so both tables name it alike.")
+                raise IOKRDataError(f"{source}: its {key.split('_')[0]} column is {_column_text(value)}, the store "
+                                    f"{output}'s is {_column_text(old[key])}; rename the column so both tables name "
+                                    "it alike.")
     old_columns = old["columns"] if old else []
     info = Path(source).stat()
     plan = {"source": Path(source).name, "source_bytes": info.st_size, "source_mtime_ns": info.st_mtime_ns,
@@ -150,6 +152,10 @@ def _plan(source, output, fingerprinter, append, shard_width, chunk_rows, column
             "shard_width": old["shard_width"] if old else float(shard_width),
             "columns": old_columns + [c for c in columns if c not in old_columns], **named}
     return plan, old
+
+
+def _column_text(column):
+    return repr(column) if column else "none (the table has no such column)"
 
 
 def _start_or_resume(output, plan, old):
@@ -182,6 +188,8 @@ def _build_claimed(source, output, fingerprinter, append, n_jobs, scheduler, sha
     legacy = LegacyLines()
     columns, rows, structure_columns = read_structure_rows(source, on_legacy=legacy)
     plan, old = _plan(source, output, fingerprinter, append, shard_width, chunk_rows, columns)
+    new_folder = not output.exists()
+    fresh = not (output / BUILD_FOLDER / "plan.json").exists()
     build = _start_or_resume(output, plan, old)
     done = {int(p.name[5:13]) for p in build.glob("part-*.sqlite")}
 
@@ -199,11 +207,20 @@ def _build_claimed(source, output, fingerprinter, append, n_jobs, scheduler, sha
                                 plan["shard_width"])
 
     n_chunks = len(done)
-    for index, read, (part_rows, counts) in run_in_order(tasks(), _part_rows, n_jobs, scheduler):
-        _write_part(build, index, part_rows, counts)
-        n_chunks += 1
-        if progress is not None:
-            progress(read)
+    try:
+        for index, read, (part_rows, counts) in run_in_order(tasks(), _part_rows, n_jobs, scheduler):
+            _write_part(build, index, part_rows, counts)
+            n_chunks += 1
+            if progress is not None:
+                progress(read)
+    except BaseException:
+        if fresh and not any(build.glob("part-*.sqlite")):
+            # nothing was parsed (no scheduler answered, an interrupt at once): leave no "unfinished build" that
+            # would refuse the next table, and no folder this run made
+            shutil.rmtree(build, ignore_errors=True)
+            if new_folder and not any(output.iterdir()):
+                output.rmdir()
+        raise
     parse_s = time.perf_counter() - t0
     counts = dict.fromkeys(BUILD_COUNTS, 0)
     parts = sorted(build.glob("part-*.sqlite"))
