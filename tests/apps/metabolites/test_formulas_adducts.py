@@ -250,10 +250,11 @@ def test_read_precursor_ion_contradictions(meta, adduct, ion_mode, charge, probl
 
 
 @pytest.mark.parametrize(("meta", "default", "ion_mode", "charge", "assumed", "unsigned"), [
-    # nothing states the mode: the default gives it, and the sign of an unsigned CHARGE
+    # nothing states the mode: the default gives it, and the sign of an unsigned CHARGE (whose size stays in
+    # unsigned_charge, so that the detail says the file gave a charge without its sign)
     ({}, "negative", "negative", None, True, None),
-    ({"charge": "1"}, "negative", "negative", -1, True, None),
-    ({"charge": "2"}, "positive", "positive", 2, True, None),
+    ({"charge": "1"}, "negative", "negative", -1, True, 1),
+    ({"charge": "2"}, "positive", "positive", 2, True, 2),
     ({"charge": "1"}, None, None, None, False, 1),
     ({"charge": 1}, None, "positive", 1, False, None),  # a number is signed (JSON's charge: 1, -1)
     # what the file states wins over the default

@@ -21,7 +21,7 @@ from iokr.apps.metabolites import (
     read_spectra,
     save_identifier,
 )
-from iokr.apps.metabolites.chemistry._adducts import PrecursorIon, parse_adduct
+from iokr.apps.metabolites.chemistry._adducts import PrecursorIon, parse_adduct, read_precursor_ion
 from iokr.apps.metabolites.chemistry._formulas import monoisotopic_mass
 from iokr.apps.metabolites.model import _model
 from iokr.apps.metabolites.model._hypotheses import prediction_sq_norms
@@ -97,6 +97,24 @@ def test_routing(ion, types, policy, status, submodel, detail):
         assert route.adduct is not None and route.adduct.name in detail
     else:
         assert route.adduct is None
+
+
+@pytest.mark.parametrize(("meta", "ion_mode", "status", "detail"), [
+    # MZmine's SIRIUS export (CHARGE=1, no sign) with --ion-mode: the detail said "no adduct, ion mode or charge
+    # given", although the file gives a charge (only without its sign)
+    ({"charge": "1"}, "negative", "ok",
+     "no adduct or ion mode given and charge 1 has no sign: assumed [M-H]- (negative ion mode from --ion-mode)"),
+    ({}, "negative", "ok", "no adduct, ion mode or charge given: assumed [M-H]- (negative ion mode from --ion-mode)"),
+    # an unsigned multiple charge: its sign comes from --ion-mode, which the detail says (it said only "charge 2+")
+    ({"charge": "2"}, "positive", "unsupported charge",
+     "charge 2+ (no sign in the file: positive ion mode from --ion-mode); the model serves singly charged "
+     "[M+H]+, [M-H]-"),
+    ({"charge": "2+"}, "negative", "unsupported charge", "charge 2+; the model serves singly charged [M+H]+, [M-H]-"),
+    ({"charge": "1", "ion_mode": "positive"}, "negative", "ok", "no adduct given: assumed [M+H]+ (positive ion mode)"),
+])
+def test_ion_mode_option_details_say_what_the_file_gave(meta, ion_mode, status, detail):
+    route = route_query(read_precursor_ion(meta, ion_mode), BOTH)
+    assert (route.status, route.detail) == (status, detail)
 
 
 def test_assume_mapping_is_canonical_and_maps_to_singly_charged_default_types():

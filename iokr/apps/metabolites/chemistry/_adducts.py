@@ -274,7 +274,8 @@ class PrecursorIon:
         The file states no ion mode (no adduct, ion-mode field or signed charge) and ``ion_mode`` is the caller's
         ``default_ion_mode``.
     unsigned_charge : int or None
-        The size of a CHARGE written without a sign when nothing gives its sign (``charge`` is then None).
+        The size of a CHARGE written without a sign when nothing in the file gives its sign (``charge`` is then
+        None, or signed by the assumed ``ion_mode``).
     """
 
     adduct: Adduct | None
@@ -340,10 +341,10 @@ def read_precursor_ion(meta, default_ion_mode=None):
     elif size is not None:
         direction = sign if sign is not None else {"positive": 1, "negative": -1}.get(mode)
         charge = None if direction is None else size * direction
-        if direction is None:
+        if sign is None and (direction is None or assumed):  # the detail says the file gave a charge without sign
             unsigned = size
-            if size > 1:
-                problems.append(f"charge {str(raw_charge).strip()} has no sign and no ion mode is given")
+        if direction is None and size > 1:
+            problems.append(f"charge {str(raw_charge).strip()} has no sign and no ion mode is given")
     else:
         charge = None
     return PrecursorIon(adduct=adduct, ion_mode=ion_mode, charge=charge, problem=problems[0] if problems else "",

@@ -155,7 +155,9 @@ def route_query(ion, model_types, policy="refuse", adduct_text=None):
         if policy == "assume":
             return _assumed(assumed, model_types, policy, f"no adduct given: charge {size}{sign} assumed "
                                                           f"{assumed.name}; ")
-        return Route("unsupported charge", f"charge {size}{sign}; the model serves {_served(model_types)}")
+        said = (f"charge {size}{sign} (no sign in the file: {mode} ion mode from --ion-mode)"
+                if ion.ion_mode_assumed and ion.unsigned_charge else f"charge {size}{sign}")
+        return Route("unsupported charge", f"{said}; the model serves {_served(model_types)}")
     default = parse_adduct(DEFAULT_TYPES[mode])
     if default.name in model_types:
         return Route("ok", reason, default, default.name)
