@@ -111,6 +111,17 @@ def test_routing(ion, types, policy, status, submodel, detail):
      "[M+H]+, [M-H]-"),
     ({"charge": "2+"}, "negative", "unsupported charge", "charge 2+; the model serves singly charged [M+H]+, [M-H]-"),
     ({"charge": "1", "ion_mode": "positive"}, "negative", "ok", "no adduct given: assumed [M+H]+ (positive ion mode)"),
+    # an ion-mode field that is neither mode (a typo, 'unknown', 'N/A') was dropped without a word: a misspelled
+    # 'postive' was ranked as --ion-mode negative while the detail said the file gave no ion mode
+    ({"ion_mode": "postive"}, "negative", "ok",
+     "no adduct, ion mode or charge given (ion mode 'postive' is neither positive nor negative): assumed [M-H]- "
+     "(negative ion mode from --ion-mode)"),
+    ({"ion_mode": "N/A", "charge": "1"}, None, "unknown ion mode",
+     "no adduct or ion mode given and charge 1 has no sign (ion mode 'N/A' is neither positive nor negative) and "
+     "the model serves both polarities ([M+H]+, [M-H]-): state it with --ion-mode (ion_mode)"),
+    ({"ion_mode": " "}, None, "unknown ion mode",
+     "no adduct, ion mode or charge given and the model serves both polarities ([M+H]+, [M-H]-): state it with "
+     "--ion-mode (ion_mode)"),
 ])
 def test_ion_mode_option_details_say_what_the_file_gave(meta, ion_mode, status, detail):
     route = route_query(read_precursor_ion(meta, ion_mode), BOTH)

@@ -276,6 +276,8 @@ class PrecursorIon:
     unsigned_charge : int or None
         The size of a CHARGE written without a sign when nothing in the file gives its sign (``charge`` is then
         None, or signed by the assumed ``ion_mode``).
+    unread_ion_mode : str
+        The ion-mode field's text when it names neither mode (``"unknown"``, ``"N/A"``, a typo), else ``""``.
     """
 
     adduct: Adduct | None
@@ -284,6 +286,7 @@ class PrecursorIon:
     problem: str
     ion_mode_assumed: bool = False
     unsigned_charge: int | None = None
+    unread_ion_mode: str = ""
 
 
 def _signed(sign):
@@ -332,6 +335,7 @@ def read_precursor_ion(meta, default_ion_mode=None):
     if sign is not None and mode is not None and _signed(sign) != mode:
         problems.append(f"charge {str(raw_charge).strip()} contradicts ion mode {mode_text.strip()}")
     ion_mode = adduct.ion_mode if adduct is not None else mode or (_signed(sign) if sign is not None else None)
+    unread = "" if mode is not None or mode_text is None else str(mode_text).strip()
     assumed = ion_mode is None and default_ion_mode is not None
     if assumed:
         ion_mode = mode = default_ion_mode
@@ -348,4 +352,4 @@ def read_precursor_ion(meta, default_ion_mode=None):
     else:
         charge = None
     return PrecursorIon(adduct=adduct, ion_mode=ion_mode, charge=charge, problem=problems[0] if problems else "",
-                        ion_mode_assumed=assumed, unsigned_charge=unsigned)
+                        ion_mode_assumed=assumed, unsigned_charge=unsigned, unread_ion_mode=unread)

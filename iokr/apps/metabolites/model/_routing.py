@@ -138,6 +138,8 @@ def route_query(ion, model_types, policy="refuse", adduct_text=None):
     mode = ion.ion_mode
     given = ("no adduct, ion mode or charge given" if ion.unsigned_charge is None
              else f"no adduct or ion mode given and charge {ion.unsigned_charge} has no sign")
+    if ion.unread_ion_mode:  # the file's ion-mode field was read, and named neither mode: say so
+        given += f" (ion mode {ion.unread_ion_mode!r} is neither positive nor negative)"
     if mode is None:
         if len(polarities) != 1:
             return Route("unknown ion mode", f"{given} and the model serves both polarities "
