@@ -251,3 +251,15 @@ def test_a_profile_spectrum_plots_its_most_intense_peaks_and_every_explained_one
     assert note.startswith(f"{n} peaks ({MAX_PLOTTED_PEAKS:,} most intense and the explained ones plotted); 2 "
                            "explained")
     assert _spectrum_note(10, explained, "", "C8H10N4O2", True).startswith("10 peaks; 2 explained")
+
+
+def test_the_run_header_says_the_ion_mode_given_for_queries_that_state_none():
+    # identify --ion-mode negative: parameters.json said it, the report's header (top_k, adduct_policy) did not,
+    # so a reader of report.html could not tell that queries without an ion mode were ranked as [M-H]-
+    ident, candidates, spectra = _rows()
+    header = {}
+    for mode in ("negative", None):
+        text = report_html(ident, ReportCandidates.of(candidates), spectra, {"spectra": "q.mgf", "ion_mode": mode})
+        header[mode] = text[text.index('<dl class="run">'):text.index("</dl>")]
+    assert "<dt>ion_mode</dt><dd>negative</dd>" in header["negative"]
+    assert "ion_mode" not in header[None]  # not given: nothing assumed, nothing said

@@ -242,7 +242,7 @@ def _section_header(i, row, index):
 def _run_info(parameters, n_queries):
     """The run's sources and outcome (from ``parameters.json``) as a definition list."""
     items = [("queries", str(n_queries))]
-    for key in ("spectra", "candidates", "model", "statuses", "calibration", "top_k", "adduct_policy"):
+    for key in ("spectra", "candidates", "model", "statuses", "calibration", "top_k", "adduct_policy", "ion_mode"):
         value = parameters.get(key)
         if value not in (None, "", {}):
             text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
