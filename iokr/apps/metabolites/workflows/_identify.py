@@ -35,7 +35,8 @@ def identify(spectra, candidates, model=None, settings=None, *, store=None, feed
         A model file (``iokr metabolites train``); None: the ready model (trained from the bundled spectra on first
         use, then cached; see :func:`ensure_default_model`).
     settings : IdentifySettings, optional
-        The top-k, mass window, query ids, adduct policy, structure prior weight (defaults: :mod:`..defaults`).
+        The top-k, mass window, query ids, adduct policy, structure prior weight, ion mode of the queries whose
+        file states none (defaults: :mod:`..defaults`).
     store : str or Path, optional
         On-disk store for candidates of a CSV/SDF/list source (in memory when None).
     feedback : Feedback, optional
