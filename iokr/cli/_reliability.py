@@ -9,7 +9,22 @@ section of ``summary.md``; it computes nothing itself.
 
 from __future__ import annotations
 
+from iokr.apps.metabolites.model._noise_floor import N_BINS, N_SIMULATIONS
+
 KINDS = (("per_structure", "per structure"), ("per_spectrum", "per spectrum"))
+
+
+#: What the ECE and its "perfectly calibrated" figures mean, in the words of summary.md and report.html.
+ECE_EXPLAINED = (
+    "Expected calibration error (ECE): how far the top hit's confidence is from how often the top hit is right "
+    f"(the queries' top-hit confidences in {N_BINS} equal-width bins; sum over bins of (queries in the bin / all queries) "
+    "x |fraction of right top hits - mean confidence|; 0 is perfect). Beside it, 'perfectly calibrated at n=...': "
+    "the ECE that a confidence which is exactly right on average would still show on this many queries, by chance "
+    f"alone ({N_SIMULATIONS:,} seeded simulations whose outcomes are drawn from the confidences themselves, never "
+    "the real ones: their median and the band holding 95 % of them). An ECE inside that band cannot be told apart from "
+    "chance at this n; only an ECE above it shows a confidence that is off. Per spectrum, 'one outcome per "
+    "structure' is the same band when all spectra of one structure are right or wrong together (the truth lies "
+    "between the two bands).")
 
 
 def _floor(floor):
@@ -77,13 +92,7 @@ def _describe(data):
 def reliability_markdown(summary):
     """A Markdown section: per polarity, how the calibration data were formed, the ECE per structure and per
     spectrum, and the reliability bins."""
-    lines = ["## Confidence of the top hit: reliability per polarity", "",
-             "Expected calibration error (ECE): the queries' top-hit confidences in 10 equal-width bins, "
-             "sum over bins of (queries in the bin / all queries) x |fraction of right top hits - mean confidence|. "
-             "Beside it, the ECE that a perfectly calibrated confidence would show on the same queries by chance "
-             "(outcomes drawn from the confidences themselves, seeded; per spectrum also with one shared outcome per "
-             "structure): an ECE inside that band is indistinguishable from noise at this n.",
-             ""]
+    lines = ["## Confidence of the top hit: reliability per polarity", "", ECE_EXPLAINED, ""]
     for mode, part in _polarities(summary).items():
         name = mode or "all queries"
         lines.append(f"### {name} ({part.get('precursor_type', '')})".replace(" ()", ""))

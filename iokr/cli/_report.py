@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ._output import write_atomic
-from ._reliability import ece_text, reliability_markdown, reliability_sets
+from ._reliability import ECE_EXPLAINED, ece_text, reliability_markdown, reliability_sets
 
 MAX_K = 50
 #: File names of the figures (``topk`` keeps the demo's historical name ``report.png``).
@@ -250,6 +250,7 @@ def write_evaluation_report(out_dir, *, title, rank_sets, timings=None, summary_
                  f"{b['accuracy']:.3f}"] for kind, report in reliability.items() for b in report["bins"]]
         eces = "; ".join(f"{kind.replace('_', ' ')}: {ece_text(r)}" for kind, r in reliability.items())
         parts.append("<h2>Confidence</h2>" + f"<p>Expected calibration error: {html.escape(eces)}</p>"
+                     + f"<p>{html.escape(ECE_EXPLAINED)}</p>"
                      + _img(figures["reliability"], "reliability diagram")
                      + _table(["queries", "bin", "n", "mean confidence", "accuracy"], rows))
     if detail_table is not None:

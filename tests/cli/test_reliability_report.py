@@ -130,3 +130,18 @@ def test_one_query_has_an_ece_and_a_perfect_ece_band_of_its_two_outcomes():
     assert (floor["low"], floor["high"]) == pytest.approx((min(p, 1 - p), max(p, 1 - p)))
     assert floor["median"] == pytest.approx(p if 1 - p > 0.5 else 1 - p)
     assert f"| per structure | {1 - p:.3f} | 1 | {p:.3f} | 1.000 |" in _report.markdown_report(summary)
+
+
+def test_the_html_report_says_in_words_what_the_perfectly_calibrated_figures_mean(tmp_path):
+    # Before: report.html showed "0.293 (n=20; perfectly calibrated at n=20: 0.157 (95 % 0.075-0.293))" with no
+    # word on what that second figure is or how to read the ECE against it (only summary.md explained it)
+    import re  # noqa: PLC0415
+
+    _, page = _report.write_report(_summary(), tmp_path)
+    confidence = page.read_text()
+    confidence = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", confidence[confidence.index("<h2>Confidence</h2>"):]))
+    for words in ("how often the top hit is right", "by chance alone", "cannot be told apart from chance",
+                  "one outcome per structure", "simulations"):
+        assert words in confidence
+    # summary.md explains them in the same words
+    assert "cannot be told apart from chance" in _report.markdown_report(_summary())
