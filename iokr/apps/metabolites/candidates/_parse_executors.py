@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 from ....distributed import DistributedRunError, connect, local_client
 from ....exceptions import IOKRDataError
@@ -47,18 +47,22 @@ def check_scheduler(scheduler):
 
 @contextmanager
 def _dask_client(scheduler, n_workers):
-    try:
-        context = (local_client(n_workers=n_workers, processes=True) if scheduler == LOCAL_CLUSTER
-                   else connect(scheduler))
-        with context as client:
-            yield client
-    except ImportError as exc:
-        raise IOKRDataError(f"--scheduler {scheduler} needs Dask: pip install 'iokr[distributed]' ({exc}).") \
-            from None
-    except OSError as exc:
-        raise IOKRDataError(f"--scheduler {scheduler}: no Dask scheduler answers there ({exc}).") from None
-    except ValueError as exc:  # an address Dask cannot parse (check_scheduler lets only well-formed ones through)
-        raise IOKRDataError(f"--scheduler {scheduler}: not a Dask scheduler address ({exc}).") from None
+    # only connecting is blamed on --scheduler: the build reads its table while the client is open, and an error
+    # of that table (a truncated .csv.gz) must reach the user as it is
+    with ExitStack() as stack:
+        try:
+            client = stack.enter_context(local_client(n_workers=n_workers, processes=True)
+                                         if scheduler == LOCAL_CLUSTER else connect(scheduler))
+        except ImportError as exc:
+            raise IOKRDataError(f"--scheduler {scheduler} needs Dask: pip install 'iokr[distributed]' ({exc}).") \
+                from None
+        except OSError as exc:
+            raise IOKRDataError(f"--scheduler {scheduler}: no Dask scheduler answers there ({exc}).") from None
+        except ValueError as exc:  # an address Dask cannot parse (check_scheduler lets only well-formed ones through)
+            raise IOKRDataError(f"--scheduler {scheduler}: not a Dask scheduler address ({exc}).") from None
+        except TypeError as exc:  # tls:// without a TLS configuration
+            raise IOKRDataError(f"--scheduler {scheduler}: cannot connect ({exc}).") from None
+        yield client
 
 
 def run_in_order(tasks, function, n_jobs=None, scheduler=None):
