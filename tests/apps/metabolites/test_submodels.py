@@ -128,6 +128,13 @@ def test_ion_mode_option_details_say_what_the_file_gave(meta, ion_mode, status, 
     assert (route.status, route.detail) == (status, detail)
 
 
+def test_an_unsigned_multiple_charge_signed_by_the_ion_mode_option_says_so_under_assume():
+    route = route_query(read_precursor_ion({"charge": "2"}, "negative"), BOTH, "assume")
+    assert route.status == "unsupported charge"
+    assert route.detail == ("no adduct given: charge 2- (no sign in the file: negative ion mode from --ion-mode) "
+                            "assumed [M-2H]2-; [M-2H]2-: charge 2-; the model serves singly charged [M+H]+, [M-H]-")
+
+
 def test_assume_mapping_is_canonical_and_maps_to_singly_charged_default_types():
     assert ASSUME_MAPPING[parse_adduct("M+Na").name] == "[M+H]+"
     assert ASSUME_MAPPING[parse_adduct("[M+FA-H]-").name] == "[M-H]-"

@@ -154,11 +154,10 @@ def route_query(ion, model_types, policy="refuse", adduct_text=None):
     if size > 1:
         sign = "+" if mode == "positive" else "-"
         assumed = parse_adduct(f"[M{sign}{size}H]{size}{sign}")
-        if policy == "assume":
-            return _assumed(assumed, model_types, policy, f"no adduct given: charge {size}{sign} assumed "
-                                                          f"{assumed.name}; ")
         said = (f"charge {size}{sign} (no sign in the file: {mode} ion mode from --ion-mode)"
                 if ion.ion_mode_assumed and ion.unsigned_charge else f"charge {size}{sign}")
+        if policy == "assume":
+            return _assumed(assumed, model_types, policy, f"no adduct given: {said} assumed {assumed.name}; ")
         return Route("unsupported charge", f"{said}; the model serves {_served(model_types)}")
     default = parse_adduct(DEFAULT_TYPES[mode])
     if default.name in model_types:
