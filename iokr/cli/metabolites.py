@@ -45,6 +45,19 @@ def _fingerprint_kind(text):
     return text
 
 
+def _worker_count(text):
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of worker processes >= 1, got {text!r}") from None
+    if value < 1:  # 0 and joblib's -1 ("all CPUs") were run as 1 process without a word
+        raise argparse.ArgumentTypeError(f"expected a number of worker processes >= 1, got {value} (leave it out "
+                                         "for the number of CPUs)")
+    return value
+
+
 def _model_options(args, app):
     """The train / evaluate jobs' :class:`TrainingConfig` from the shared options (app defaults when not given)."""
     fingerprint = dict(defaults.DEFAULT_FINGERPRINT)
@@ -224,7 +237,7 @@ def register(subparsers):
     index.add_argument("--scheduler", default=None, metavar="ADDRESS",
                        help="parse on Dask: a scheduler address (tcp://host:8786), or 'local' for a LocalCluster "
                             "of --workers processes (a store folder only)")
-    index.add_argument("--workers", type=int, default=None, metavar="N",
+    index.add_argument("--workers", type=_worker_count, default=None, metavar="N",
                        help="worker processes parsing structures (default: the number of CPUs)")
     index.set_defaults(func=run_index)
 

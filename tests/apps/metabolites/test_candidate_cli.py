@@ -149,3 +149,15 @@ def test_mixed_list_namings_are_refused(bench, tmp_path, capsys):
                  "--candidates", str(inputs["folder"]), "--output", str(tmp_path / "o")]) != 0
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert "mix per-formula lists" in err and str(inputs["folder"]) in err
+
+
+@pytest.mark.parametrize("workers", ["0", "-1"])
+def test_index_refuses_a_worker_count_below_one(tmp_path, capsys, workers):
+    # --workers 0 and --workers -1 (joblib's "all CPUs") were silently run as 1 worker process
+    table = tmp_path / "t.csv"
+    table.write_text("Identifier,SMILES\nA1,CCO\n")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["metabolites", "index", str(table), "--output", str(tmp_path / "store"), "--workers", workers])
+    assert exit_info.value.code == 2
+    assert f"argument --workers: expected a number of worker processes >= 1, got {workers}" in capsys.readouterr().err
+    assert not (tmp_path / "store").exists()
