@@ -1,4 +1,4 @@
-"""The file of a :class:`~._candidates.CandidateStore` (``--store``): identified before anything is written.
+"""The file of a :class:`~._candidate_store.CandidateStore` (``--store``): identified before anything is written.
 
 Format 3 (this iokr): table ``meta`` names the schema (:data:`STORE_SCHEMA`), its version, the fingerprint
 parameters and how structures are keyed; table ``structures`` holds per input text its parse status, the parent's

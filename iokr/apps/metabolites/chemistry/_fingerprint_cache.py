@@ -1,7 +1,8 @@
 """The fingerprint cache a bundled candidate collection ships: keys and fingerprints by text digest (``.npz``).
 
-Written by :func:`export_fingerprint_cache`, attached with :meth:`~._candidates.CandidateStore.attach_cache`, so
-the bundled lists' fingerprints are not recomputed on every machine.
+Written by :func:`export_fingerprint_cache`, attached with
+:meth:`~..candidates._candidate_store.CandidateStore.attach_cache`, so the bundled lists' fingerprints are not
+recomputed on every machine.
 """
 
 from __future__ import annotations
