@@ -235,7 +235,7 @@ def test_read_precursor_ion_consistent(meta, adduct, ion_mode, charge):
      "adduct [M-H]- contradicts ion mode positive"),
     ({"ion_mode": "positive", "charge": "1-"}, None, "positive", None, "charge 1- contradicts ion mode positive"),
     ({"ion_mode": "negative", "charge": "2+"}, None, "negative", None, "charge 2+ contradicts ion mode negative"),
-    ({"charge": "2"}, None, None, None, "charge 2 has no sign and no ion mode is given"),
+    ({"charge": "2"}, None, None, None, "charge 2 has no sign and no ion mode is given (state it with --ion-mode)"),
     ({"adduct": "[M+H]2+", "ion_mode": "positive"}, None, "positive", None,
      "unreadable adduct: '[M+H]2+': the groups give charge +1 but the text says +2"),
     ({"adduct": "Cat"}, None, None, None, "unreadable adduct: 'Cat' is not an adduct such as [M+H]+ or [M-H]-"),

@@ -377,3 +377,14 @@ def test_an_appended_table_without_the_stores_identifier_column_says_so(tmp_path
     with pytest.raises(IOKRDataError, match=r"identifier column is none \(the table has no such column\), the store "
                                             r".*'s is '"):
         build_store(plain, store, FP, append=True, n_jobs=1)
+
+
+@pytest.mark.parametrize("n_jobs", [0, -1, 1.5, True, "2"])
+def test_a_worker_count_below_one_is_refused_not_run_as_one(tmp_path, n_jobs):
+    # joblib users write -1 for "all CPUs": it used to run silently as one process
+    a = _write(tmp_path / "a.csv", _rows(6))
+    with pytest.raises(ValueError, match=r"'n_jobs' parameter of build_store must be None .* or an int >= 1"):
+        build_store(a, tmp_path / "store", FP, n_jobs=n_jobs)
+    with pytest.raises(ValueError, match=r"'n_jobs' parameter of StructureDatabase.build must be None"):
+        StructureDatabase.build(a, tmp_path / "one.sqlite", FP, n_jobs=n_jobs)
+    assert not (tmp_path / "store").exists() and not (tmp_path / "one.sqlite").exists()

@@ -43,7 +43,7 @@ from ._sqlite_files import (
     remove_with_journal,
 )
 from ._store_format import MAX_FEATURES, check_rows, decode_compact, row_checksum
-from ._structure_parsing import BUILD_COUNTS, count_parse_result, parsed_chunks
+from ._structure_parsing import BUILD_COUNTS, check_n_jobs, count_parse_result, parsed_chunks
 from ._structure_tables import IDENTIFIER_COLUMNS, clean_value, name_column, pick, read_structure_rows
 
 SCHEMA = "iokr-structure-database"
@@ -206,6 +206,7 @@ class StructureDatabase:
             ``n_duplicates``, the :data:`~._structure_parsing.FLAG_COUNTS` (over the parsed rows), ``seconds``,
             ``structures_per_s``.
         """
+        check_n_jobs(n_jobs, "StructureDatabase.build")
         fingerprinter = Fingerprinter() if fingerprinter is None else fingerprinter
         if fingerprinter.n_features > MAX_FEATURES:
             raise IOKRDataError(f"Structure database {output}: fingerprints of {fingerprinter.n_features} columns do "

@@ -52,7 +52,7 @@ from ._sharded_database import (
 )
 from ._sqlite_files import connect_read_only, describe_error, error_kind, remove_with_journal
 from ._store_format import MAX_FEATURES, check_rows, row_checksum
-from ._structure_parsing import BUILD_COUNTS, FLAG_COUNTS, count_parse_result, parse_texts
+from ._structure_parsing import BUILD_COUNTS, FLAG_COUNTS, check_n_jobs, count_parse_result, parse_texts
 from ._structure_tables import IDENTIFIER_COLUMNS, name_column, pick, read_structure_rows, structure_texts
 
 _PART_CREATE = (
@@ -109,6 +109,7 @@ def build_store(source, output, fingerprinter=None, *, append=False, n_jobs=None
         raise IOKRDataError(f"Structure store {output} is a file; a sharded store is a folder (a path ending in "
                             ".sqlite writes a single-file database).")
     check_scheduler(scheduler)
+    check_n_jobs(n_jobs, "build_store")
     try:
         claim(output)
     except OutputInUseError as exc:

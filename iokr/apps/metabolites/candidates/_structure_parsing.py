@@ -6,6 +6,7 @@ sharded store's build (:mod:`._shard_build`)."""
 from __future__ import annotations
 
 import itertools
+import numbers
 import os
 
 from ....io._workers import worker_pool
@@ -13,6 +14,30 @@ from ..chemistry._fingerprints import Fingerprinter
 from ..chemistry._structures import parents_of
 from ._store_format import encode_rows, stored_values
 from ._structure_tables import structure_texts
+
+
+def check_n_jobs(n_jobs, function):
+    """Refuse a worker count that is not None or an int >= 1 (``-1``, joblib's "all CPUs", and 0 used to run as one
+    process without a word).
+
+    Parameters
+    ----------
+    n_jobs : object
+        The value given.
+    function : str
+        The function, for the message.
+
+    Raises
+    ------
+    ValueError
+        Naming ``n_jobs``, what was expected and what was given.
+    """
+    if n_jobs is None:
+        return
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral) or n_jobs < 1:
+        raise ValueError(f"The 'n_jobs' parameter of {function} must be None (every CPU) or an int >= 1. Got "
+                         f"{n_jobs!r}.")
+
 
 #: Rows parsed per chunk (one chunk per worker task).
 CHUNK_ROWS = 2000

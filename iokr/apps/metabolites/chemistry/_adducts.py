@@ -348,7 +348,8 @@ def read_precursor_ion(meta, default_ion_mode=None):
         if sign is None and (direction is None or assumed):  # the detail says the file gave a charge without sign
             unsigned = size
         if direction is None and size > 1:
-            problems.append(f"charge {str(raw_charge).strip()} has no sign and no ion mode is given")
+            problems.append(f"charge {str(raw_charge).strip()} has no sign and no ion mode is given (state "
+                                "it with --ion-mode)")
     else:
         charge = None
     return PrecursorIon(adduct=adduct, ion_mode=ion_mode, charge=charge, problem=problems[0] if problems else "",
