@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from ._list_softmax import fit_list_softmax, list_softmax_log_odds
-from ._noise_floor import N_BINS, noise_floor_summary, perfect_calibration_ece
+from ._noise_floor import N_BINS, bin_of, noise_floor_summary, perfect_calibration_ece
 
 #: Fewest hold-out ranked lists a calibration is fitted on; fewer give no confidence (a few dozen training structures
 #: gave fits of 1.000 for a 763-candidate list and 0.000 for every one-candidate list).
@@ -415,7 +415,7 @@ def expected_calibration_error(probabilities, correct, n_bins=N_BINS):
     y = np.asarray(correct, dtype=np.float64)
     if p.size == 0:
         return float("nan"), []
-    which = np.minimum((p * n_bins).astype(int), n_bins - 1)
+    which = bin_of(p, n_bins)
     ece, bins = 0.0, []
     for b in range(n_bins):
         in_bin = which == b

@@ -10,9 +10,26 @@ from __future__ import annotations
 
 import numpy as np
 
-#: Bins of the expected calibration error and the reliability diagram (equal width on [0, 1]; shared with
-#: :func:`~._confidence.expected_calibration_error`, which must bin as the simulation does).
+#: Bins of the expected calibration error, its reliability diagram and its noise floor (equal width on [0, 1]).
 N_BINS = 10
+
+
+def bin_of(probabilities, n_bins=N_BINS):
+    """Equal-width bin of each confidence on [0, 1] (1.0 in the last bin): the one binning of the ECE, its
+    reliability diagram and its simulated noise floor.
+
+    Parameters
+    ----------
+    probabilities : ndarray of shape (m,)
+    n_bins : int
+
+    Returns
+    -------
+    bins : ndarray of int, shape (m,)
+        In ``0 .. n_bins - 1``.
+    """
+    return np.minimum((probabilities * n_bins).astype(int), n_bins - 1)
+
 
 #: Simulated outcome sets of :func:`perfect_calibration_ece` (the 95 % band's ends move by about 0.002 between seeds
 #: at n = 60).
@@ -63,7 +80,7 @@ def perfect_calibration_ece(probabilities, n_simulations=N_SIMULATIONS, seed=0, 
             raise ValueError(f"groups must have one label per probability ({p.size}); got shape {labels.shape}")
         _, group_of = np.unique(labels, return_inverse=True)
         u = rng.random((n_simulations, int(group_of.max()) + 1))[:, group_of]
-    which = np.minimum((p * n_bins).astype(int), n_bins - 1)
+    which = bin_of(p, n_bins)
     indicator = np.zeros((p.size, n_bins))
     indicator[np.arange(p.size), which] = 1.0
     residuals = (u < p).astype(np.float64) - p
