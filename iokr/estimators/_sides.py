@@ -173,10 +173,14 @@ class OutputSide:
             self.train_features = self.feature_transform.transform(features, dtype=np.float64)
         else:
             self.Y_train = Y
-            self.kernel_transform = KernelTransform(self.center, self.normalize, parameter="normalize_output")
+            self.kernel_transform = self._new_kernel_transform()
             self.binary = _binary_tanimoto_state(self.kernel, Y)
             self._train_gram = self.kernel_transform.fit_transform(self._raw_train_gram())
         return self
+
+    def _new_kernel_transform(self):
+        """The unfitted centering / normalization of the kernel path (fit, restore and the lazy training Gram)."""
+        return KernelTransform(self.center, self.normalize, parameter="normalize_output")
 
     def _raw_train_gram(self):
         # the exact fast path gives the general kernel's values (see _cross_block), at half the cost for counts
@@ -193,7 +197,7 @@ class OutputSide:
         Y = self.kernel.validate(Y, "Y")
         self.n_features = Y.shape[1]
         self.Y_train = Y
-        self.kernel_transform = KernelTransform(self.center, self.normalize, parameter="normalize_output")
+        self.kernel_transform = self._new_kernel_transform()
         self.kernel_transform.restore(transform_state, Y.shape[0])
         self.binary = _binary_tanimoto_state(self.kernel, Y)
         self._train_gram = None
@@ -204,7 +208,7 @@ class OutputSide:
         """Transformed training output Gram (kernel path), shape (n, n); computed on first use after
         :meth:`restore`."""
         if self._train_gram is None:
-            transform = KernelTransform(self.center, self.normalize, parameter="normalize_output")
+            transform = self._new_kernel_transform()
             self._train_gram = transform.fit_transform(self._raw_train_gram())
         return self._train_gram
 
