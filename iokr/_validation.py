@@ -60,6 +60,11 @@ def check_positive_scalar(value, name, owner=None):
     return float(value)
 
 
+def is_count(value):
+    """Whether ``value`` is an integer >= 1: a Python or numpy int, not a bool (``True`` is no count) nor a float."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1
+
+
 def check_nonnegative_scalar(value, name, owner=None):
     """Return ``value`` as a float after checking it is a finite number >= 0."""
     where = f" of {owner}" if owner else ""

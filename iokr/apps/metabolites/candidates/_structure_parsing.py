@@ -6,9 +6,9 @@ sharded store's build (:mod:`._shard_build`)."""
 from __future__ import annotations
 
 import itertools
-import numbers
 import os
 
+from ...._validation import is_count
 from ....io._workers import worker_pool
 from ..chemistry._fingerprints import Fingerprinter
 from ..chemistry._structures import parents_of
@@ -32,9 +32,7 @@ def check_n_jobs(n_jobs, function):
     ValueError
         Naming ``n_jobs``, what was expected and what was given.
     """
-    if n_jobs is None:
-        return
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral) or n_jobs < 1:
+    if n_jobs is not None and not is_count(n_jobs):
         raise ValueError(f"The 'n_jobs' parameter of {function} must be None (every CPU) or an int >= 1. Got "
                          f"{n_jobs!r}.")
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ...._validation import check_nonnegative_scalar
+from ...._validation import check_nonnegative_scalar, is_count
 from ....decoding import CandidateSets
 from ..chemistry._adducts import read_precursor_ion
 from ..chemistry._formulas import FormulaError, canonical_formula
@@ -97,7 +97,7 @@ class IdentifySettings:
         # numpy scalars are numbers (a notebook's np.arange, a DataFrame cell): kept as Python int / float
         for name in ("top_k", "batch_size"):
             value = getattr(self, name)
-            if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < 1:
+            if not is_count(value):
                 raise ValueError(f"The '{name}' parameter of IdentifySettings must be an int >= 1. Got {value!r}.")
             object.__setattr__(self, name, int(value))
         if isinstance(self.ppm, (bool, np.bool_)) or not isinstance(self.ppm, numbers.Real) or not 0 < self.ppm < 1e6:

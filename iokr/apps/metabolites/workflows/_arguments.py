@@ -3,8 +3,9 @@ expected and what was received (the command line passes strings; a notebook may 
 
 from __future__ import annotations
 
-import numbers
 import os
+
+from ...._validation import is_count
 
 
 def check_path(value, name, function, *, optional=False, several=False):
@@ -103,6 +104,6 @@ def check_min_structures(value, function):
     ValueError
         Naming ``function``'s ``min_structures`` parameter and the value received.
     """
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+    if not is_count(value):
         raise ValueError(f"The 'min_structures' parameter of {function} must be an int >= 1. Got {value!r}.")
     return int(value)
